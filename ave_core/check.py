@@ -1,0 +1,235 @@
+"""The check driver every tool uses (``ave-lsp --check`` now, the language server later).
+
+:func:`check_file` runs the front end on one file and never raises for anything the file
+contains: an unreadable file is diagnostic ``AVE901``, a user error raised as
+:class:`~ave_core.diagnostics.AveError` becomes its diagnostic, and any other exception is
+an internal error ``AVE900``. :func:`check_paths` checks files and directories and builds
+the versioned JSON report (:func:`~ave_core.diagnostics.make_report`).
+
+Only the standard library and :mod:`ave_core.diagnostics` are imported here; the front end
+is imported when the first file is checked.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ave_core.diagnostics import (
+    ZERO_RANGE,
+    AveError,
+    Diagnostic,
+    Range,
+    SourceText,
+    make_report,
+)
+
+#: Directory names never entered when walking a directory (hidden ones are skipped too).
+SKIP_DIRS = frozenset({"__pycache__", ".venv", "node_modules"})
+
+#: Status of a specialization the front end compiled (the analysis adds proved/violated...).
+STATUS_OK = "ok"
+
+
+@dataclass
+class FileReport:
+    """What checking one file found.
+
+    Attributes:
+        path: the path as given.
+        uses_ave: whether the file imports the Ave DSL.
+        kernels: one dict per kernel in the report schema's shape,
+            ``{"name", "line", "specializations": [{"constexprs", "status"}]}``.
+        diagnostics: the file's diagnostics (some may point into other files, e.g. helpers).
+    """
+
+    path: str
+    uses_ave: bool
+    kernels: list[dict] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """The report's ``files[]`` entry."""
+        return {"path": self.path, "uses_ave": self.uses_ave, "kernels": self.kernels}
+
+    @property
+    def specialization_count(self) -> int:
+        return sum(len(k["specializations"]) for k in self.kernels)
+
+
+def read_source(path: str) -> tuple[str | None, Diagnostic | None]:
+    """Read ``path`` as UTF-8 (a leading BOM is dropped, line ends are kept as they are).
+
+    Returns ``(text, None)``, or ``(None, diagnostic)`` with an ``AVE901`` diagnostic when
+    the file cannot be read or decoded.
+    """
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        reason = e.strerror or str(e)
+        return None, Diagnostic("AVE901", f"cannot read {path}: {reason}", path, ZERO_RANGE)
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError as e:
+        # Point at the first byte that is not UTF-8 (the prefix before it decodes).
+        bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+        prefix = data[bom:e.start].decode("utf-8", errors="replace")
+        src = SourceText(prefix, path)
+        pos = src.offset_to_position(len(prefix))
+        return None, Diagnostic(
+            "AVE901", f"cannot read {path}: not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})",
+            path, Range(pos, pos), notes=["Ave reads source files as UTF-8"])
+
+
+def internal_error(path: str, exc: BaseException) -> Diagnostic:
+    """An ``AVE900`` diagnostic for an unexpected exception while checking ``path``."""
+    text = str(exc)
+    first, _, rest = text.partition("\n")
+    message = f"internal error: {type(exc).__name__}: {first}" if first else \
+        f"internal error: {type(exc).__name__}"
+    notes = [line for line in rest.splitlines() if line.strip()]
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        fr = frames[-1]
+        notes.append(f"raised at {fr.filename}:{fr.lineno} in {fr.name}")
+    notes.append("this is a bug in Ave; please report it with the file that triggered it")
+    return Diagnostic("AVE900", message, path, ZERO_RANGE, notes=notes)
+
+
+def json_scalar(value: Any) -> int | float | bool | str:
+    """A constexpr value as the report writes it: JSON scalars as they are, others as text.
+
+    Dtypes print as their DSL name (``bf16``); tuples, non-finite floats (which JSON cannot
+    write) and other values as ``str``.
+    """
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        try:
+            item = value.item()
+        except Exception:  # noqa: BLE001 - fall back to str
+            item = None
+        if isinstance(item, (bool, int, float, str)):
+            return json_scalar(item)
+    return str(value)
+
+
+def group_kernels(kernels: Iterable[Any]) -> list[dict]:
+    """Group KernelIRs (one per specialization) into the report's kernel entries.
+
+    Kernels are keyed by ``(name, line)`` in first-seen order; specializations are ordered
+    by ``config_index`` where given (``None`` — the defaults — first), then as given.
+    """
+    groups: dict[tuple[str, int], list[Any]] = {}
+    for k in kernels:
+        groups.setdefault((str(k.name), int(k.line)), []).append(k)
+    out = []
+    for (name, line), specs in groups.items():
+        order = sorted(range(len(specs)), key=lambda i: (
+            -1 if getattr(specs[i], "config_index", None) is None else specs[i].config_index, i))
+        out.append({
+            "name": name,
+            "line": line,
+            "specializations": [
+                {"constexprs": {str(n): json_scalar(v)
+                                for n, v in (getattr(specs[i], "constexprs", None) or {}).items()},
+                 "status": STATUS_OK}
+                for i in order
+            ],
+        })
+    return out
+
+
+def check_file(path: str, text: str | None = None, *, workspace: str | None = None) -> FileReport:
+    """Check one file.
+
+    Args:
+        path: the file's path (used in diagnostics as given).
+        text: its contents, when already known (an editor buffer); read from disk if None.
+        workspace: the workspace root, where imported helper files are looked up.
+
+    Returns:
+        A :class:`FileReport`. Never raises for a problem in the file or in Ave itself
+        (``KeyboardInterrupt`` and ``SystemExit`` pass through).
+    """
+    if text is None:
+        text, diag = read_source(path)
+        if diag is not None:
+            return FileReport(path, False, [], [diag])
+    try:
+        from ave_core.compiler.frontend import compile_source
+
+        result = compile_source(text, path, workspace=workspace)
+        return FileReport(path, bool(result.uses_ave), group_kernels(result.kernels),
+                          list(result.diagnostics))
+    except AveError as e:
+        # A user error that escaped the front end's own collection: still the user's error.
+        return FileReport(path, True, [], [e.to_diagnostic(SourceText(text, path))])
+    except Exception as e:  # noqa: BLE001 - anything else is an Ave bug, reported, not raised
+        return FileReport(path, _mentions_ave(text), [], [internal_error(path, e)])
+
+
+def _mentions_ave(text: str) -> bool:
+    return "ave_core" in text
+
+
+def _is_skipped_dir(name: str) -> bool:
+    return name in SKIP_DIRS or name.startswith(".")
+
+
+def iter_python_files(paths: Iterable[str]) -> list[str]:
+    """The files to check.
+
+    A path that is not a directory is taken as given (whatever its suffix, and even if it
+    does not exist: checking it then reports ``AVE901``). A directory is walked
+    recursively for ``*.py`` files, skipping hidden directories, ``__pycache__``,
+    ``.venv`` and ``node_modules``; each directory's files come sorted. Duplicates (the
+    same file named twice) are dropped, first occurrence kept.
+    """
+    out: list[str] = []
+    seen: set[str] = set()
+
+    def add(p: str) -> None:
+        key = os.path.normcase(os.path.abspath(p))
+        if key not in seen:
+            seen.add(key)
+            out.append(p)
+
+    for p in paths:
+        p = os.fspath(p)
+        if not os.path.isdir(p):
+            add(p)
+            continue
+        found = []
+        for root, dirs, files in os.walk(p):
+            dirs[:] = [d for d in dirs if not _is_skipped_dir(d)]
+            found.extend(os.path.join(root, f) for f in files if f.endswith(".py"))
+        for f in sorted(found):
+            add(f)
+    return out
+
+
+def check_files(paths: Iterable[str], *, workspace: str | None = None) -> list[FileReport]:
+    """:func:`check_file` on every file :func:`iter_python_files` finds under ``paths``."""
+    return [check_file(p, workspace=workspace) for p in iter_python_files(paths)]
+
+
+def build_report(reports: Iterable[FileReport]) -> dict:
+    """The JSON report of checked files (summary adds ``specializations``)."""
+    reports = list(reports)
+    return make_report(
+        [r.to_json() for r in reports],
+        [d for r in reports for d in r.diagnostics],
+        summary_extra={"specializations": sum(r.specialization_count for r in reports)},
+    )
+
+
+def check_paths(paths: Iterable[str], *, workspace: str | None = None) -> dict:
+    """Check files and directories; return the report (schema ``check-output.v1``)."""
+    return build_report(check_files(paths, workspace=workspace))

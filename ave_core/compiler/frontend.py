@@ -1,0 +1,2904 @@
+"""The Ave front end: kernel source text -> Ave IR, without running the file.
+
+:func:`compile_source` parses the text with :mod:`ast`, finds how the file imported the
+DSL (a file that never imports ``ave_core.lang`` gets no diagnostics at all), finds the
+``@ave.kernel`` functions, and for every specialization (each entry of ``configs``, or
+the defaults) evaluates the kernel body:
+
+* values known at compile time (constexprs, Python numbers and tuples, dtypes, layouts,
+  MMA atoms, helper functions, lambdas) are computed by the front end itself, with its
+  own evaluator over the AST — module-level code is never executed, helper files are read
+  as text, never imported;
+* values known only on the GPU (ids, tensor shapes, loaded data, runtime loop indices)
+  become :mod:`ave_core.compiler.ir` values, produced by ops that carry their source range.
+
+Errors are :class:`~ave_core.diagnostics.AveError` s, reported as diagnostics; the first
+error of a specialization stops that specialization only.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ave_core.diagnostics import AveError, Diagnostic, Range, Related, SourceText, ZERO_RANGE
+from ave_core.compiler import ir
+from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Loc, Op, Param, ProjectedLayout,
+                                  BroadcastLayout, ScalarType, TensorType, TileType, Value)
+from ave_core.lang import dtypes as _dt
+from ave_core.lang.dtypes import DType
+import importlib as _importlib
+
+_LAYOUT = _importlib.import_module("ave_core.lang.layout")
+_ATOMS = _importlib.import_module("ave_core.lang.atoms")
+
+#: Module names through which a file can import the DSL.
+DSL_MODULES = ("ave_core.lang",)
+
+#: Front-end limits (AVE121) that keep checking bounded on any input.
+MAX_STATIC_ITERATIONS = 4096
+MAX_OPS = 200_000
+MAX_INLINE_DEPTH = 32
+MAX_INT_BITS = 4096
+
+# ============================================================================ results
+
+@dataclass
+class FrontendResult:
+    """What the front end returns for one file.
+
+    Attributes:
+        uses_ave: whether the file imports the DSL (if not, everything else is empty).
+        diagnostics: front-end diagnostics (deduplicated across specializations).
+        kernels: one :class:`~ave_core.compiler.ir.KernelIR` per kernel specialization
+            that compiled without error.
+        kernel_names: every kernel found (also those whose compilation failed), with the
+            0-based line of its ``def``.
+        files: every file read (the file itself and helpers' files).
+    """
+
+    uses_ave: bool
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    kernels: list[KernelIR] = field(default_factory=list)
+    kernel_names: list[tuple[str, int]] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+
+
+# ============================================================================ compile-time objects
+
+class DSLModule:
+    """The ``ave_core.lang`` module as seen by kernel code."""
+
+    def __repr__(self) -> str:
+        return "<module ave_core.lang>"
+
+
+@dataclass(frozen=True)
+class PackageRef:
+    """A prefix of a dotted module path (``ave_core`` in ``import ave_core.lang``)."""
+
+    path: str
+
+
+@dataclass(frozen=True)
+class ExternalModule:
+    """A module imported by the file that is not the DSL (only ``math`` is usable)."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class DSLName:
+    """A name of the DSL (``copy``, ``kernel``, ``bf16`` ...)."""
+
+    name: str
+
+
+@dataclass(eq=False)
+class HelperFn:
+    """A helper function to inline: its ``def``, its module, and its closure scope."""
+
+    node: ast.FunctionDef
+    module: "ModuleContext"
+    closure: "Scope | None" = None
+
+
+@dataclass(eq=False)
+class LambdaFn:
+    node: ast.Lambda
+    module: "ModuleContext"
+    closure: "Scope"
+
+
+@dataclass(frozen=True)
+class BoundMethod:
+    """A method of a runtime value (``A.stride``, ``x.to``)."""
+
+    name: str
+    value: Any
+
+
+class Unset:
+    """Marker for a constexpr parameter without a value."""
+
+
+_BUILTINS_OK = {"range", "len", "min", "max", "abs", "int", "float", "bool", "tuple", "list",
+                "zip", "enumerate", "isinstance", "dict", "reversed", "sum", "divmod", "round",
+                "True", "False", "None"}
+
+_MATH_OK = {"log2", "log", "exp", "exp2", "sqrt", "e", "pi", "inf", "ceil", "floor", "log10",
+            "isqrt", "gcd", "prod", "nan"}
+
+# ============================================================================ module context
+
+
+class ModuleContext:
+    """One file read as text: its AST, imports and module-level definitions.
+
+    Module-level assignments are evaluated lazily by the front end's own evaluator (only
+    compile-time values; anything else is an error when used), never by Python.
+    """
+
+    def __init__(self, path: str, text: str, tree: ast.Module, loader: "ModuleLoader") -> None:
+        self.path = path
+        self.text = text
+        self.source = SourceText(text, path)
+        self.tree = tree
+        self.loader = loader
+        self.imports: dict[str, Any] = {}
+        self.import_nodes: dict[str, ast.AST] = {}
+        self.functions: dict[str, ast.FunctionDef] = {}
+        self.assigns: dict[str, ast.AST] = {}
+        self.globals_cache: dict[str, Any] = {}
+        self.evaluating: set[str] = set()
+        self.uses_ave = False
+        self._scan()
+
+    def _scan(self) -> None:
+        for node in self.tree.body:
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name in DSL_MODULES:
+                        self.uses_ave = True
+                        if a.asname:
+                            self.imports[a.asname] = DSLModule()
+                        else:
+                            self.imports[a.name.split(".")[0]] = PackageRef(a.name.split(".")[0])
+                    elif a.name == "ave_core" and a.asname:
+                        self.imports[a.asname] = PackageRef("ave_core")
+                    else:
+                        bound = a.asname or a.name.split(".")[0]
+                        self.imports[bound] = ExternalModule(a.name if a.asname else bound)
+                    self.import_nodes[a.asname or a.name.split(".")[0]] = node
+            elif isinstance(node, ast.ImportFrom):
+                mod = node.module or ""
+                if node.level == 0 and mod in DSL_MODULES:
+                    self.uses_ave = True
+                    for a in node.names:
+                        if a.name == "*":
+                            from ave_core import lang
+                            for n in getattr(lang, "__all__", []):
+                                self.imports[n] = DSLName(n)
+                        else:
+                            self.imports[a.asname or a.name] = DSLName(a.name)
+                            self.import_nodes[a.asname or a.name] = node
+                elif node.level == 0 and mod == "ave_core":
+                    for a in node.names:
+                        if a.name == "lang":
+                            self.uses_ave = True
+                            self.imports[a.asname or a.name] = DSLModule()
+                        else:
+                            self.imports[a.asname or a.name] = ExternalModule("ave_core." + a.name)
+                        self.import_nodes[a.asname or a.name] = node
+                else:
+                    for a in node.names:
+                        self.imports[a.asname or a.name] = ("from", node.level, mod, a.name)
+                        self.import_nodes[a.asname or a.name] = node
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions[node.name] = node  # type: ignore[assignment]
+                self.assigns.pop(node.name, None)
+            elif isinstance(node, ast.Assign):
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        self.assigns[t.id] = node.value
+                        self.functions.pop(t.id, None)
+            elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
+                self.assigns[node.target.id] = node.value
+
+    def range_of(self, node: ast.AST) -> Range:
+        return self.source.range_of(node)
+
+
+class ModuleLoader:
+    """Reads workspace files as text (never imports them) and caches their contexts."""
+
+    def __init__(self, workspace: str | None, overlay: dict[str, str] | None = None) -> None:
+        self.workspace = os.path.abspath(workspace) if workspace else None
+        self.overlay = overlay or {}
+        self.cache: dict[str, ModuleContext | None] = {}
+
+    def load(self, path: str) -> ModuleContext | None:
+        path = os.path.abspath(path)
+        if path in self.cache:
+            return self.cache[path]
+        self.cache[path] = None
+        try:
+            text = self.overlay.get(path)
+            if text is None:
+                with open(path, encoding="utf-8") as f:
+                    text = f.read()
+            tree = ast.parse(text, filename=path)
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
+            return None
+        ctx = ModuleContext(path, text, tree, self)
+        self.cache[path] = ctx
+        return ctx
+
+    def resolve(self, from_file: str, level: int, module: str) -> list[str]:
+        """Candidate file paths for ``from <.*level><module> import ...``."""
+        base = os.path.dirname(os.path.abspath(from_file))
+        roots: list[str] = []
+        if level > 0:
+            d = base
+            for _ in range(level - 1):
+                d = os.path.dirname(d)
+            roots.append(d)
+        else:
+            roots.append(base)
+            if self.workspace:
+                roots.append(self.workspace)
+        parts = module.split(".") if module else []
+        out = []
+        for r in roots:
+            p = os.path.join(r, *parts)
+            out += [p + ".py", os.path.join(p, "__init__.py")]
+        return out
+
+
+# ============================================================================ scopes
+
+class Scope:
+    """Variables of one function body (kernel, inlined helper or lambda)."""
+
+    def __init__(self, module: ModuleContext, parent: "Scope | None" = None,
+                 vars: dict | None = None) -> None:
+        self.module = module
+        self.parent = parent
+        self.vars: dict[str, Any] = dict(vars or {})
+
+    def child_copy(self) -> "Scope":
+        return Scope(self.module, self.parent, self.vars)
+
+    def lookup_local(self, name: str) -> tuple[bool, Any]:
+        s: Scope | None = self
+        while s is not None:
+            if name in s.vars:
+                return True, s.vars[name]
+            s = s.parent
+        return False, None
+
+
+_SENTINEL_LOOPVAR = object()
+
+
+@dataclass(frozen=True)
+class LoopOnly:
+    """A name defined only inside a runtime loop/branch body (unusable after it)."""
+
+    line: int
+
+
+# ============================================================================ the evaluator
+
+def _is_ct_int(x: Any) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def _is_ct_num(x: Any) -> bool:
+    return isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, bool)
+
+
+_BINOPS = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
+    ast.Mod: "mod", ast.Pow: "pow", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor",
+    ast.LShift: "shl", ast.RShift: "shr",
+}
+_CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+
+_PY_BIN: dict[str, Callable[[Any, Any], Any]] = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b, "floordiv": lambda a, b: a // b, "mod": lambda a, b: a % b,
+    "pow": lambda a, b: a ** b, "and": lambda a, b: a & b, "or": lambda a, b: a | b,
+    "xor": lambda a, b: a ^ b, "shl": lambda a, b: a << b, "shr": lambda a, b: a >> b,
+    "lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
+    "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b,
+}
+
+_UNARY_MATH = ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs")
+
+
+class KernelBuilder:
+    """Evaluates one kernel specialization into a :class:`KernelIR`."""
+
+    def __init__(self, module: ModuleContext, fn: ast.FunctionDef, deco: dict,
+                 constexprs: dict, config_index: int | None) -> None:
+        from ave_core import lang
+        self.lang = lang
+        self.module = module
+        self.fn = fn
+        self.threads: int = deco["threads"]
+        self.warp_size: int = deco["warp_size"]
+        self.target: str = deco["target"]
+        self.constexprs = constexprs
+        self.config_index = config_index
+        self.block = Block()
+        self.call_stack: list[tuple[ast.AST, ModuleContext]] = []
+        self.cur_module = module
+        self.n_ops = 0
+        self.files: set[str] = {module.path}
+        self.mma_operand_layouts: set[int] = set()
+        self.dim_cache: dict[tuple[int, str, int], Value] = {}
+
+    # ------------------------------------------------------------------ errors / locations
+
+    def err(self, code: str, msg: str, node: ast.AST | None, **kw: Any) -> AveError:
+        """An AveError located at ``node`` of the module being evaluated."""
+        return AveError(code, msg, range=self.cur_module.range_of(node) if node is not None
+                        and hasattr(node, "lineno") else None, file=self.cur_module.path, **kw)
+
+    def loc(self, node: ast.AST) -> Loc:
+        rng = self.cur_module.range_of(node) if hasattr(node, "lineno") else ZERO_RANGE
+        chain = tuple(Loc(m.path, m.range_of(n)) for n, m in reversed(self.call_stack))
+        return Loc(self.cur_module.path, rng, chain)
+
+    # ------------------------------------------------------------------ op emission
+
+    def emit(self, name: str, operands: Sequence[Value], result_types: Sequence[Any],
+             node: ast.AST, attrs: dict | None = None, regions: Sequence[Block] = (),
+             names: Sequence[str | None] | None = None) -> Op:
+        self.n_ops += 1
+        if self.n_ops > MAX_OPS:
+            raise self.err("AVE121", f"the kernel produces more than {MAX_OPS} IR ops", node)
+        op = Op(name, list(operands), [], dict(attrs or {}), list(regions), self.loc(node))
+        for i, t in enumerate(result_types):
+            op.results.append(Value(t, (names[i] if names else None), owner=op))
+        self.block.ops.append(op)
+        return op
+
+    def const(self, value: Any, dtype: DType, node: ast.AST) -> Value:
+        v = self.emit("arith.constant", [], [ScalarType(dtype)], node,
+                      {"value": value, "dtype": dtype}).result
+        if dtype == _dt.i32 and _is_ct_int(value):
+            v.affine = {None: int(value)}
+        return v
+
+    # ------------------------------------------------------------------ top level
+
+    def build(self) -> KernelIR:
+        fn = self.fn
+        scope = Scope(self.module)
+        params: list[Param] = []
+        args = fn.args
+        if args.vararg or args.kwarg or args.kwonlyargs or args.posonlyargs:
+            raise self.err("AVE101", "kernels take plain positional parameters only", fn)
+        for a in args.args:
+            if a.annotation is None:
+                raise self.err("AVE118", f"kernel parameter `{a.arg}` needs an annotation "
+                               "(ave.Tensor[dtype, rank], a scalar dtype, or ave.constexpr)", a)
+            ann = self.eval_ct(a.annotation, scope, what="a parameter annotation")
+            if a.arg in self.constexprs:
+                val = self.constexprs[a.arg]
+                if isinstance(val, Unset):
+                    raise self.err("AVE111", f"constexpr `{a.arg}` has no value: give it a "
+                                   "default, a value in every `configs` entry, or pass it at "
+                                   "launch", a)
+                scope.vars[a.arg] = val
+                continue
+            if isinstance(ann, self.lang.core.TensorSpec):
+                t = TensorType(ann.dtype, ann.rank)
+            elif isinstance(ann, DType):
+                t = ScalarType(ann)
+            else:
+                raise self.err("AVE118", f"unsupported annotation for `{a.arg}`: expected "
+                               "ave.Tensor[dtype, rank], a dtype or ave.constexpr", a.annotation)
+            v = self.block.add_arg(t, a.arg)
+            params.append(Param(a.arg, t, v, self.module.range_of(a)))
+            scope.vars[a.arg] = v
+        self.exec_body(fn.body, scope, top=True)
+        name_rng = _def_name_range(self.module, fn)
+        return KernelIR(fn.name, self.module.path, fn.lineno - 1, name_rng, self.threads,
+                        self.warp_size, self.target, dict(self.constexprs), self.config_index,
+                        params, self.block, tuple(sorted(self.files)))
+
+    # ------------------------------------------------------------------ statements
+
+    def exec_body(self, body: list[ast.stmt], scope: Scope, top: bool = False) -> Any:
+        """Execute statements; returns ('return', value) when a return is hit."""
+        for i, st in enumerate(body):
+            r = self.exec_stmt(st, scope)
+            if r is not None:
+                if i != len(body) - 1:
+                    raise self.err("AVE101", "code after `return` is not supported", body[i + 1])
+                return r
+        return None
+
+    def exec_stmt(self, st: ast.stmt, scope: Scope) -> Any:
+        if isinstance(st, ast.Expr):
+            if isinstance(st.value, ast.Constant) and isinstance(st.value.value, str):
+                return None  # docstring
+            self.eval(st.value, scope)
+            return None
+        if isinstance(st, ast.Assign):
+            val = self.eval(st.value, scope)
+            for t in st.targets:
+                self.assign(t, val, scope, st.value)
+            return None
+        if isinstance(st, ast.AnnAssign):
+            if st.value is None:
+                raise self.err("AVE101", "annotated declaration without a value", st)
+            self.assign(st.target, self.eval(st.value, scope), scope, st.value)
+            return None
+        if isinstance(st, ast.AugAssign):
+            if not isinstance(st.target, ast.Name):
+                raise self.err("AVE101", "augmented assignment to anything but a name", st)
+            cur = self.eval(ast.Name(st.target.id, ast.Load(), lineno=st.lineno,
+                                     col_offset=st.col_offset, end_lineno=st.target.end_lineno,
+                                     end_col_offset=st.target.end_col_offset), scope)
+            val = self.binop(_BINOPS[type(st.op)], cur, self.eval(st.value, scope), st)
+            scope.vars[st.target.id] = val
+            return None
+        if isinstance(st, ast.For):
+            self.exec_for(st, scope)
+            return None
+        if isinstance(st, ast.If):
+            return self.exec_if(st, scope)
+        if isinstance(st, ast.Return):
+            val = self.eval(st.value, scope) if st.value is not None else None
+            return ("return", val)
+        if isinstance(st, ast.Pass):
+            return None
+        if isinstance(st, ast.FunctionDef):
+            if st.decorator_list:
+                raise self.err("AVE101", "decorated functions inside a kernel", st.decorator_list[0])
+            scope.vars[st.name] = HelperFn(st, self.cur_module, scope)
+            return None
+        if isinstance(st, ast.Assert):
+            test = self.eval(st.test, scope)
+            if isinstance(test, Value):
+                raise self.err("AVE115", "`assert` needs a compile-time condition; use "
+                               "ave.assert_conform / ave.assert_disjoint for data", st.test)
+            if not test:
+                msg = self.eval_ct(st.msg, scope) if st.msg is not None else "assertion failed"
+                raise self.err("AVE117", f"compile-time assertion failed: {msg}", st)
+            return None
+        what = {ast.While: "`while` loops (use ave.range)", ast.Try: "`try`",
+                ast.With: "`with`", ast.ClassDef: "class definitions",
+                ast.Global: "`global`", ast.Nonlocal: "`nonlocal`", ast.Delete: "`del`",
+                ast.Raise: "`raise`", ast.Break: "`break`", ast.Continue: "`continue`",
+                ast.Import: "imports inside a kernel", ast.ImportFrom: "imports inside a kernel",
+                ast.AsyncFunctionDef: "async functions", ast.AsyncFor: "async for",
+                ast.AsyncWith: "async with"}.get(type(st), type(st).__name__)
+        if hasattr(ast, "Match") and isinstance(st, ast.Match):
+            what = "`match`"
+        raise self.err("AVE101", f"{what} is not supported in Ave kernels", st)
+
+    def assign(self, target: ast.AST, val: Any, scope: Scope, vnode: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            if isinstance(val, Value) and val.name is None:
+                val.name = target.id
+            scope.vars[target.id] = val
+            return
+        if isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(val, (tuple, list)):
+                raise self.err("AVE118", "cannot unpack a non-tuple value", vnode)
+            if len(val) != len(target.elts):
+                raise self.err("AVE104", f"cannot unpack {len(val)} values into "
+                               f"{len(target.elts)} names", target)
+            for t, v in zip(target.elts, val):
+                self.assign(t, v, scope, vnode)
+            return
+        raise self.err("AVE101", "only names and tuples of names can be assigned to "
+                       "(tiles are written with ave.store / ave.copy)", target)
+
+    # ------------------------------------------------------------------ control flow
+
+    def exec_for(self, st: ast.For, scope: Scope) -> None:
+        if st.orelse:
+            raise self.err("AVE101", "`for ... else` is not supported", st.orelse[0])
+        it = st.iter
+        kind, args, kwargs = self.loop_kind(it, scope)
+        if kind == "static":
+            seq = self.static_seq(args, kwargs, it)
+            if len(seq) > MAX_STATIC_ITERATIONS:
+                raise self.err("AVE121", f"static loop of {len(seq)} iterations (limit "
+                               f"{MAX_STATIC_ITERATIONS})", it)
+            for x in seq:
+                self.assign(st.target, x, scope, it)
+                r = self.exec_body(st.body, scope)
+                if r is not None:
+                    raise self.err("AVE101", "`return` inside a loop is not supported", st)
+            return
+        if kind == "iter":
+            for x in args:
+                self.assign(st.target, x, scope, it)
+                if self.exec_body(st.body, scope) is not None:
+                    raise self.err("AVE101", "`return` inside a loop is not supported", st)
+            return
+        # runtime loop -> scf.for
+        if not isinstance(st.target, ast.Name):
+            raise self.err("AVE101", "the index of an ave.range loop must be a single name",
+                           st.target)
+        start, stop, step, unroll = args
+        if _is_ct_int(step) and step == 0:
+            raise self.err("AVE120", "loop step must not be 0", it)
+        if isinstance(step, Value) or not _is_ct_int(step):
+            raise self.err("AVE115", "the step of ave.range must be a compile-time integer", it)
+        lb = self.as_i32(start, it)
+        ub = self.as_i32(stop, it)
+        stv = self.as_i32(step, it)
+        assigned = _assigned_names(st.body)
+        carried: list[str] = []
+        for n in sorted(assigned):
+            found, v = scope.lookup_local(n)
+            if found and n in scope.vars and not isinstance(v, (LoopOnly, HelperFn)):
+                carried.append(n)
+        inits: list[Value] = []
+        kept: list[str] = []
+        for n in carried:
+            v = scope.vars[n]
+            if isinstance(v, Value):
+                inits.append(v)
+                kept.append(n)
+            elif _is_ct_num(v) or isinstance(v, bool):
+                kept.append(n)
+                inits.append(self.materialize_scalar(v, st))
+            # other compile-time values must not change in the body (checked below)
+        body = Block()
+        iv = body.add_arg(ScalarType(_dt.i32), st.target.id)
+        iv.affine = {iv: 1}
+        bargs = [body.add_arg(v.type, n) for n, v in zip(kept, inits)]
+        inner = scope.child_copy()
+        inner.vars[st.target.id] = iv
+        for n, a in zip(kept, bargs):
+            inner.vars[n] = a
+        saved = self.block
+        self.block = body
+        try:
+            if self.exec_body(st.body, inner) is not None:
+                raise self.err("AVE101", "`return` inside a loop is not supported", st)
+            yields: list[Value] = []
+            for n, a in zip(kept, bargs):
+                nv = inner.vars.get(n)
+                nv = self.coerce_like(nv, a.type, n, st)
+                yields.append(nv)
+            self.emit("scf.yield", yields, [], st)
+        finally:
+            self.block = saved
+        for n in carried:
+            if n not in kept and inner.vars.get(n) is not scope.vars.get(n):
+                if not _ct_equal(inner.vars.get(n), scope.vars.get(n)):
+                    raise self.err("AVE115", f"`{n}` holds a compile-time value that changes "
+                                   "inside a runtime loop; use ave.static_range", st)
+        op = self.emit("scf.for", [lb, ub, stv, *inits], [a.type for a in bargs], st,
+                       {"unroll": unroll, "iv_name": st.target.id, "carried": tuple(kept)},
+                       [body], names=kept)
+        for n, r in zip(kept, op.results):
+            scope.vars[n] = r
+        for n in assigned:
+            if n not in kept and n not in carried:
+                scope.vars[n] = LoopOnly(st.lineno)
+
+    def loop_kind(self, it: ast.AST, scope: Scope) -> tuple[str, Any, Any]:
+        if isinstance(it, ast.Call):
+            f = self.eval(it.func, scope)
+            if f == DSLName("static_range") or f == DSLName("range") or f == ("builtin", "range"):
+                name = "static_range" if f == DSLName("static_range") else "range"
+                sig = self.lang.names.signature_of(name)
+                ba = self.bind(sig, it, scope, name)
+                a = ba.arguments
+                start, stop, step = a["start"], a.get("stop"), a.get("step", 1)
+                if stop is None:
+                    start, stop = 0, start
+                if name == "static_range":
+                    for x, nm in ((start, "start"), (stop, "stop"), (step, "step")):
+                        if not _is_ct_int(x):
+                            raise self.err("AVE115", f"ave.static_range needs compile-time "
+                                           f"integer bounds; `{nm}` is a runtime value", it)
+                    return "static", (start, stop, step), {}
+                return "runtime", (start, stop, step, a.get("unroll")), {}
+        val = self.eval(it, scope)
+        if isinstance(val, (tuple, list)):
+            return "iter", val, {}
+        raise self.err("AVE101", "a kernel loop must iterate over ave.range(...), "
+                       "ave.static_range(...) or a compile-time tuple", it)
+
+    def static_seq(self, args: Any, kwargs: Any, node: ast.AST) -> list[int]:
+        start, stop, step = args
+        if step == 0:
+            raise self.err("AVE120", "loop step must not be 0", node)
+        n = max(0, -(-(stop - start) // step)) if step > 0 else max(0, -(-(start - stop) // -step))
+        if n > MAX_STATIC_ITERATIONS:
+            raise self.err("AVE121", f"static loop of {n} iterations (limit "
+                           f"{MAX_STATIC_ITERATIONS})", node)
+        return list(range(start, stop, step))
+
+    def exec_if(self, st: ast.If, scope: Scope) -> Any:
+        cond = self.eval(st.test, scope)
+        if not isinstance(cond, Value):
+            branch = st.body if self.truth(cond, st.test) else st.orelse
+            return self.exec_body(branch, scope)
+        cond = self.as_bool(cond, st.test)
+        assigned = _assigned_names(st.body) | _assigned_names(st.orelse)
+        results: dict[str, list] = {}
+        branches = []
+        for body in (st.body, st.orelse):
+            blk = Block()
+            inner = scope.child_copy()
+            saved = self.block
+            self.block = blk
+            try:
+                if self.exec_body(body, inner) is not None:
+                    raise self.err("AVE101", "`return` inside a runtime branch is not supported",
+                                   st)
+            finally:
+                self.block = saved
+            branches.append((blk, inner))
+        merged: list[str] = []
+        for n in sorted(assigned):
+            vt = branches[0][1].vars.get(n, scope.vars.get(n))
+            ve = branches[1][1].vars.get(n, scope.vars.get(n))
+            if vt is None or ve is None or isinstance(vt, LoopOnly) or isinstance(ve, LoopOnly):
+                scope.vars[n] = LoopOnly(st.lineno)
+                continue
+            if vt is ve or _ct_equal(vt, ve):
+                scope.vars[n] = vt
+                continue
+            merged.append(n)
+            results[n] = [vt, ve]
+        types = []
+        for n in merged:
+            vt, ve = results[n]
+            ref = vt if isinstance(vt, Value) else ve
+            if not isinstance(ref, Value):
+                if _is_ct_num(vt) and _is_ct_num(ve):
+                    dt = _dt.f32 if isinstance(vt, float) or isinstance(ve, float) else _dt.i32
+                    ref = Value(ScalarType(dt))
+                else:
+                    raise self.err("AVE115", f"`{n}` gets different compile-time values on the "
+                                   "two sides of a runtime branch", st)
+            types.append(ref.type)
+        for bi, (blk, inner) in enumerate(branches):
+            saved = self.block
+            self.block = blk
+            try:
+                ys = [self.coerce_like(results[n][bi], t, n, st) for n, t in zip(merged, types)]
+                self.emit("scf.yield", ys, [], st)
+            finally:
+                self.block = saved
+        op = self.emit("scf.if", [cond], types, st, {"merged": tuple(merged)},
+                       [branches[0][0], branches[1][0]], names=merged)
+        for n, r in zip(merged, op.results):
+            scope.vars[n] = r
+        return None
+
+    def coerce_like(self, v: Any, t: Any, name: str, node: ast.AST) -> Value:
+        if isinstance(v, Value):
+            if v.type != t:
+                raise self.err("AVE118", f"`{name}` changes type across a loop or branch: "
+                               f"{t} vs {v.type}", node)
+            return v
+        if isinstance(t, ScalarType) and (_is_ct_num(v) or isinstance(v, bool)):
+            return self.const(v, t.dtype, node)
+        raise self.err("AVE118", f"`{name}` must hold a runtime value of type {t} here", node)
+
+    def truth(self, v: Any, node: ast.AST) -> bool:
+        try:
+            return bool(v)
+        except Exception:
+            raise self.err("AVE118", "this value has no truth value", node) from None
+
+    # ------------------------------------------------------------------ expressions
+
+    def eval_ct(self, node: ast.AST, scope: Scope, what: str = "this value") -> Any:
+        v = self.eval(node, scope)
+        if isinstance(v, Value) or _contains_value(v):
+            raise self.err("AVE115", f"{what} must be known at compile time", node)
+        return v
+
+    def eval(self, node: ast.AST, scope: Scope) -> Any:
+        m = getattr(self, "ev_" + type(node).__name__, None)
+        if m is None:
+            raise self.err("AVE101", f"{_describe(node)} is not supported in Ave kernels", node)
+        return m(node, scope)
+
+    def ev_Constant(self, node: ast.Constant, scope: Scope) -> Any:
+        if isinstance(node.value, (bytes, complex)) or node.value is Ellipsis:
+            raise self.err("AVE101", f"{type(node.value).__name__} constants are not supported",
+                           node)
+        return node.value
+
+    def ev_Name(self, node: ast.Name, scope: Scope) -> Any:
+        return self.lookup(node.id, node, scope)
+
+    def lookup(self, name: str, node: ast.AST, scope: Scope) -> Any:
+        found, v = scope.lookup_local(name)
+        if found:
+            if isinstance(v, LoopOnly):
+                raise self.err("AVE102", f"`{name}` is only defined inside the runtime loop or "
+                               f"branch at line {v.line}; define it before to carry it", node)
+            return v
+        return self.lookup_global(name, node, scope.module)
+
+    def lookup_global(self, name: str, node: ast.AST, module: ModuleContext) -> Any:
+        if name in module.globals_cache:
+            return module.globals_cache[name]
+        if name in module.imports:
+            v = module.imports[name]
+            if isinstance(v, tuple) and v and v[0] == "from":
+                v = self.resolve_from_import(module, v, node)
+            elif isinstance(v, DSLName):
+                if not hasattr(self.lang, v.name):
+                    raise self.err("AVE102", f"`{v.name}` is not part of the DSL", node)
+                v = _dsl_value(self.lang, v.name)
+            module.globals_cache[name] = v
+            return v
+        if name in module.functions:
+            fn = module.functions[name]
+            if isinstance(fn, ast.AsyncFunctionDef):
+                raise self.err("AVE101", "async functions cannot be used in kernels", node)
+            v = HelperFn(fn, module)
+            module.globals_cache[name] = v
+            return v
+        if name in module.assigns:
+            if name in module.evaluating:
+                raise self.err("AVE102", f"module-level `{name}` refers to itself", node)
+            module.evaluating.add(name)
+            saved = self.cur_module
+            self.cur_module = module
+            saved_block = self.block
+            self.block = Block()  # module-level expressions must not emit ops
+            try:
+                expr = module.assigns[name]
+                v = self.eval(expr, Scope(module))
+                if self.block.ops or _contains_value(v):
+                    raise self.err("AVE115", f"module-level `{name}` must be a compile-time value",
+                                   expr)
+            finally:
+                self.block = saved_block
+                self.cur_module = saved
+                module.evaluating.discard(name)
+            module.globals_cache[name] = v
+            return v
+        if name in _BUILTINS_OK:
+            return ("builtin", name)
+        raise self.err("AVE102", f"unknown name `{name}`", node)
+
+    def resolve_from_import(self, module: ModuleContext, spec: tuple, node: ast.AST) -> Any:
+        _, level, modname, attr = spec
+        if level == 0 and modname.split(".")[0] in ("math",):
+            return ExternalModule(modname + "." + attr) if modname != "math" else (
+                ("math", attr) if attr in _MATH_OK else ExternalModule("math." + attr))
+        for cand in module.loader.resolve(module.path, level, modname):
+            if os.path.isfile(cand):
+                ctx = module.loader.load(cand)
+                if ctx is None:
+                    raise self.err("AVE113", f"cannot read or parse `{cand}` imported here", node)
+                self.files.add(ctx.path)
+                if attr in ctx.functions or attr in ctx.assigns or attr in ctx.imports:
+                    return self.lookup_global(attr, node, ctx)
+                raise self.err("AVE113", f"`{attr}` is not defined in `{os.path.relpath(cand)}`",
+                               node)
+        if level == 0 and modname.split(".")[0] not in ("helpers",):
+            # an ordinary library (numpy, torch...): usable outside kernels only
+            return ExternalModule(f"{modname}.{attr}")
+        raise self.err("AVE113", f"cannot find the workspace module `{'.' * level}{modname}`",
+                       node)
+
+    def ev_Attribute(self, node: ast.Attribute, scope: Scope) -> Any:
+        base = self.eval(node.value, scope)
+        a = node.attr
+        if isinstance(base, DSLModule):
+            return self.dsl_attr(a, node)
+        if isinstance(base, PackageRef):
+            path = f"{base.path}.{a}"
+            if path in DSL_MODULES:
+                return DSLModule()
+            return PackageRef(path)
+        if isinstance(base, ExternalModule):
+            if base.name == "math":
+                if a not in _MATH_OK:
+                    raise self.err("AVE101", f"math.{a} is not available at compile time", node)
+                return ("math", a)
+            raise self.err("AVE101", f"module `{base.name}` cannot be used inside a kernel "
+                           "(kernels are compiled, not run by Python)", node)
+        if isinstance(base, Value):
+            return self.value_attr(base, a, node)
+        if isinstance(base, (HelperFn, LambdaFn)) or (isinstance(base, tuple) and base and
+                                                       base[0] in ("builtin", "math")):
+            raise self.err("AVE101", f"attribute `{a}` of a function", node)
+        if a.startswith("_"):
+            raise self.err("AVE101", f"private attribute `{a}`", node)
+        try:
+            v = getattr(base, a)
+        except AttributeError:
+            raise self.err("AVE102", f"{type(base).__name__} has no attribute `{a}`", node) from None
+        except Exception as e:  # a property of a compile-time object failed
+            raise self.err("AVE120", f"{type(base).__name__}.{a}: {e}", node) from None
+        if callable(v) and not isinstance(v, (DType,)):
+            return ("method", base, a, v)
+        if a in ("a", "b") and hasattr(base, "atom"):
+            self.mma_operand_layouts.add(id(v))
+        return v
+
+    def dsl_attr(self, a: str, node: ast.AST) -> Any:
+        from ave_core.lang import names
+        if a in names.DSL_FUNCTIONS or a in names.COMPILE_TIME_FUNCTIONS or hasattr(self.lang, a) \
+                and not a.startswith("_"):
+            if not hasattr(self.lang, a):
+                raise self.err("AVE102", f"`ave.{a}` is not part of the DSL", node)
+            return _dsl_value(self.lang, a)
+        close = _close_matches(a, [n for n in dir(self.lang) if not n.startswith("_")])
+        hint = f"; did you mean `ave.{close}`?" if close else ""
+        raise self.err("AVE102", f"`ave.{a}` is not part of the DSL{hint}", node)
+
+    def value_attr(self, v: Value, a: str, node: ast.AST) -> Any:
+        t = v.type
+        if a == "dtype" and hasattr(t, "dtype"):
+            return t.dtype
+        if isinstance(t, TensorType):
+            if a == "shape":
+                return tuple(self.tensor_dim(v, i, "dim", node) for i in range(t.rank))
+            if a == "stride":
+                return BoundMethod("stride", v)
+            if a == "ndim":
+                return t.rank
+        if isinstance(t, (TileType, FragmentType)):
+            if a == "shape":
+                return t.shape
+            if a == "ndim":
+                return len(t.shape)
+            if a == "layout":
+                return t.layout
+            if a == "T":
+                if len(t.shape) != 2:
+                    raise self.err("AVE116", "`.T` needs a 2-D tile", node)
+                return self.h_transpose_impl(v, (1, 0), node)
+        if a in ("to", "astype"):
+            return BoundMethod("cast", v)
+        raise self.err("AVE102", f"{_kind(v)} has no attribute `{a}`", node)
+
+    def tensor_dim(self, v: Value, i: int, which: str, node: ast.AST) -> Value:
+        key = (v.id, which, i)
+        if key not in self.dim_cache:
+            # emitted at kernel entry so the value dominates every use
+            op = Op(f"ave.{which}", [v], [], {"axis": i}, [], self.loc(node))
+            r = Value(ScalarType(_dt.i32), None, owner=op)
+            r.affine = {r: 1}
+            op.results.append(r)
+            base = _root_tensor(v)
+            body = self.block if base is None else None
+            self.insert_at_entry(op, v)
+            self.dim_cache[key] = r
+            del body
+        return self.dim_cache[key]
+
+    def insert_at_entry(self, op: Op, after: Value) -> None:
+        """Insert a value-free op right after the definition of ``after`` (or at entry)."""
+        # find the block and position where `after` is defined; fall back to current block
+        owner = after.owner
+        root = self._root_block()
+        if isinstance(owner, Block):
+            owner.ops.insert(0, op) if owner is not root else root.ops.insert(
+                _count_leading(root, "ave.dim", "ave.stride"), op)
+            return
+        for blk in _all_blocks(root):
+            if owner in blk.ops:
+                blk.ops.insert(blk.ops.index(owner) + 1, op)
+                return
+        self.block.ops.append(op)
+
+    def _root_block(self) -> Block:
+        return self._root if hasattr(self, "_root") else self.block
+
+    def ev_Subscript(self, node: ast.Subscript, scope: Scope) -> Any:
+        base = self.eval(node.value, scope)
+        if isinstance(base, DSLName) and base.name == "Tensor":
+            args = self.eval_ct(node.slice, scope, "tensor annotation")
+            args = args if isinstance(args, tuple) else (args,)
+            try:
+                return self.lang.Tensor[args]
+            except (TypeError, ValueError) as e:
+                raise self.err("AVE118", str(e), node) from None
+        idx_node = node.slice
+        elts = idx_node.elts if isinstance(idx_node, ast.Tuple) else [idx_node]
+        if isinstance(base, Value):
+            return self.index_value(base, elts, scope, node)
+        idx = self.eval(idx_node, scope)
+        if isinstance(idx, Value):
+            raise self.err("AVE115", "indexing a compile-time value needs a compile-time index",
+                           idx_node)
+        try:
+            return base[idx]
+        except (IndexError, KeyError) as e:
+            raise self.err("AVE119", f"index {idx!r} out of range: {e}", idx_node) from None
+        except TypeError as e:
+            raise self.err("AVE118", f"cannot index {type(base).__name__}: {e}", node) from None
+
+    def ev_Tuple(self, node: ast.Tuple, scope: Scope) -> Any:
+        out: list = []
+        for e in node.elts:
+            if isinstance(e, ast.Starred):
+                v = self.eval(e.value, scope)
+                if not isinstance(v, (tuple, list)):
+                    raise self.err("AVE118", "only tuples can be unpacked with *", e)
+                out.extend(v)
+            else:
+                out.append(self.eval(e, scope))
+        return tuple(out)
+
+    def ev_List(self, node: ast.List, scope: Scope) -> Any:
+        return list(self.ev_Tuple(node, scope))  # type: ignore[arg-type]
+
+    def ev_Dict(self, node: ast.Dict, scope: Scope) -> Any:
+        out = {}
+        for k, v in zip(node.keys, node.values):
+            if k is None:
+                raise self.err("AVE101", "`**` in dict literals", v)
+            out[self.eval_ct(k, scope)] = self.eval_ct(v, scope)
+        return out
+
+    def ev_Slice(self, node: ast.Slice, scope: Scope) -> Any:
+        return slice(self.eval(node.lower, scope) if node.lower else None,
+                     self.eval(node.upper, scope) if node.upper else None,
+                     self.eval(node.step, scope) if node.step else None)
+
+    def ev_IfExp(self, node: ast.IfExp, scope: Scope) -> Any:
+        c = self.eval(node.test, scope)
+        if isinstance(c, Value):
+            return self.h_where_impl(self.as_bool(c, node.test), self.eval(node.body, scope),
+                                     self.eval(node.orelse, scope), node)
+        return self.eval(node.body if self.truth(c, node.test) else node.orelse, scope)
+
+    def ev_Lambda(self, node: ast.Lambda, scope: Scope) -> Any:
+        return LambdaFn(node, self.cur_module, scope)
+
+    def ev_UnaryOp(self, node: ast.UnaryOp, scope: Scope) -> Any:
+        v = self.eval(node.operand, scope)
+        if isinstance(node.op, ast.Not):
+            if isinstance(v, Value):
+                return self.binop("xor", self.as_bool(v, node), True, node)
+            return not self.truth(v, node)
+        if isinstance(node.op, ast.USub):
+            if isinstance(v, Value):
+                return self.unary("neg", v, node)
+            return -v
+        if isinstance(node.op, ast.UAdd):
+            return v
+        if isinstance(node.op, ast.Invert):
+            if isinstance(v, Value):
+                return self.binop("xor", v, -1, node)
+            return ~v
+        raise self.err("AVE101", "unsupported unary operator", node)
+
+    def ev_BinOp(self, node: ast.BinOp, scope: Scope) -> Any:
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            raise self.err("AVE101", "the `@` operator (use ave.mma)", node)
+        return self.binop(op, self.eval(node.left, scope), self.eval(node.right, scope), node)
+
+    def ev_BoolOp(self, node: ast.BoolOp, scope: Scope) -> Any:
+        vals = [self.eval(v, scope) for v in node.values]
+        if not any(isinstance(v, Value) for v in vals):
+            if isinstance(node.op, ast.And):
+                r: Any = True
+                for v in vals:
+                    r = v
+                    if not v:
+                        return v
+                return r
+            for v in vals:
+                if v:
+                    return v
+            return vals[-1]
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        acc = self.as_bool(vals[0], node)
+        for v in vals[1:]:
+            acc = self.binop(op, acc, self.as_bool(v, node), node)
+        return acc
+
+    def ev_Compare(self, node: ast.Compare, scope: Scope) -> Any:
+        left = self.eval(node.left, scope)
+        result: Any = None
+        for opn, rn in zip(node.ops, node.comparators):
+            right = self.eval(rn, scope)
+            if isinstance(opn, (ast.In, ast.NotIn, ast.Is, ast.IsNot)):
+                if isinstance(left, Value) or isinstance(right, Value):
+                    raise self.err("AVE101", "`in`/`is` on runtime values", node)
+                r = {ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+                     ast.Is: lambda a, b: a is b, ast.IsNot: lambda a, b: a is not b}[
+                    type(opn)](left, right)
+            else:
+                r = self.binop(_CMPOPS[type(opn)], left, right, node)
+            result = r if result is None else self.binop("and", result, r, node) \
+                if isinstance(r, Value) or isinstance(result, Value) else (result and r)
+            left = right
+        return result
+
+    def ev_Call(self, node: ast.Call, scope: Scope) -> Any:
+        f = self.eval(node.func, scope)
+        if isinstance(f, DSLName):
+            return self.call_dsl(f.name, node, scope)
+        if isinstance(f, HelperFn):
+            return self.inline(f, node, scope)
+        if isinstance(f, LambdaFn):
+            args, kwargs = self.eval_args(node, scope)
+            return self.call_lambda(f, args, kwargs, node)
+        if isinstance(f, BoundMethod):
+            args, kwargs = self.eval_args(node, scope)
+            if f.name == "stride":
+                if len(args) != 1 or kwargs or not _is_ct_int(args[0]):
+                    raise self.err("AVE104", "stride(i) takes one compile-time integer", node)
+                if not 0 <= args[0] < f.value.type.rank:
+                    raise self.err("AVE119", f"stride({args[0]}) of a rank-{f.value.type.rank} "
+                                   "tensor", node)
+                return self.tensor_dim(f.value, args[0], "stride", node)
+            if f.name == "cast":
+                if len(args) != 1 or kwargs:
+                    raise self.err("AVE104", ".to(dtype) takes one dtype", node)
+                return self.h_cast_impl(f.value, args[0], node)
+        if isinstance(f, tuple) and f and f[0] == "builtin":
+            return self.call_builtin(f[1], node, scope)
+        if isinstance(f, tuple) and f and f[0] == "math":
+            args, kwargs = self.eval_args(node, scope)
+            if any(isinstance(a, Value) for a in args):
+                raise self.err("AVE115", f"math.{f[1]} works on compile-time values only; use "
+                               f"ave.{f[1]} on runtime data", node)
+            fn = getattr(math, f[1], None)
+            if fn is None:
+                fn = {"exp2": lambda x: 2.0 ** x}.get(f[1])
+            try:
+                return fn(*args, **kwargs)  # type: ignore[misc]
+            except (TypeError, ValueError, OverflowError) as e:
+                raise self.err("AVE120", f"math.{f[1]}: {e}", node) from None
+        if isinstance(f, tuple) and f and f[0] == "method":
+            _, obj, name, meth = f
+            args, kwargs = self.eval_args(node, scope)
+            if _contains_value(args) or _contains_value(kwargs):
+                raise self.err("AVE115", f"{type(obj).__name__}.{name}() takes compile-time "
+                               "arguments", node)
+            try:
+                return meth(*args, **kwargs)
+            except TypeError as e:
+                raise self.err("AVE104", f"{type(obj).__name__}.{name}(): {e}", node) from None
+            except (ValueError, ZeroDivisionError, IndexError, KeyError) as e:
+                raise self.err("AVE120", f"{type(obj).__name__}.{name}(): {e}", node) from None
+        if isinstance(f, ExternalModule):
+            raise self.err("AVE101", f"`{f.name}` cannot be called inside a kernel", node)
+        raise self.err("AVE118", f"{_kind(f)} is not callable", node.func)
+
+    def eval_args(self, node: ast.Call, scope: Scope) -> tuple[list, dict]:
+        args: list = []
+        for a in node.args:
+            if isinstance(a, ast.Starred):
+                v = self.eval(a.value, scope)
+                if not isinstance(v, (tuple, list)):
+                    raise self.err("AVE118", "only tuples can be unpacked with *", a)
+                args.extend(v)
+            else:
+                args.append(self.eval(a, scope))
+        kwargs = {}
+        for k in node.keywords:
+            if k.arg is None:
+                v = self.eval_ct(k.value, scope)
+                if not isinstance(v, dict):
+                    raise self.err("AVE118", "only dicts can be unpacked with **", k.value)
+                kwargs.update(v)
+            else:
+                kwargs[k.arg] = self.eval(k.value, scope)
+        return args, kwargs
+
+    def call_builtin(self, name: str, node: ast.Call, scope: Scope) -> Any:
+        if name == "range":
+            raise self.err("AVE101", "range() outside a for loop", node)
+        args, kwargs = self.eval_args(node, scope)
+        if _contains_value(args) or _contains_value(kwargs):
+            if name in ("min", "max") and len(args) == 2 and not kwargs:
+                return self.binop(name, args[0], args[1], node)
+            if name == "abs" and len(args) == 1:
+                return self.unary("abs", args[0], node)
+            if name in ("float", "int") and len(args) == 1:
+                return self.h_cast_impl(args[0], _dt.f32 if name == "float" else _dt.i32, node)
+            if name == "len" and len(args) == 1 and isinstance(args[0], tuple):
+                return len(args[0])
+            if name in ("tuple", "list") and len(args) == 1 and isinstance(args[0], (tuple, list)):
+                return tuple(args[0]) if name == "tuple" else list(args[0])
+            if name in ("zip", "enumerate", "reversed"):
+                pass
+            else:
+                raise self.err("AVE115", f"{name}() on runtime values", node)
+        fn = {"len": len, "min": min, "max": max, "abs": abs, "int": int, "float": float,
+              "bool": bool, "tuple": tuple, "list": list, "zip": lambda *a: tuple(zip(*a)),
+              "enumerate": lambda *a: tuple(enumerate(*a)), "isinstance": None,
+              "dict": dict, "reversed": lambda a: tuple(reversed(a)), "sum": sum,
+              "divmod": divmod, "round": round}[name]
+        if fn is None:
+            raise self.err("AVE101", f"{name}() in kernels", node)
+        try:
+            return fn(*args, **kwargs)
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
+            raise self.err("AVE120", f"{name}(): {e}", node) from None
+
+    # ------------------------------------------------------------------ inlining
+
+    def inline(self, f: HelperFn, node: ast.Call, scope: Scope) -> Any:
+        if len(self.call_stack) >= MAX_INLINE_DEPTH:
+            raise self.err("AVE121", f"helpers nested more than {MAX_INLINE_DEPTH} deep", node)
+        if any(n is f.node for n, _ in self._inline_defs):
+            raise self.err("AVE114", f"`{f.node.name}` calls itself (helpers are inlined and "
+                           "cannot recurse)", node)
+        fd = f.node
+        if fd.decorator_list:
+            raise self.err("AVE101", f"decorated helper `{fd.name}` (a kernel cannot call a "
+                           "kernel; helpers must be plain functions)", node)
+        args, kwargs = self.eval_args(node, scope)
+        callee_scope = Scope(f.module, f.closure)
+        self.bind_params(fd.args, args, kwargs, callee_scope, node, fd.name, f.module)
+        self.call_stack.append((node, self.cur_module))
+        self._inline_defs.append((fd, f.module))
+        saved = self.cur_module
+        self.cur_module = f.module
+        self.files.add(f.module.path)
+        try:
+            r = self.exec_body(fd.body, callee_scope)
+        except AveError as e:
+            if e.file and e.file != self.module.path and len(self.call_stack) == 1:
+                raise self._relocate(e, node, saved) from None
+            raise
+        finally:
+            self.cur_module = saved
+            self.call_stack.pop()
+            self._inline_defs.pop()
+        return r[1] if r is not None else None
+
+    _inline_defs: list = []
+
+    def _relocate(self, e: AveError, call: ast.AST, module: ModuleContext) -> AveError:
+        """An error inside a helper of another file, reported at the call site."""
+        rel = Related(ir.Location(e.file, e.range or ZERO_RANGE), f"{e.code}: {e.message}")
+        return AveError(e.code, f"{e.message} (in helper called here)",
+                        range=module.range_of(call), file=module.path, notes=e.notes,
+                        related=[rel, *e.related])
+
+    def bind_params(self, a: ast.arguments, args: list, kwargs: dict, scope: Scope,
+                    node: ast.AST, fname: str, module: ModuleContext) -> None:
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs:
+            raise self.err("AVE101", f"helper `{fname}` uses *args/**kwargs/keyword-only "
+                           "parameters", node)
+        names = [p.arg for p in a.args]
+        defaults = a.defaults
+        nd = len(defaults)
+        if len(args) > len(names):
+            raise self.err("AVE104", f"`{fname}` takes {len(names)} arguments but "
+                           f"{len(args)} were given", node)
+        for n, v in zip(names, args):
+            scope.vars[n] = v
+        for k, v in kwargs.items():
+            if k not in names:
+                raise self.err("AVE104", f"`{fname}` has no parameter `{k}`", node)
+            if k in scope.vars:
+                raise self.err("AVE104", f"`{fname}` got two values for `{k}`", node)
+            scope.vars[k] = v
+        for i, n in enumerate(names):
+            if n not in scope.vars:
+                di = i - (len(names) - nd)
+                if di < 0:
+                    raise self.err("AVE104", f"`{fname}` is missing the argument `{n}`", node)
+                saved = self.cur_module
+                self.cur_module = module
+                try:
+                    scope.vars[n] = self.eval(defaults[di], Scope(module))
+                finally:
+                    self.cur_module = saved
+
+    def call_lambda(self, f: LambdaFn, args: list, kwargs: dict, node: ast.AST) -> Any:
+        sc = Scope(f.module, f.closure)
+        self.bind_params(f.node.args, args, kwargs, sc, node, "lambda", f.module)
+        saved = self.cur_module
+        self.cur_module = f.module
+        try:
+            return self.eval(f.node.body, sc)
+        finally:
+            self.cur_module = saved
+
+    # ------------------------------------------------------------------ arithmetic
+
+    def materialize_scalar(self, v: Any, node: ast.AST, like: DType | None = None) -> Value:
+        if isinstance(v, Value):
+            return v
+        if isinstance(v, bool):
+            return self.const(v, _dt.i1, node)
+        if _is_ct_int(v):
+            dt = like if like is not None else _dt.i32
+            if dt == _dt.i32 and not -2**31 <= int(v) < 2**31:
+                raise self.err("AVE120", f"integer {v} does not fit in i32", node)
+            return self.const(int(v) if dt.is_int else float(v), dt, node)
+        if _is_ct_num(v):
+            dt = like if like is not None and like.is_float else _dt.f32
+            return self.const(float(v), dt, node)
+        raise self.err("AVE118", f"{_kind(v)} cannot be used as a runtime value", node)
+
+    def as_i32(self, v: Any, node: ast.AST) -> Value:
+        if isinstance(v, Value):
+            if not (isinstance(v.type, ScalarType) and v.type.dtype.is_int):
+                raise self.err("AVE105", f"expected an integer scalar, got {v.type}", node)
+            return v
+        if not _is_ct_int(v):
+            raise self.err("AVE105", f"expected an integer, got {_kind(v)}", node)
+        return self.materialize_scalar(v, node)
+
+    def as_bool(self, v: Any, node: ast.AST) -> Value:
+        if isinstance(v, Value) and isinstance(v.type, (ScalarType, FragmentType)):
+            if v.type.dtype == _dt.i1:
+                return v
+            return self.binop("ne", v, 0, node)
+        if isinstance(v, bool):
+            return self.const(v, _dt.i1, node)
+        raise self.err("AVE118", f"expected a condition, got {_kind(v)}", node)
+
+    def binop(self, op: str, a: Any, b: Any, node: ast.AST) -> Any:
+        if not isinstance(a, Value) and not isinstance(b, Value):
+            if op in ("min", "max"):
+                return min(a, b) if op == "min" else max(a, b)
+            if op == "pow" and _is_ct_int(b) and _is_ct_int(a) and abs(b) > 256:
+                raise self.err("AVE121", "integer power too large", node)
+            if op == "shl" and _is_ct_int(b) and b > 256:
+                raise self.err("AVE121", "shift too large", node)
+            try:
+                r = _PY_BIN[op](a, b)
+            except ZeroDivisionError:
+                raise self.err("AVE120", "division by zero at compile time", node) from None
+            except TypeError as e:
+                raise self.err("AVE118", f"unsupported operand types: {e}", node) from None
+            if _is_ct_int(r) and abs(int(r)).bit_length() > MAX_INT_BITS:
+                raise self.err("AVE121", "integer too large", node)
+            return r
+        ta = a.type if isinstance(a, Value) else None
+        tb = b.type if isinstance(b, Value) else None
+        for t in (ta, tb):
+            if t is not None and not isinstance(t, (ScalarType, FragmentType)):
+                raise self.err("AVE118", f"arithmetic on {t} (only scalars and register "
+                               "fragments; load tiles first)", node)
+        ref = a if isinstance(a, Value) else b
+        dtype = ref.type.dtype
+        # python numbers adopt the other operand's dtype
+        if not isinstance(a, Value):
+            a = self.materialize_scalar(a, node, dtype)
+        if not isinstance(b, Value):
+            b = self.materialize_scalar(b, node, dtype)
+        if a.type.dtype != b.type.dtype:
+            if {a.type.dtype, b.type.dtype} <= {_dt.i1, _dt.i32} and op in ("and", "or", "xor"):
+                pass
+            else:
+                raise self.err("AVE105", f"operands of `{op}` have different dtypes "
+                               f"({a.type.dtype} and {b.type.dtype}); use ave.cast", node)
+        if op in ("and", "or", "xor", "shl", "shr", "floordiv", "mod") and dtype.is_float:
+            raise self.err("AVE105", f"`{op}` needs integer operands, not {dtype}", node)
+        rt = self.result_type(a, b, node)
+        rdt = _dt.i1 if op in _CMP_NAMES else rt.dtype
+        if isinstance(rt, FragmentType):
+            rtype: Any = FragmentType(rdt, rt.shape, rt.layout, rt.reg_class)
+            a = self.broadcast_to(a, rt, node)
+            b = self.broadcast_to(b, rt, node)
+        else:
+            rtype = ScalarType(rdt)
+        name = f"arith.{'cmp' if op in _CMP_NAMES else op}"
+        attrs = {"pred": op} if op in _CMP_NAMES else {}
+        r = self.emit(name, [a, b], [rtype], node, attrs).result
+        if isinstance(rtype, ScalarType) and rdt == _dt.i32:
+            r.affine = _affine(op, a.affine, b.affine)
+        return r
+
+    def unary(self, op: str, a: Value, node: ast.AST) -> Value:
+        if not isinstance(a.type, (ScalarType, FragmentType)):
+            raise self.err("AVE118", f"`{op}` on {a.type}", node)
+        r = self.emit(f"arith.{op}" if op == "neg" else f"math.{op}", [a], [a.type], node).result
+        if op == "neg" and a.affine is not None:
+            r.affine = {k: -c for k, c in a.affine.items()}
+        return r
+
+    def result_type(self, a: Value, b: Value, node: ast.AST) -> Any:
+        fa = isinstance(a.type, FragmentType)
+        fb = isinstance(b.type, FragmentType)
+        if not fa and not fb:
+            return a.type
+        if fa and not fb:
+            return a.type
+        if fb and not fa:
+            return b.type
+        sa, sb = a.type.shape, b.type.shape
+        if sa == sb:
+            if a.type.layout != b.type.layout and a.type.layout is not None and \
+                    b.type.layout is not None:
+                raise self.err("AVE116", "operands are distributed over threads differently "
+                               "(different TV layouts); use ave.convert", node)
+            return a.type if a.type.layout is not None else b.type
+        if len(sa) != len(sb):
+            raise self.err("AVE116", f"shapes {sa} and {sb} do not broadcast", node)
+        full = tuple(max(x, y) for x, y in zip(sa, sb))
+        for x, y in zip(sa, sb):
+            if x != y and 1 not in (x, y):
+                raise self.err("AVE116", f"shapes {sa} and {sb} do not broadcast", node)
+        big = a if a.type.shape == full else b if b.type.shape == full else None
+        if big is None:
+            raise self.err("AVE116", f"shapes {sa} and {sb} do not broadcast", node)
+        return big.type
+
+    def broadcast_to(self, v: Value, t: FragmentType, node: ast.AST) -> Value:
+        if isinstance(v.type, ScalarType):
+            return v
+        if v.type.shape == t.shape:
+            return v
+        lay = v.type.layout
+        keep = tuple(i for i, s in enumerate(v.type.shape) if s != 1 or t.shape[i] == 1)
+        if isinstance(lay, ProjectedLayout):
+            if lay.parent != t.layout or lay.keep != keep:
+                raise self.err("AVE116", "this broadcast needs data other threads hold: the "
+                               "reduced fragment was not reduced from a fragment with this "
+                               "layout", node)
+        elif lay is not None:
+            raise self.err("AVE116", f"cannot broadcast a fragment of shape {v.type.shape} "
+                           f"to {t.shape} without a reduction layout", node)
+        bl = BroadcastLayout(t.layout, keep, t.shape)
+        return self.emit("ave.broadcast", [v], [FragmentType(v.type.dtype, t.shape, t.layout,
+                                                             t.reg_class)], node,
+                         {"shape": t.shape, "keep": keep, "layout": bl}).result
+
+    # ------------------------------------------------------------------ indexing runtime values
+
+    def index_value(self, base: Value, elts: list[ast.AST], scope: Scope, node: ast.AST) -> Value:
+        t = base.type
+        if isinstance(t, FragmentType):
+            idx = [self.eval(e, scope) for e in elts]
+            if all(isinstance(i, slice) and i == slice(None) or i is None for i in idx) and \
+                    sum(1 for i in idx if i is None) >= 1:
+                shape = list(t.shape)
+                pos = 0
+                new_shape: list[int] = []
+                for i in idx:
+                    if i is None:
+                        new_shape.append(1)
+                    else:
+                        new_shape.append(shape[pos])
+                        pos += 1
+                if pos != len(shape):
+                    raise self.err("AVE116", "`x[:, None]` must list every axis of x", node)
+                return self.emit("ave.expand_dims", [base],
+                                 [FragmentType(t.dtype, tuple(new_shape), t.layout, t.reg_class)],
+                                 node, {"shape": tuple(new_shape)}).result
+            raise self.err("AVE101", "fragments can only be indexed as x[:, None] "
+                           "(broadcast); load or convert instead", node)
+        if isinstance(t, TensorType):
+            return self.tile_of(base, t.rank, elts, scope, node, is_tensor=True)
+        if isinstance(t, TileType):
+            return self.tile_of(base, len(t.shape), elts, scope, node, is_tensor=False)
+        raise self.err("AVE118", f"{_kind(base)} cannot be indexed", node)
+
+    def tile_of(self, base: Value, rank: int, elts: list[ast.AST], scope: Scope, node: ast.AST,
+                is_tensor: bool) -> Value:
+        t = base.type
+        if len(elts) > rank:
+            raise self.err("AVE119", f"{len(elts)} indices for a rank-{rank} "
+                           f"{'tensor' if is_tensor else 'tile'}", node)
+        offsets: list[Any] = []
+        shape: list[int] = []
+        keep: list[int] = []
+        dyn: list[Value] = []
+        for d in range(rank):
+            e = elts[d] if d < len(elts) else None
+            ext_full = None if is_tensor else t.shape[d]
+            if e is None or (isinstance(e, ast.Slice) and e.lower is None and e.upper is None):
+                if e is not None and e.step is not None:
+                    raise self.err("AVE101", "slice steps are not supported", e)
+                if ext_full is None:
+                    raise self.err("AVE115", f"a full slice `:` of tensor dimension {d} has a "
+                                   "runtime extent; slice with a compile-time extent "
+                                   "(`i0:i0 + BLOCK`)", e or node)
+                offsets.append(0)
+                shape.append(ext_full)
+                keep.append(d)
+                continue
+            if isinstance(e, ast.Slice):
+                if e.step is not None:
+                    raise self.err("AVE101", "slice steps are not supported", e.step)
+                lo = self.eval(e.lower, scope) if e.lower is not None else 0
+                hi = self.eval(e.upper, scope) if e.upper is not None else ext_full
+                if hi is None:
+                    raise self.err("AVE115", "open-ended slice of a runtime-sized dimension", e)
+                ext = _extent(lo, hi)
+                if ext is None:
+                    raise self.err("AVE115", "the extent of this slice is not a compile-time "
+                                   "constant (write `start:start + EXTENT`)", e)
+                if ext <= 0:
+                    raise self.err("AVE119", f"empty slice (extent {ext})", e)
+                if ext_full is not None and _is_ct_int(lo) and (lo < 0 or lo + ext > ext_full):
+                    raise self.err("AVE119", f"slice {lo}:{lo + ext} outside dimension {d} of "
+                                   f"extent {ext_full}", e)
+                if ext_full is not None and ext > ext_full:
+                    raise self.err("AVE119", f"slice extent {ext} larger than dimension {d} "
+                                   f"({ext_full})", e)
+                offsets.append(self._offset(lo, dyn, e))
+                shape.append(ext)
+                keep.append(d)
+            else:
+                i = self.eval(e, scope)
+                if _is_ct_int(i) and ext_full is not None and not 0 <= i < ext_full:
+                    raise self.err("AVE119", f"index {i} outside dimension {d} of extent "
+                                   f"{ext_full}", e)
+                if not isinstance(i, Value) and not _is_ct_int(i):
+                    raise self.err("AVE118", f"index must be an integer, got {_kind(i)}", e)
+                offsets.append(self._offset(i, dyn, e))
+        space = "global" if is_tensor else t.space
+        dtype = t.dtype
+        layout = None if (is_tensor or t.space == "global") else t.layout
+        rt = TileType(dtype, tuple(shape), space, layout, None if is_tensor else t.reg_class)
+        name = "ave.global_tile" if is_tensor else "ave.subtile"
+        return self.emit(name, [base, *dyn], [rt], node,
+                         {"offsets": tuple(offsets), "shape": tuple(shape),
+                          "keep": tuple(keep)}).result
+
+    def _offset(self, v: Any, dyn: list[Value], node: ast.AST) -> Any:
+        if isinstance(v, Value):
+            v = self.as_i32(v, node)
+            dyn.append(v)
+            return ("dyn", len(dyn) - 1)
+        if not _is_ct_int(v):
+            raise self.err("AVE118", f"offset must be an integer, got {_kind(v)}", node)
+        return int(v)
+
+    # ------------------------------------------------------------------ DSL calls
+
+    def bind(self, sig: Any, node: ast.Call, scope: Scope, name: str) -> Any:
+        args, kwargs = self.eval_args(node, scope)
+        try:
+            ba = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise self.err("AVE104", f"ave.{name}(): {e}", node) from None
+        ba.apply_defaults()
+        return ba
+
+    def call_dsl(self, name: str, node: ast.Call, scope: Scope) -> Any:
+        from ave_core.lang import names
+        if name in ("tag",):
+            return self.h_tag(node, scope)
+        if name in ("copy", "copy_async", "load", "store") and _has_kw(node, "mask"):
+            pass
+        handler = getattr(self, "h_" + name, None)
+        if name in names.DSL_FUNCTIONS:
+            if handler is None:
+                raise self.err("AVE101", f"ave.{name} is not supported by this front end yet",
+                               node)
+            sig = names.signature_of(name)
+            ba = self.bind(sig, node, scope, name)
+            return handler(node, scope, **ba.arguments)
+        # compile-time constructors (layouts, atoms, dtypes, cdiv, swizzle, label...)
+        obj = getattr(self.lang, name, None)
+        if obj is None:
+            raise self.err("AVE102", f"`ave.{name}` is not part of the DSL", node)
+        if name == "kernel":
+            raise self.err("AVE101", "ave.kernel inside a kernel", node)
+        if name == "label":
+            raise self.err("AVE101", "ave.label() is only meaningful as the result of a tag "
+                           "function", node)
+        args, kwargs = self.eval_args(node, scope)
+        if _contains_value(args) or _contains_value(kwargs):
+            raise self.err("AVE115", f"ave.{name}() is computed at compile time: its arguments "
+                           "must be compile-time values", node)
+        if not callable(obj):
+            raise self.err("AVE118", f"ave.{name} is not callable", node)
+        try:
+            return obj(*args, **kwargs)
+        except TypeError as e:
+            raise self.err("AVE104", f"ave.{name}(): {e}", node) from None
+        except (ValueError, ZeroDivisionError, IndexError, KeyError, AssertionError) as e:
+            raise self.err("AVE120", f"ave.{name}(): {e}", node) from None
+
+    # ---- ids
+
+    def _id(self, opname: str, node: ast.AST, attrs: dict | None = None) -> Value:
+        r = self.emit(opname, [], [ScalarType(_dt.i32)], node, attrs).result
+        r.affine = {r: 1}
+        return r
+
+    def h_thread_id(self, node, sc):
+        return self._id("ave.thread_id", node)
+
+    def h_warp_id(self, node, sc):
+        return self._id("ave.warp_id", node)
+
+    def h_lane_id(self, node, sc):
+        return self._id("ave.lane_id", node)
+
+    def h_warp_group_id(self, node, sc):
+        return self._id("ave.warp_group_id", node)
+
+    def h_program_id(self, node, sc, axis):
+        if axis not in (0, 1, 2):
+            raise self.err("AVE120", "program_id axis must be 0, 1 or 2", node)
+        return self._id("ave.program_id", node, {"axis": axis})
+
+    def h_num_programs(self, node, sc, axis):
+        if axis not in (0, 1, 2):
+            raise self.err("AVE120", "num_programs axis must be 0, 1 or 2", node)
+        return self._id("ave.num_programs", node, {"axis": axis})
+
+    # ---- tiles
+
+    def _shape(self, shape: Any, node: ast.AST, what: str = "shape") -> tuple[int, ...]:
+        if _is_ct_int(shape):
+            shape = (shape,)
+        if isinstance(shape, list):
+            shape = tuple(shape)
+        if not isinstance(shape, tuple) or not shape:
+            raise self.err("AVE115" if _contains_value(shape) else "AVE118",
+                           f"{what} must be a tuple of compile-time integers", node)
+        for s in shape:
+            if isinstance(s, Value):
+                raise self.err("AVE115", f"{what} must be known at compile time", node)
+            if not _is_ct_int(s) or s <= 0:
+                raise self.err("AVE118", f"{what} entries must be positive integers, got {s!r}",
+                               node)
+        return tuple(int(s) for s in shape)
+
+    def _dtype(self, d: Any, node: ast.AST) -> DType:
+        if not isinstance(d, DType):
+            raise self.err("AVE105", f"expected a dtype (ave.bf16, ...), got {_kind(d)}", node)
+        return d
+
+    def _check_layout_covers(self, layout: Any, shape: tuple, node: ast.AST, what: str) -> None:
+        L = _LAYOUT
+        lshape = getattr(layout, "shape", None)
+        if lshape is None or not hasattr(layout, "size"):
+            raise self.err("AVE118", f"{what}: expected a layout, got {_kind(layout)}", node)
+        if isinstance(layout, L.TVLayout):
+            raise self.err("AVE118", f"{what}: a TV layout (thread, value) describes register "
+                           "fragments, not memory; use a shape:stride layout", node)
+        lsh = lshape if isinstance(lshape, tuple) else (lshape,)
+        sizes = tuple(_prod(m) for m in lsh)
+        if len(sizes) != len(shape) or sizes != tuple(shape):
+            raise self.err("AVE107", f"{what}: layout {layout!r} has mode sizes "
+                           f"{sizes} but the tile's shape is {tuple(shape)}", node)
+
+    def h_alloc(self, node, sc, shape, dtype, space, layout, reg_class):
+        shape = self._shape(shape, _arg_node(node, "shape", 0))
+        dtype = self._dtype(dtype, _arg_node(node, "dtype", 1))
+        if space not in ("shared", "register"):
+            raise self.err("AVE120", f"space must be 'shared' or 'register', got {space!r}",
+                           _arg_node(node, "space", 2))
+        L = _LAYOUT
+        if layout is None:
+            layout = L.row_major(shape)
+        else:
+            self._check_layout_covers(layout, shape, _arg_node(node, "layout", 3), "alloc")
+        if reg_class not in (None, "vgpr", "agpr", "sgpr"):
+            raise self.err("AVE120", f"reg_class must be 'vgpr', 'agpr' or 'sgpr', got "
+                           f"{reg_class!r}", _arg_node(node, "reg_class", 4))
+        try:
+            cos = int(layout.cosize)
+        except Exception as e:
+            raise self.err("AVE120", f"cannot evaluate the layout: {e}", node) from None
+        t = TileType(dtype, shape, space, layout, reg_class)
+        return self.emit("ave.alloc", [], [t], node,
+                         {"shape": shape, "dtype": dtype, "space": space, "layout": layout,
+                          "reg_class": reg_class, "cosize": cos,
+                          "bytes": cos * dtype.bytes}).result
+
+    def _tile(self, v: Any, node: ast.AST, what: str, spaces: tuple = ("global", "shared",
+                                                                          "register")) -> Value:
+        if not isinstance(v, Value) or not isinstance(v.type, TileType):
+            hint = " (slice the tensor first: `A[i0:i0 + BM, ...]`)" if isinstance(v, Value) and \
+                isinstance(v.type, TensorType) else ""
+            raise self.err("AVE118", f"{what} must be a tile, got {_kind(v)}{hint}", node)
+        if v.type.space not in spaces:
+            raise self.err("AVE118", f"{what} must be a tile in {' or '.join(spaces)} memory, "
+                           f"not {v.type.space}", node)
+        return v
+
+    def _frag(self, v: Any, node: ast.AST, what: str) -> Value:
+        if not isinstance(v, Value) or not isinstance(v.type, FragmentType):
+            raise self.err("AVE118", f"{what} must be a register fragment, got {_kind(v)}", node)
+        return v
+
+    def h_view(self, node, sc, tile, shape, dtype, layout):
+        src = self._tile(tile, _arg_node(node, "tile", 0), "ave.view's source",
+                         ("shared", "register"))
+        shape = self._shape(shape, _arg_node(node, "shape", 1))
+        dtype = src.type.dtype if dtype is None else self._dtype(dtype, _arg_node(node, "dtype", 2))
+        L = _LAYOUT
+        if layout is None:
+            layout = L.row_major(shape)
+        else:
+            self._check_layout_covers(layout, shape, _arg_node(node, "layout", 3), "ave.view")
+        src_bytes = src.type.nbytes
+        dst_bytes = _prod(shape) * dtype.bytes
+        if src_bytes != dst_bytes:
+            raise self.err("AVE106", f"ave.view changes the byte size: the source covers "
+                           f"{src_bytes} bytes ({'x'.join(map(str, src.type.shape))} x "
+                           f"{src.type.dtype}) but the view covers {dst_bytes} bytes "
+                           f"({'x'.join(map(str, shape))} x {dtype})", node)
+        t = TileType(dtype, shape, src.type.space, layout, src.type.reg_class)
+        return self.emit("ave.view", [src], [t], node,
+                         {"shape": shape, "dtype": dtype, "layout": layout}).result
+
+    def h_transpose(self, node, sc, tile, perm):
+        v = self._tile(tile, _arg_node(node, "tile", 0), "ave.transpose's operand")
+        n = len(v.type.shape)
+        perm = tuple(reversed(range(n))) if perm is None else perm
+        if not isinstance(perm, tuple) or sorted(perm) != list(range(n)):
+            raise self.err("AVE120", f"perm must be a permutation of 0..{n - 1}", node)
+        return self.h_transpose_impl(v, perm, node)
+
+    def h_transpose_impl(self, v: Value, perm: tuple, node: ast.AST) -> Value:
+        t = v.type
+        if not isinstance(t, TileType):
+            raise self.err("AVE118", f"transpose needs a tile, got {_kind(v)}", node)
+        shape = tuple(t.shape[p] for p in perm)
+        rt = TileType(t.dtype, shape, t.space, t.layout, t.reg_class)
+        return self.emit("ave.transpose", [v], [rt], node, {"perm": perm}).result
+
+    def h_gather(self, node, sc, tensor, index, dim):
+        return self._gather("ave.gather", node, tensor, index, dim)
+
+    def h_scatter(self, node, sc, tensor, index, dim):
+        return self._gather("ave.scatter", node, tensor, index, dim)
+
+    def _gather(self, opname, node, tensor, index, dim):
+        if not isinstance(tensor, Value) or not isinstance(tensor.type, TensorType):
+            raise self.err("AVE118", f"{opname} needs a tensor, got {_kind(tensor)}",
+                           _arg_node(node, "tensor", 0))
+        if not isinstance(index, Value) or not isinstance(index.type, (TileType, FragmentType)):
+            raise self.err("AVE118", f"{opname}'s index must be an i32 tile or fragment, got "
+                           f"{_kind(index)}", _arg_node(node, "index", 1))
+        if index.type.dtype != _dt.i32:
+            raise self.err("AVE105", f"{opname}'s index must be i32, not {index.type.dtype}",
+                           _arg_node(node, "index", 1))
+        if len(index.type.shape) != 1:
+            raise self.err("AVE116", f"{opname}'s index must be 1-D, got shape "
+                           f"{index.type.shape}", _arg_node(node, "index", 1))
+        if not _is_ct_int(dim) or not 0 <= dim < tensor.type.rank:
+            raise self.err("AVE120", f"dim must be in 0..{tensor.type.rank - 1}", node)
+        t = TensorType(tensor.type.dtype, tensor.type.rank, dim)
+        return self.emit(opname, [tensor, index], [t], node,
+                         {"dim": dim, "rows": index.type.shape[0]}).result
+
+    # ---- masks
+
+    def mask_region(self, fn: Any, tile: Value, node: ast.AST, what: str) -> Block | None:
+        if fn is None:
+            return None
+        if not isinstance(fn, LambdaFn):
+            raise self.err("AVE118", f"{what}'s mask must be a lambda over coordinates "
+                           "(`mask=lambda m, k: m < M`)", node)
+        rank = _coord_rank(tile)
+        nparams = len(fn.node.args.args)
+        if nparams != rank:
+            raise self.err("AVE104", f"the mask lambda takes {nparams} coordinates but the "
+                           f"{'tensor' if tile.type.space == 'global' else 'tile'} has {rank} "
+                           "dimensions", fn.node)
+        blk = Block()
+        coords = [blk.add_arg(ScalarType(_dt.i32), a.arg) for a in fn.node.args.args]
+        for c in coords:
+            c.affine = {c: 1}
+        saved = self.block
+        self.block = blk
+        try:
+            r = self.call_lambda(fn, list(coords), {}, node)
+            r = self.as_bool(r, fn.node.body)
+            self.emit("ave.yield", [r], [], fn.node.body)
+        finally:
+            self.block = saved
+        return blk
+
+    # ---- data movement
+
+    def _check_vectors(self, tile: Value, vector_bytes: int, vb_node: ast.AST,
+                       node: ast.AST, what: str) -> None:
+        t = tile.type
+        eb = t.dtype.bytes
+        if vector_bytes not in (1, 2, 4, 8, 16):
+            raise self.err("AVE108", f"vector_bytes must be 1, 2, 4, 8 or 16, got "
+                           f"{vector_bytes!r}", vb_node)
+        if vector_bytes < eb:
+            raise self.err("AVE108", f"vector_bytes={vector_bytes} is smaller than one "
+                           f"{t.dtype} element ({eb} bytes)", vb_node)
+        row_bytes = t.shape[-1] * eb
+        if row_bytes % vector_bytes:
+            raise self.err("AVE108", f"vector_bytes={vector_bytes} does not divide the tile's "
+                           f"rows of {t.shape[-1]} x {t.dtype} = {row_bytes} bytes", vb_node)
+        n = vector_bytes // eb
+        if n == 1:
+            return
+        bad = _vector_violation(self, tile, n)
+        if bad is not None:
+            coord, offs, why = bad
+            raise self.err("AVE109", f"{what}: the {vector_bytes}-byte vector at tile "
+                           f"coordinate {coord} is {why} (element offsets {offs})", node)
+
+    def _check_copy(self, node, src, dst, vector_bytes, what, async_: bool):
+        s = self._tile(src, _arg_node(node, "src", 0), f"{what}'s source")
+        d = self._tile(dst, _arg_node(node, "dst", 1), f"{what}'s destination")
+        if async_:
+            if s.type.space != "global" or d.type.space != "shared":
+                raise self.err("AVE118", f"{what} copies global memory to shared memory "
+                               f"(got {s.type.space} -> {d.type.space})", node)
+        if s.type.shape != d.type.shape:
+            raise self.err("AVE116", f"{what}: source shape {s.type.shape} and destination "
+                           f"shape {d.type.shape} differ", node)
+        if s.type.dtype != d.type.dtype:
+            raise self.err("AVE105", f"{what}: source dtype {s.type.dtype} and destination "
+                           f"dtype {d.type.dtype} differ (copies do not convert)", node)
+        vb_node = _arg_node(node, "vector_bytes", 2) or node
+        if not _is_ct_int(vector_bytes):
+            raise self.err("AVE115", "vector_bytes must be a compile-time integer", vb_node)
+        self._check_vectors(s, vector_bytes, vb_node, node, f"{what} source")
+        self._check_vectors(d, vector_bytes, vb_node, node, f"{what} destination")
+        return s, d
+
+    def _threads_layout(self, threads: Any, node: ast.AST) -> Any:
+        if threads is None:
+            return None
+        if not hasattr(threads, "size") or not hasattr(threads, "shape"):
+            raise self.err("AVE118", "threads= must be a layout of thread ids", node)
+        if threads.size > self.threads:
+            raise self.err("AVE107", f"threads= layout has {threads.size} threads but the "
+                           f"workgroup has {self.threads}", node)
+        return threads
+
+    def _copy(self, name, node, scope, src, dst, vector_bytes, threads, mask, other, async_):
+        s, d = self._check_copy(node, src, dst, vector_bytes, f"ave.{name}", async_)
+        thr = self._threads_layout(threads, _arg_node(node, "threads", 3) or node)
+        region = self.mask_region(mask, s, _arg_node(node, "mask", 4) or node, f"ave.{name}")
+        if mask is not None and s.type.space != "global":
+            pass
+        other = self._fill(other, s.type.dtype, node)
+        self.emit(f"ave.{name}", [s, d], [], node,
+                  {"vector_bytes": vector_bytes, "threads": thr, "other": other,
+                   "masked": region is not None}, [region] if region is not None else [])
+        return None
+
+    def _fill(self, other: Any, dtype: DType, node: ast.AST) -> Any:
+        if isinstance(other, Value):
+            raise self.err("AVE115", "the fill value `other` must be a compile-time number",
+                           node)
+        if not _is_ct_num(other) and not isinstance(other, bool):
+            raise self.err("AVE118", f"the fill value must be a number, got {_kind(other)}", node)
+        return other
+
+    def h_copy(self, node, sc, src, dst, vector_bytes, threads, mask, other):
+        return self._copy("copy", node, sc, src, dst, vector_bytes, threads, mask, other, False)
+
+    def h_copy_async(self, node, sc, src, dst, vector_bytes, threads, mask, other):
+        return self._copy("copy_async", node, sc, src, dst, vector_bytes, threads, mask,
+                          other, True)
+
+    def h_commit_async(self, node, sc):
+        self.emit("ave.commit_async", [], [], node)
+
+    def h_wait_async(self, node, sc, n):
+        if not _is_ct_int(n) or n < 0:
+            raise self.err("AVE115", "ave.wait_async(n) needs a compile-time n >= 0", node)
+        self.emit("ave.wait_async", [], [], node, {"n": int(n)})
+
+    def h_barrier(self, node, sc):
+        self.emit("ave.barrier", [], [], node)
+
+    def h_sched_barrier(self, node, sc, mask):
+        if not _is_ct_int(mask):
+            raise self.err("AVE115", "ave.sched_barrier(mask) needs a compile-time mask", node)
+        self.emit("ave.sched_barrier", [], [], node, {"mask": int(mask)})
+
+    def h_reset(self, node, sc, tile):
+        v = self._tile(tile, _arg_node(node, "tile", 0), "ave.reset's operand", ("shared",))
+        self.emit("ave.reset", [v], [], node)
+
+    def _tv(self, layout: Any, shape: tuple, node: ast.AST, what: str) -> Any:
+        L = _LAYOUT
+        if not isinstance(layout, L.TVLayout):
+            raise self.err("AVE118", f"{what}: expected a TV layout (thread, value) -> "
+                           f"coordinate, e.g. tiled.a; got {_kind(layout)}", node)
+        if tuple(layout.tile_shape) != tuple(shape):
+            raise self.err("AVE107", f"{what}: the TV layout distributes a "
+                           f"{_fmt_shape(layout.tile_shape)} tile but the tile is "
+                           f"{_fmt_shape(shape)}", node)
+        if layout.num_threads != self.threads:
+            raise self.err("AVE107", f"{what}: the TV layout spans {layout.num_threads} threads "
+                           f"but the kernel has threads={self.threads}", node)
+        if not layout.covers():
+            raise self.err("AVE107", f"{what}: the TV layout leaves elements of the "
+                           f"{_fmt_shape(shape)} tile without a thread", node)
+        return layout
+
+    def h_load(self, node, sc, src, layout, vector_bytes, mask, other):
+        s = self._tile(src, _arg_node(node, "src", 0), "ave.load's source")
+        lay = self._tv(layout, s.type.shape, _arg_node(node, "layout", 1) or node, "ave.load")
+        if vector_bytes is not None:
+            vb_node = _arg_node(node, "vector_bytes", 2) or node
+            if not _is_ct_int(vector_bytes):
+                raise self.err("AVE115", "vector_bytes must be a compile-time integer", vb_node)
+            self._check_vectors(s, vector_bytes, vb_node, node, "ave.load source")
+        region = self.mask_region(mask, s, _arg_node(node, "mask", 3) or node, "ave.load")
+        other = self._fill(other, s.type.dtype, node)
+        t = FragmentType(s.type.dtype, s.type.shape, lay)
+        return self.emit("ave.load", [s], [t], node,
+                         {"layout": lay, "vector_bytes": vector_bytes, "other": other,
+                          "ldmatrix": False, "masked": region is not None},
+                         [region] if region is not None else []).result
+
+    def h_ldmatrix(self, node, sc, src, layout):
+        s = self._tile(src, _arg_node(node, "src", 0), "ave.ldmatrix's source", ("shared",))
+        if s.type.dtype.bytes != 2:
+            raise self.err("AVE105", f"ldmatrix moves 16-bit elements; the tile is "
+                           f"{s.type.dtype}", node)
+        lay = self._tv(layout, s.type.shape, _arg_node(node, "layout", 1) or node,
+                       "ave.ldmatrix")
+        if id(lay) not in self.mma_operand_layouts and not _from_mma(lay):
+            raise self.err("AVE110", "ave.ldmatrix needs the A or B operand layout of an "
+                           "mma.sync tiled MMA (tiled.a / tiled.b)", node)
+        bad = _ldmatrix_violation(self, s)
+        if bad is not None:
+            raise self.err("AVE109", f"ave.ldmatrix: {bad}", node)
+        t = FragmentType(s.type.dtype, s.type.shape, lay)
+        return self.emit("ave.load", [s], [t], node,
+                         {"layout": lay, "vector_bytes": None, "other": 0, "ldmatrix": True,
+                          "masked": False}).result
+
+    def h_store(self, node, sc, dst, value, vector_bytes, mask):
+        d = self._tile(dst, _arg_node(node, "dst", 0), "ave.store's destination")
+        v = self._frag(value, _arg_node(node, "value", 1), "ave.store's value")
+        if d.type.shape != v.type.shape:
+            raise self.err("AVE116", f"ave.store: tile shape {d.type.shape} and fragment shape "
+                           f"{v.type.shape} differ", node)
+        if d.type.dtype != v.type.dtype:
+            raise self.err("AVE105", f"ave.store: the tile holds {d.type.dtype} but the "
+                           f"fragment is {v.type.dtype}; ave.cast it first", node)
+        if vector_bytes is not None:
+            vb_node = _arg_node(node, "vector_bytes", 2) or node
+            if not _is_ct_int(vector_bytes):
+                raise self.err("AVE115", "vector_bytes must be a compile-time integer", vb_node)
+            self._check_vectors(d, vector_bytes, vb_node, node, "ave.store destination")
+        region = self.mask_region(mask, d, _arg_node(node, "mask", 3) or node, "ave.store")
+        self.emit("ave.store", [d, v], [], node, {"vector_bytes": vector_bytes,
+                                                  "masked": region is not None},
+                  [region] if region is not None else [])
+
+    # ---- fragments
+
+    def h_zeros(self, node, sc, shape, dtype, layout):
+        return self.h_full_impl(node, shape, 0, dtype, layout)
+
+    def h_full(self, node, sc, shape, value, dtype, layout):
+        return self.h_full_impl(node, shape, value, dtype, layout)
+
+    def h_full_impl(self, node, shape, value, dtype, layout):
+        shape = self._shape(shape, _arg_node(node, "shape", 0))
+        dtype = self._dtype(dtype, _arg_node(node, "dtype", 2 if value is not None else 1))
+        lay = self._tv(layout, shape, _arg_node(node, "layout", 3) or node, "fragment")
+        if isinstance(value, Value):
+            if not isinstance(value.type, ScalarType):
+                raise self.err("AVE118", "the fill value must be a scalar", node)
+            ops = [value]
+            val = None
+        else:
+            if not _is_ct_num(value) and not isinstance(value, bool):
+                raise self.err("AVE118", f"the fill value must be a number, got {_kind(value)}",
+                               node)
+            ops, val = [], value
+        t = FragmentType(dtype, shape, lay)
+        return self.emit("ave.full", ops, [t], node, {"value": val, "layout": lay}).result
+
+    def _math(self, name, node, x):
+        if not isinstance(x, Value):
+            if _is_ct_num(x):
+                try:
+                    return {"exp": math.exp, "exp2": lambda a: 2.0 ** a, "log": math.log,
+                            "log2": math.log2, "sqrt": math.sqrt,
+                            "rsqrt": lambda a: 1 / math.sqrt(a), "abs": abs}[name](x)
+                except (ValueError, ZeroDivisionError, OverflowError) as e:
+                    raise self.err("AVE120", f"ave.{name}({x}): {e}", node) from None
+            raise self.err("AVE118", f"ave.{name} needs a number or fragment, got {_kind(x)}",
+                           node)
+        if name != "abs" and not x.type.dtype.is_float:
+            raise self.err("AVE105", f"ave.{name} needs a floating-point operand, not "
+                           f"{x.type.dtype}", node)
+        return self.unary(name, x, node)
+
+    def h_exp(self, node, sc, x): return self._math("exp", node, x)
+    def h_exp2(self, node, sc, x): return self._math("exp2", node, x)
+    def h_log(self, node, sc, x): return self._math("log", node, x)
+    def h_log2(self, node, sc, x): return self._math("log2", node, x)
+    def h_sqrt(self, node, sc, x): return self._math("sqrt", node, x)
+    def h_rsqrt(self, node, sc, x): return self._math("rsqrt", node, x)
+    def h_abs(self, node, sc, x): return self._math("abs", node, x)
+
+    def h_maximum(self, node, sc, a, b):
+        return self.binop("max", a, b, node)
+
+    def h_minimum(self, node, sc, a, b):
+        return self.binop("min", a, b, node)
+
+    def h_where(self, node, sc, cond, a, b):
+        return self.h_where_impl(cond, a, b, node)
+
+    def h_where_impl(self, cond, a, b, node):
+        if not isinstance(cond, Value):
+            return a if cond else b
+        c = self.as_bool(cond, node)
+        ref = a if isinstance(a, Value) else b
+        if not isinstance(ref, Value):
+            dt = _dt.f32 if isinstance(a, float) or isinstance(b, float) else _dt.i32
+            a, b = self.materialize_scalar(a, node, dt), self.materialize_scalar(b, node, dt)
+            ref = a
+        dt = ref.type.dtype
+        a = a if isinstance(a, Value) else self.materialize_scalar(a, node, dt)
+        b = b if isinstance(b, Value) else self.materialize_scalar(b, node, dt)
+        if a.type.dtype != b.type.dtype:
+            raise self.err("AVE105", f"ave.where: branches have dtypes {a.type.dtype} and "
+                           f"{b.type.dtype}", node)
+        rt = self.result_type(a, b, node)
+        rt = self.result_type(c, Value(rt), node) if isinstance(c.type, FragmentType) else rt
+        if isinstance(rt, FragmentType):
+            rt = FragmentType(dt, rt.shape, rt.layout, rt.reg_class)
+            a, b, c = (self.broadcast_to(x, rt, node) for x in (a, b, c))
+        return self.emit("arith.select", [c, a, b], [rt], node).result
+
+    def h_cast(self, node, sc, x, dtype):
+        return self.h_cast_impl(x, dtype, node)
+
+    def h_cast_impl(self, x, dtype, node):
+        dtype = self._dtype(dtype, node)
+        if not isinstance(x, Value):
+            if _is_ct_num(x):
+                return float(x) if dtype.is_float else int(x)
+            raise self.err("AVE118", f"cannot cast {_kind(x)}", node)
+        t = x.type
+        if isinstance(t, ScalarType):
+            rt: Any = ScalarType(dtype)
+        elif isinstance(t, FragmentType):
+            rt = FragmentType(dtype, t.shape, t.layout, t.reg_class)
+        else:
+            raise self.err("AVE118", f"cannot cast {_kind(x)}; load it into registers first",
+                           node)
+        if t.dtype == dtype:
+            return x
+        return self.emit("arith.cast", [x], [rt], node, {"dtype": dtype}).result
+
+    def h_reduce(self, node, sc, x, op, axis, scope=None):
+        return self._reduce(node, x, op, axis, scope)
+
+    def _reduce(self, node, x, op, axis, red_scope):
+        v = self._frag(x, _arg_node(node, "x", 0), "the reduced value")
+        if op not in ("sum", "max", "min"):
+            raise self.err("AVE120", f"reduction op must be 'sum', 'max' or 'min', got {op!r}",
+                           node)
+        n = len(v.type.shape)
+        if not _is_ct_int(axis) or not -n <= axis < n:
+            raise self.err("AVE120", f"axis must be a compile-time integer in [-{n}, {n})", node)
+        axis = axis % n
+        lay = v.type.layout
+        inferred = _reduction_scope(lay, axis, self.warp_size)
+        if red_scope is not None:
+            if red_scope not in ("thread", "warp", "block"):
+                raise self.err("AVE120", "scope must be 'thread', 'warp' or 'block'", node)
+            order = {"thread": 0, "warp": 1, "block": 2}
+            if order[red_scope] < order[inferred]:
+                raise self.err("AVE118", f"this reduction needs {inferred} scope (the reduced "
+                               f"elements are spread over {inferred}s) but scope="
+                               f"{red_scope!r} was asked for", node)
+            inferred = red_scope
+        keep = tuple(i for i in range(n) if i != axis)
+        shape = tuple(v.type.shape[i] for i in keep)
+        rl = ProjectedLayout(lay, keep) if lay is not None else None
+        t = FragmentType(v.type.dtype, shape, rl, v.type.reg_class)
+        return self.emit("ave.reduce", [v], [t], node,
+                         {"op": op, "axis": axis, "scope": inferred}).result
+
+    def h_sum(self, node, sc, x, axis, scope=None):
+        return self._reduce(node, x, "sum", axis, scope)
+
+    def h_max(self, node, sc, x, axis, scope=None):
+        return self._reduce(node, x, "max", axis, scope)
+
+    def h_min(self, node, sc, x, axis, scope=None):
+        return self._reduce(node, x, "min", axis, scope)
+
+    def h_convert(self, node, sc, x, layout):
+        v = self._frag(x, _arg_node(node, "x", 0), "ave.convert's operand")
+        lay = self._tv(layout, v.type.shape, _arg_node(node, "layout", 1) or node, "ave.convert")
+        t = FragmentType(v.type.dtype, v.type.shape, lay, v.type.reg_class)
+        in_regs = _same_holdings(v.type.layout, lay)
+        return self.emit("ave.convert", [v], [t], node,
+                         {"layout": lay, "register_only": in_regs}).result
+
+    def h_materialize(self, node, sc, x):
+        v = self._frag(x, _arg_node(node, "x", 0), "ave.materialize's operand")
+        return self.emit("ave.materialize", [v], [v.type], node).result
+
+    def h_mma(self, node, sc, a, b, c, tiled):
+        atoms = _ATOMS
+        if not isinstance(tiled, atoms.TiledMMA):
+            raise self.err("AVE118", f"ave.mma's `tiled` must be an ave.tiled_mma(...), got "
+                           f"{_kind(tiled)}", _arg_node(node, "tiled", 3) or node)
+        atom = tiled.atom
+        BM, BN, BK = tiled.tile
+        expect = {"a": ((BM, BK), tiled.a, atom.ab_dtype), "b": ((BK, BN), tiled.b, atom.ab_dtype),
+                  "c": ((BM, BN), tiled.c, atom.acc_dtype)}
+        vals = {"a": a, "b": b, "c": c}
+        for i, k in enumerate(("a", "b", "c")):
+            anode = _arg_node(node, k, i) or node
+            v = self._frag(vals[k], anode, f"ave.mma's {k.upper()} operand")
+            shape, lay, dt = expect[k]
+            if v.type.shape != shape:
+                raise self.err("AVE110", f"ave.mma: the {k.upper()} operand has shape "
+                               f"{_fmt_shape(v.type.shape)} but {tiled!r} expects "
+                               f"{_fmt_shape(shape)}", anode)
+            if v.type.dtype != dt:
+                raise self.err("AVE105", f"ave.mma: the {k.upper()} operand is {v.type.dtype} "
+                               f"but {atom.name} takes {dt}", anode)
+            if lay is not None and v.type.layout != lay:
+                raise self.err("AVE110", f"ave.mma: the {k.upper()} operand is not distributed "
+                               f"as the instruction needs (layout tiled.{k}); load it with "
+                               f"layout=tiled.{k} or ave.convert it", anode)
+        if tiled.threads != self.threads:
+            raise self.err("AVE110", f"ave.mma: the tiled MMA spans {tiled.threads} threads but "
+                           f"the kernel has threads={self.threads}", node)
+        if atom.kind == "mfma" and self.target != "amd":
+            pass  # reported by code generation for the target (AVE4xx)
+        return self.emit("ave.mma", [a, b, c], [c.type], node, {"tiled": tiled}).result
+
+    # ---- tags and assertions
+
+    def h_tag(self, node: ast.Call, scope: Scope) -> Value:
+        from ave_core.lang import names
+        sig = names.signature_of("tag")
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in
+                                                                     node.keywords):
+            raise self.err("AVE104", "ave.tag(x, fn) takes two plain arguments", node)
+        try:
+            ba = sig.bind(*node.args, **{k.arg: k.value for k in node.keywords})
+        except TypeError as e:
+            raise self.err("AVE104", f"ave.tag(): {e}", node) from None
+        xnode, fnode = ba.arguments["x"], ba.arguments["fn"]
+        x = self.eval(xnode, scope)
+        if not isinstance(x, Value) or not isinstance(x.type, (TensorType, TileType)):
+            raise self.err("AVE118", f"ave.tag tags a tensor or a tile, got {_kind(x)}", xnode)
+        fn = fnode if isinstance(fnode, ast.Lambda) else None
+        if fn is None:
+            f = self.eval(fnode, scope)
+            if isinstance(f, LambdaFn):
+                fn = f.node
+            elif isinstance(f, HelperFn):
+                raise self.err("AVE112", "the tag function must be a lambda returning "
+                               "ave.label(...)", fnode)
+            else:
+                raise self.err("AVE112", f"the tag function must be a lambda, got {_kind(f)}",
+                               fnode)
+        rank = x.type.rank if isinstance(x.type, TensorType) else len(x.type.shape)
+        a = fn.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.defaults or a.posonlyargs:
+            raise self.err("AVE112", "the tag function takes exactly one plain parameter per "
+                           "coordinate", fn)
+        if len(a.args) != rank:
+            raise self.err("AVE104", f"the tag function takes {len(a.args)} coordinates but "
+                           f"the {'tensor' if isinstance(x.type, TensorType) else 'tile'} has "
+                           f"rank {rank}", fn.args if a.args else fn)
+        body = fn.body
+        if not (isinstance(body, ast.Call) and self._is_label(body.func, scope)):
+            raise self.err("AVE112", "a tag function must return ave.label(field=..., ...)", body)
+        if body.args:
+            raise self.err("AVE112", "ave.label takes named fields only (`row=m, k=k`)",
+                           body.args[0])
+        coord_names = [p.arg for p in a.args]
+        blk = Block()
+        coords = {n: blk.add_arg(ScalarType(_dt.i32), n) for n in coord_names}
+        for c in coords.values():
+            c.affine = {c: 1}
+        fields: list[str] = []
+        saved = self.block
+        self.block = blk
+        try:
+            outs = []
+            for kw in body.keywords:
+                if kw.arg is None:
+                    raise self.err("AVE112", "`**` in ave.label", kw.value)
+                if kw.arg in fields:
+                    raise self.err("AVE112", f"field `{kw.arg}` given twice", kw.value)
+                fields.append(kw.arg)
+                outs.append(self.tag_expr(kw.value, coords, scope))
+            if not fields:
+                raise self.err("AVE112", "ave.label() needs at least one field", body)
+            self.emit("ave.yield", outs, [], body)
+        finally:
+            self.block = saved
+        return self.emit("ave.tag", [x], [x.type], node,
+                         {"fields": tuple(fields), "coords": tuple(coord_names)}, [blk]).result
+
+    def _is_label(self, fnode: ast.AST, scope: Scope) -> bool:
+        try:
+            f = self.eval(fnode, scope)
+        except AveError:
+            return False
+        return f == DSLName("label")
+
+    def tag_expr(self, e: ast.AST, coords: dict, scope: Scope) -> Value:
+        """Arithmetic on coordinates (+ - * // %), integer constants and constexprs."""
+        if isinstance(e, ast.Name) and e.id in coords:
+            return coords[e.id]
+        if isinstance(e, ast.BinOp) and type(e.op) in (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv,
+                                                        ast.Mod):
+            l = self.tag_expr(e.left, coords, scope)
+            r = self.tag_expr(e.right, coords, scope)
+            return self.binop(_BINOPS[type(e.op)], l, r, e)
+        if isinstance(e, ast.UnaryOp) and isinstance(e.op, (ast.USub, ast.UAdd)):
+            v = self.tag_expr(e.operand, coords, scope)
+            return self.unary("neg", v, e) if isinstance(e.op, ast.USub) else v
+        if isinstance(e, ast.Constant) and _is_ct_int(e.value):
+            return self.const(int(e.value), _dt.i32, e)
+        if isinstance(e, (ast.Name, ast.Attribute, ast.Subscript)):
+            try:
+                v = self.eval(e, scope)
+            except AveError:
+                v = None
+            if _is_ct_int(v):
+                return self.const(int(v), _dt.i32, e)
+            raise self.err("AVE112", "a tag function may only use its coordinates, integer "
+                           "constants and constexprs; "
+                           f"`{ast.unparse(e)}` is {_kind(v) if v is not None else 'unknown'}", e)
+        raise self.err("AVE112", "a tag function may only combine coordinates with + - * // %; "
+                       f"`{ast.unparse(e)}` is not allowed", e)
+
+    def h_label(self, node, sc, **fields):
+        raise self.err("AVE101", "ave.label() is only meaningful as the result of a tag "
+                       "function", node)
+
+    def _assert_operand(self, v: Any, node: ast.AST, what: str) -> Value:
+        if not isinstance(v, Value) or not isinstance(v.type, (FragmentType, TileType)):
+            raise self.err("AVE118", f"{what} must be a fragment or a tile, got {_kind(v)}", node)
+        return v
+
+    def h_assert_conform(self, node, sc, x, y, fields, contract):
+        xv = self._assert_operand(x, _arg_node(node, "x", 0) or node, "assert_conform's x")
+        yv = self._assert_operand(y, _arg_node(node, "y", 1) or node, "assert_conform's y")
+        if fields is not None:
+            if isinstance(fields, str):
+                fields = (fields,)
+            if not isinstance(fields, (tuple, list)) or not all(isinstance(f, str) for f in fields):
+                raise self.err("AVE118", "fields must be a tuple of field names", node)
+            fields = tuple(fields)
+        sx, sy = xv.type.shape, yv.type.shape
+        if contract is None:
+            if sx != sy:
+                raise self.err("AVE116", f"assert_conform compares elementwise but the shapes "
+                               f"differ: {_fmt_shape(sx)} vs {_fmt_shape(sy)} (pass contract="
+                               "(i, j) to pair along a contraction)", node)
+        else:
+            if not (isinstance(contract, tuple) and len(contract) == 2 and
+                    all(_is_ct_int(c) for c in contract)):
+                raise self.err("AVE118", "contract must be a pair of axis numbers (i, j)", node)
+            i, j = contract
+            if not (0 <= i < len(sx) and 0 <= j < len(sy)):
+                raise self.err("AVE119", f"contract axes {contract} outside the operands' ranks",
+                               node)
+            if sx[i] != sy[j]:
+                raise self.err("AVE116", f"contracted extents differ: x axis {i} has {sx[i]}, "
+                               f"y axis {j} has {sy[j]}", node)
+        self.emit("ave.assert_conform", [xv, yv], [], node,
+                  {"fields": fields, "contract": contract})
+
+    def h_assert_disjoint(self, node, sc, x, y):
+        xv = self._tile(x, _arg_node(node, "x", 0) or node, "assert_disjoint's x",
+                        ("shared", "global"))
+        yv = self._tile(y, _arg_node(node, "y", 1) or node, "assert_disjoint's y",
+                        ("shared", "global"))
+        self.emit("ave.assert_disjoint", [xv, yv], [], node)
+
+    # ---- loops used as calls
+
+    def h_range(self, node, sc, **kw):
+        raise self.err("AVE101", "ave.range() is only valid as the iterable of a for loop", node)
+
+    def h_static_range(self, node, sc, **kw):
+        raise self.err("AVE101", "ave.static_range() is only valid as the iterable of a for "
+                       "loop", node)
+
+
+_CMP_NAMES = {"lt", "le", "gt", "ge", "eq", "ne"}
+
+
+def _dsl_value(lang: Any, name: str) -> Any:
+    """What ``ave.<name>`` is at compile time: dtypes are themselves, the rest DSLName."""
+    obj = getattr(lang, name)
+    if isinstance(obj, DType):
+        return obj
+    return DSLName(name)
+
+KernelBuilder._inline_defs = []  # type: ignore[attr-defined]
+
+
+# ============================================================================ helpers
+
+def _prod(x: Any) -> int:
+    if isinstance(x, tuple):
+        p = 1
+        for e in x:
+            p *= _prod(e)
+        return p
+    return int(x)
+
+
+def _fmt_shape(s: Sequence[int]) -> str:
+    return "x".join(str(x) for x in s)
+
+
+def _kind(v: Any) -> str:
+    if isinstance(v, Value):
+        t = v.type
+        if isinstance(t, TensorType):
+            return f"a tensor ({t})"
+        if isinstance(t, TileType):
+            return f"a {t.space} tile ({t})"
+        if isinstance(t, FragmentType):
+            return f"a register fragment ({_fmt_shape(t.shape)} x {t.dtype})"
+        return f"a runtime {t} scalar"
+    if isinstance(v, (HelperFn, LambdaFn)):
+        return "a function"
+    if isinstance(v, DSLName):
+        return f"ave.{v.name}"
+    if isinstance(v, DSLModule):
+        return "the ave module"
+    if isinstance(v, bool):
+        return "a bool"
+    if _is_ct_int(v):
+        return f"the integer {v}"
+    if isinstance(v, float):
+        return f"the number {v}"
+    if isinstance(v, str):
+        return f"the string {v!r}"
+    if v is None:
+        return "None"
+    return f"a {type(v).__name__}"
+
+
+def _describe(node: ast.AST) -> str:
+    return {
+        "ListComp": "a list comprehension", "DictComp": "a dict comprehension",
+        "SetComp": "a set comprehension", "GeneratorExp": "a generator expression",
+        "JoinedStr": "an f-string", "Await": "`await`", "Yield": "`yield`",
+        "YieldFrom": "`yield from`", "NamedExpr": "the walrus operator `:=`", "Set": "a set",
+        "Starred": "`*` unpacking here", "FormattedValue": "an f-string",
+    }.get(type(node).__name__, type(node).__name__)
+
+
+def _contains_value(v: Any) -> bool:
+    if isinstance(v, Value):
+        return True
+    if isinstance(v, (tuple, list)):
+        return any(_contains_value(x) for x in v)
+    if isinstance(v, dict):
+        return any(_contains_value(x) for x in v.values())
+    return False
+
+
+def _ct_equal(a: Any, b: Any) -> bool:
+    if isinstance(a, Value) or isinstance(b, Value):
+        return a is b
+    try:
+        return type(a) is type(b) and bool(a == b)
+    except Exception:
+        return False
+
+
+def _assigned_names(body: list[ast.stmt]) -> set[str]:
+    out: set[str] = set()
+
+    def targets(t: ast.AST) -> None:
+        if isinstance(t, ast.Name):
+            out.add(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                targets(e)
+
+    for st in body:
+        for n in ast.walk(st):
+            if isinstance(n, ast.Assign):
+                for t in n.targets:
+                    targets(t)
+            elif isinstance(n, (ast.AugAssign, ast.AnnAssign)):
+                targets(n.target)
+            elif isinstance(n, ast.For):
+                targets(n.target)
+            elif isinstance(n, ast.FunctionDef):
+                out.add(n.name)
+    return out
+
+
+def _affine(op: str, a: dict | None, b: dict | None) -> dict | None:
+    if a is None or b is None:
+        return None
+    if op in ("add", "sub"):
+        s = -1 if op == "sub" else 1
+        r = dict(a)
+        for k, c in b.items():
+            r[k] = r.get(k, 0) + s * c
+        return {k: c for k, c in r.items() if c != 0 or k is None}
+    if op == "mul":
+        if set(a) <= {None}:
+            a, b = b, a
+        if set(b) <= {None}:
+            c = b.get(None, 0)
+            return {k: v * c for k, v in a.items()}
+    return None
+
+
+def _extent(lo: Any, hi: Any) -> int | None:
+    if _is_ct_int(lo) and _is_ct_int(hi):
+        return int(hi - lo)
+    fa = {None: int(lo)} if _is_ct_int(lo) else (lo.affine if isinstance(lo, Value) else None)
+    fb = {None: int(hi)} if _is_ct_int(hi) else (hi.affine if isinstance(hi, Value) else None)
+    if fa is None or fb is None:
+        return None
+    d = _affine("sub", fb, fa)
+    if d is None or any(k is not None and c != 0 for k, c in d.items()):
+        return None
+    return int(d.get(None, 0))
+
+
+def _def_name_range(module: ModuleContext, fn: ast.FunctionDef) -> Range:
+    line0 = fn.lineno - 1
+    text = module.source.line(line0)
+    i = text.find("def ")
+    if i >= 0:
+        j = i + 4
+        while j < len(text) and text[j] == " ":
+            j += 1
+        return Range(module.source.position_from_char(line0, j),
+                     module.source.position_from_char(line0, j + len(fn.name)))
+    return module.source.line_range(line0)
+
+
+def _arg_node(call: ast.Call, name: str, pos: int) -> ast.AST | None:
+    for k in call.keywords:
+        if k.arg == name:
+            return k.value
+    if pos < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:pos + 1]):
+        return call.args[pos]
+    return None
+
+
+def _has_kw(call: ast.Call, name: str) -> bool:
+    return any(k.arg == name for k in call.keywords)
+
+
+def _root_tensor(v: Value) -> Value | None:
+    return v
+
+
+def _count_leading(blk: Block, *names: str) -> int:
+    i = 0
+    while i < len(blk.ops) and blk.ops[i].name in names:
+        i += 1
+    return i
+
+
+def _all_blocks(root: Block):
+    yield root
+    for op in root.ops:
+        for r in op.regions:
+            yield from _all_blocks(r)
+
+
+def _close_matches(name: str, options: list[str]) -> str | None:
+    import difflib
+    m = difflib.get_close_matches(name, options, n=1, cutoff=0.75)
+    return m[0] if m else None
+
+
+def _coord_rank(tile: Value) -> int:
+    """Number of coordinates a mask lambda takes for ``tile``: the tensor's rank for a
+    global tile, the tile's rank otherwise."""
+    t = tile.type
+    if t.space == "global":
+        v = tile
+        while isinstance(v.owner, Op) and v.owner.name in ("ave.global_tile", "ave.subtile",
+                                                           "ave.transpose"):
+            src = v.owner.operands[0]
+            if isinstance(src.type, TensorType):
+                return src.type.rank
+            v = src
+    return len(t.shape)
+
+
+def _from_mma(layout: Any) -> bool:
+    return False
+
+
+def _tile_geometry(tile: Value) -> tuple[Any, tuple, list[list[int]], Any] | None:
+    """(base layout, base shape, candidate origins per base dim, map local->base dims).
+
+    Walks ``ave.subtile``/``ave.transpose`` back to an ``ave.alloc``/``ave.view``. Runtime
+    offsets of a dropped (indexed) dimension are enumerated over that dimension's extent.
+    Returns ``None`` for global tiles (row-major, stride 1 innermost, handled separately).
+    """
+    chain = []
+    v = tile
+    while isinstance(v.owner, Op) and v.owner.name in ("ave.subtile", "ave.transpose"):
+        chain.append(v.owner)
+        v = v.owner.operands[0]
+    if not (isinstance(v.owner, Op) and v.owner.name in ("ave.alloc", "ave.view")):
+        return None
+    base_layout = v.type.layout
+    base_shape = v.type.shape
+    # local dim -> base dim mapping and per-base-dim candidate offsets
+    dims = list(range(len(base_shape)))          # current local dims as base dims
+    origins: list[list[int]] = [[0] for _ in base_shape]
+    for op in reversed(chain):
+        if op.name == "ave.transpose":
+            dims = [dims[p] for p in op.attrs["perm"]]
+            continue
+        offs = op.attrs["offsets"]
+        keep = op.attrs["keep"]
+        new_dims = []
+        for local_d, off in enumerate(offs):
+            bd = dims[local_d]
+            if isinstance(off, tuple):  # runtime: enumerate
+                ext_local = op.operands[0].type.shape[local_d]
+                sub_ext = op.attrs["shape"][keep.index(local_d)] if local_d in keep else 1
+                cands = list(range(0, ext_local - sub_ext + 1))
+                origins[bd] = sorted({o + c for o in origins[bd] for c in cands})
+            else:
+                origins[bd] = [o + off for o in origins[bd]]
+            if local_d in keep:
+                new_dims.append(bd)
+        dims = new_dims
+    return base_layout, base_shape, origins, dims
+
+
+def _enumerate_offsets(builder: KernelBuilder, tile: Value, n: int):
+    """Yield (local start coord, element offsets of the n-vector) for every vector."""
+    geo = _tile_geometry(tile)
+    if geo is None:
+        return None
+    lay, bshape, origins, dims = geo
+    shape = tile.type.shape
+    # limit origin combinations
+    combos = [[]]
+    for o in origins:
+        combos = [c + [x] for c in combos for x in o]
+        if len(combos) > 64:
+            combos = combos[:64]
+    idx = np.indices(shape).reshape(len(shape), -1)
+    starts = idx[:, idx[-1] % n == 0] if shape else idx
+    out = []
+    for combo in combos:
+        for j in range(n):
+            coords = [None] * len(bshape)
+            for bd in range(len(bshape)):
+                coords[bd] = np.full(starts.shape[1], combo[bd], dtype=np.int64)
+            for ld, bd in enumerate(dims):
+                add = starts[ld] + (j if ld == len(dims) - 1 else 0)
+                coords[bd] = coords[bd] + add
+            out.append(np.asarray(lay(tuple(coords)), dtype=np.int64))
+        yield combo, starts, np.stack(out, axis=1)
+        out = []
+
+
+def _vector_violation(builder: KernelBuilder, tile: Value, n: int):
+    t = tile.type
+    if t.space == "global":
+        # row-major with unit innermost stride: contiguous; check the innermost origin
+        v = tile
+        off_terms = []
+        while isinstance(v.owner, Op) and v.owner.name in ("ave.global_tile", "ave.subtile"):
+            op = v.owner
+            offs = op.attrs["offsets"]
+            src_rank = len(offs)
+            last = offs[src_rank - 1]
+            if (src_rank - 1) not in op.attrs["keep"]:
+                return None  # innermost dim indexed away: a column of scalars; no vectors
+            off_terms.append(op.operands[1 + last[1]] if isinstance(last, tuple) else last)
+            v = op.operands[0]
+        if isinstance(v.type, TensorType) and v.type.gathered_dim is not None and \
+                v.type.gathered_dim == v.type.rank - 1:
+            return (0, "-", "gathered along the innermost dimension, so not contiguous")
+        for term in off_terms:
+            if isinstance(term, Value):
+                aff = term.affine
+                if aff is None:
+                    return ((0,) * len(t.shape), "runtime", "at an innermost offset that cannot be "
+                            "shown to be a multiple of the vector width")
+                if any(c % n for c in aff.values()):
+                    return ((0,) * len(t.shape), "runtime", f"at an innermost offset that is not "
+                            f"always a multiple of {n} elements")
+            elif term % n:
+                return ((0,) * len(t.shape), term, f"at innermost offset {term}, not a multiple "
+                        f"of {n} elements")
+        return None
+    gen = _enumerate_offsets(builder, tile, n)
+    if gen is None:
+        return None
+    for combo, starts, offs in gen:
+        contiguous = np.all(offs[:, 1:] - offs[:, :-1] == 1, axis=1)
+        aligned = offs[:, 0] % n == 0
+        bad = np.nonzero(~(contiguous & aligned))[0]
+        if bad.size:
+            i = int(bad[0])
+            coord = tuple(int(x) for x in starts[:, i])
+            why = "not contiguous in the layout" if not contiguous[i] else \
+                f"not aligned to {n} elements"
+            return coord, offs[i].tolist(), why
+    return None
+
+
+def _ldmatrix_violation(builder: KernelBuilder, tile: Value) -> str | None:
+    """ldmatrix reads 8 rows of 16 bytes: 8 contiguous, 16-byte aligned b16 elements along
+    either axis of each 8x8 block (along the innermost axis, or the other one with .trans)."""
+    shape = tile.type.shape
+    if len(shape) != 2 or shape[0] % 8 or shape[1] % 8:
+        return f"the tile {_fmt_shape(shape)} is not made of 8x8 blocks"
+    if _vector_violation(builder, tile, 8) is None:
+        return None
+    tt = builder.h_transpose_impl.__self__  # noqa: F841 (bound builder)
+    # try the transposed view (ldmatrix .trans)
+    geo = _tile_geometry(tile)
+    if geo is None:
+        return None
+    lay, bshape, origins, dims = geo
+    rev = list(reversed(dims))
+    shape_t = tuple(reversed(shape))
+    idx = np.indices(shape_t).reshape(2, -1)
+    starts = idx[:, idx[-1] % 8 == 0]
+    for combo in _product_lists(origins, 64):
+        offs = []
+        for j in range(8):
+            coords = [np.full(starts.shape[1], combo[bd], dtype=np.int64) for bd in range(len(bshape))]
+            for ld, bd in enumerate(rev):
+                coords[bd] = coords[bd] + starts[ld] + (j if ld == 1 else 0)
+            offs.append(np.asarray(lay(tuple(coords)), dtype=np.int64))
+        o = np.stack(offs, axis=1)
+        if not (np.all(o[:, 1:] - o[:, :-1] == 1) and np.all(o[:, 0] % 8 == 0)):
+            return ("rows of 8 elements are neither contiguous and 16-byte aligned along the "
+                    "innermost axis nor along the other axis (.trans)")
+    return None
+
+
+def _product_lists(lists: list[list[int]], limit: int) -> list[list[int]]:
+    combos: list[list[int]] = [[]]
+    for o in lists:
+        combos = [c + [x] for c in combos for x in o][:limit]
+    return combos
+
+
+def _reduction_scope(layout: Any, axis: int, warp_size: int) -> str:
+    if layout is None:
+        return "thread"
+    try:
+        tab = layout.coords_table() if hasattr(layout, "coords_table") else None
+    except Exception:
+        tab = None
+    if tab is None:
+        return "block"
+    T, V, R = tab.shape
+    keep = [i for i in range(R) if i != axis]
+    # which threads hold elements of each reduced row
+    key = tab[:, :, keep].reshape(T * V, -1)
+    threads = np.repeat(np.arange(T), V)
+    rows: dict[tuple, set[int]] = {}
+    for k, t in zip(map(tuple, key.tolist()), threads.tolist()):
+        rows.setdefault(k, set()).add(t)
+    # does each row's set of holders need cross-thread communication?
+    # full coverage per thread: a thread holding part of row r must reduce with the others
+    scope = "thread"
+    for ts in rows.values():
+        if len(ts) > 1:
+            warps = {t // warp_size for t in ts}
+            if len(warps) > 1:
+                return "block"
+            scope = "warp"
+    return scope
+
+
+def _same_holdings(a: Any, b: Any) -> bool:
+    """Whether two TV layouts give every thread the same set of coordinates."""
+    try:
+        ta, tb = a.coords_table(), b.coords_table()
+    except Exception:
+        return False
+    if ta.shape[0] != tb.shape[0]:
+        return False
+    for t in range(ta.shape[0]):
+        if set(map(tuple, ta[t].tolist())) != set(map(tuple, tb[t].tolist())):
+            return False
+    return True
+
+
+# ============================================================================ kernel discovery
+
+def _kernel_decorator(module: ModuleContext, fn: ast.FunctionDef) -> ast.AST | None:
+    for d in fn.decorator_list:
+        target = d.func if isinstance(d, ast.Call) else d
+        if _resolves_to(module, target, "kernel"):
+            return d
+    return None
+
+
+def _resolves_to(module: ModuleContext, node: ast.AST, name: str) -> bool:
+    if isinstance(node, ast.Name):
+        return module.imports.get(node.id) == DSLName(name)
+    if isinstance(node, ast.Attribute) and node.attr == name:
+        base = node.value
+        if isinstance(base, ast.Name):
+            return isinstance(module.imports.get(base.id), DSLModule)
+        if isinstance(base, ast.Attribute):
+            parts = []
+            b: ast.AST = base
+            while isinstance(b, ast.Attribute):
+                parts.append(b.attr)
+                b = b.value
+            if isinstance(b, ast.Name):
+                parts.append(b.id)
+                dotted = ".".join(reversed(parts))
+                root = module.imports.get(b.id)
+                return isinstance(root, PackageRef) and dotted in DSL_MODULES
+    return False
+
+
+def _decorator_args(builder_module: ModuleContext, deco: ast.AST, fn: ast.FunctionDef,
+                    evaluator: "KernelBuilder") -> dict:
+    if not isinstance(deco, ast.Call):
+        raise AveError("AVE103", "@ave.kernel needs the workgroup size: "
+                       "@ave.kernel(threads=128)", range=builder_module.range_of(deco),
+                       file=builder_module.path)
+    from ave_core.lang import names
+    sig = names.signature_of("kernel")
+    scope = Scope(builder_module)
+    kw = {}
+    for k in deco.keywords:
+        if k.arg is None:
+            raise evaluator.err("AVE117", "`**` in @ave.kernel(...)", k.value)
+        kw[k.arg] = k.value
+    if deco.args:
+        raise evaluator.err("AVE104", "@ave.kernel(...) takes keyword arguments only "
+                            "(threads=..., configs=...)", deco.args[0])
+    try:
+        sig.bind(None, **{k: None for k in kw})
+    except TypeError as e:
+        raise evaluator.err("AVE104", f"@ave.kernel(): {e}", deco) from None
+    if "threads" not in kw:
+        raise evaluator.err("AVE103", "@ave.kernel needs threads=<compile-time integer>", deco)
+    out: dict = {}
+    try:
+        threads = evaluator.eval(kw["threads"], scope)
+    except AveError as e:
+        raise evaluator.err("AVE103", f"the workgroup size must be a compile-time integer: "
+                            f"{e.message}", kw["threads"]) from None
+    if isinstance(threads, Value) or not _is_ct_int(threads) or threads <= 0:
+        raise evaluator.err("AVE103", f"the workgroup size must be a positive compile-time "
+                            f"integer, got {_kind(threads)}", kw["threads"])
+    target = evaluator.eval_ct(kw["target"], scope) if "target" in kw else None
+    if target not in (None, "nvidia", "amd"):
+        raise evaluator.err("AVE117", f"target must be 'nvidia' or 'amd', got {target!r}",
+                            kw["target"])
+    target = target or "nvidia"
+    ws = evaluator.eval_ct(kw["warp_size"], scope) if "warp_size" in kw else None
+    ws = ws or (64 if target == "amd" else 32)
+    if ws not in (32, 64):
+        raise evaluator.err("AVE117", "warp_size must be 32 or 64", kw["warp_size"])
+    if threads % ws:
+        raise evaluator.err("AVE103", f"threads={threads} is not a multiple of the warp size "
+                            f"{ws}", kw["threads"])
+    if threads > 1024:
+        raise evaluator.err("AVE103", f"threads={threads} exceeds the 1024 threads a "
+                            "workgroup can have", kw["threads"])
+    configs = None
+    if "configs" in kw:
+        configs = evaluator.eval_ct(kw["configs"], scope, "configs")
+        if not isinstance(configs, (list, tuple)) or not all(isinstance(c, dict) for c in configs):
+            raise evaluator.err("AVE117", "configs must be a list of dicts of constexpr values",
+                                kw["configs"])
+        if not configs:
+            raise evaluator.err("AVE117", "configs is empty", kw["configs"])
+    out.update(threads=int(threads), warp_size=int(ws), target=target, configs=configs,
+               configs_node=kw.get("configs"))
+    return out
+
+
+def _constexpr_params(module: ModuleContext, fn: ast.FunctionDef,
+                      ev: KernelBuilder) -> dict[str, Any]:
+    """Constexpr parameter names -> default (or Unset)."""
+    a = fn.args
+    defaults: dict[str, ast.AST] = {}
+    for p, d in zip(a.args[len(a.args) - len(a.defaults):], a.defaults):
+        defaults[p.arg] = d
+    out: dict[str, Any] = {}
+    scope = Scope(module)
+    for p in a.args:
+        if p.annotation is None:
+            continue
+        try:
+            ann = ev.eval(p.annotation, scope)
+        except AveError:
+            continue
+        if ann == DSLName("constexpr") or ann is getattr(ev.lang, "constexpr", None):
+            out[p.arg] = ev.eval_ct(defaults[p.arg], scope, "a constexpr default") \
+                if p.arg in defaults else Unset()
+        elif p.arg in defaults:
+            raise ev.err("AVE117", f"runtime parameter `{p.arg}` cannot have a default "
+                         "(only ave.constexpr parameters can)", defaults[p.arg])
+    return out
+
+
+def compile_source(text: str, path: str, *, workspace: str | None = None,
+                   overlay: dict[str, str] | None = None) -> FrontendResult:
+    """Compile every kernel of a file, given as text, into Ave IR.
+
+    Args:
+        text: the file's text (the editor's buffer; need not be saved).
+        path: the file's path (used for messages and to resolve helper imports).
+        workspace: root directory for absolute helper imports (``from helpers import f``).
+        overlay: unsaved texts of other files, by absolute path (the editor's buffers).
+
+    Returns:
+        A :class:`FrontendResult`. A file that does not import ``ave_core.lang`` gets
+        ``uses_ave=False`` and nothing else. Never raises on bad input: syntax errors and
+        every user error become diagnostics; an internal failure becomes AVE900.
+    """
+    source = SourceText(text, path)
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError as e:
+        if "ave_core" not in text:
+            return FrontendResult(False)
+        line0 = max(0, (e.lineno or 1) - 1)
+        col = max(0, (e.offset or 1) - 1)
+        start = source.position_from_char(line0, col)
+        end_line0 = max(line0, (getattr(e, "end_lineno", None) or e.lineno or 1) - 1)
+        end_col = getattr(e, "end_offset", None)
+        if end_col is not None and end_col > (e.offset or 0) and end_line0 == line0:
+            end = source.position_from_char(end_line0, end_col - 1)
+        else:
+            end = source.position_from_char(line0, col + 1)
+        if end <= start:
+            end = ir.Range(start, start).end if False else start.__class__(start.line,
+                                                                           start.character + 1)
+        return FrontendResult(True, [Diagnostic("AVE100", f"syntax error: {e.msg}", path,
+                                                Range(start, end))], files=[path])
+    except (ValueError, RecursionError, MemoryError) as e:
+        if "ave_core" not in text:
+            return FrontendResult(False)
+        return FrontendResult(True, [Diagnostic("AVE100", f"cannot parse the file: {e}", path,
+                                                source.line_range(0))], files=[path])
+    loader = ModuleLoader(workspace, overlay)
+    module = ModuleContext(os.path.abspath(path) if path and not path.startswith("<") else path,
+                           text, tree, loader)
+    module.path = path
+    module.source = source
+    loader.cache[os.path.abspath(path)] = module
+    result = FrontendResult(module.uses_ave, files=[path])
+    if not module.uses_ave:
+        return result
+    seen: set[tuple] = set()
+
+    def add(d: Diagnostic) -> None:
+        key = (d.code, d.file, d.range, d.message)
+        if key not in seen:
+            seen.add(key)
+            result.diagnostics.append(d)
+
+    for node in tree.body:
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        deco = _kernel_decorator(module, node)  # type: ignore[arg-type]
+        if deco is None:
+            continue
+        result.kernel_names.append((node.name, node.lineno - 1))
+        try:
+            _compile_kernel(module, node, deco, result, add)  # type: ignore[arg-type]
+        except AveError as e:
+            add(e.to_diagnostic(module.source, module.source.line_range(node.lineno - 1)))
+        except RecursionError:
+            add(Diagnostic("AVE121", "the kernel is nested too deeply to compile", path,
+                           module.source.line_range(node.lineno - 1)))
+        except Exception as e:  # never crash on any input
+            import traceback
+            add(Diagnostic("AVE900", f"internal error in the front end: {type(e).__name__}: "
+                           f"{e}", path, module.source.line_range(node.lineno - 1),
+                           notes=traceback.format_exc().splitlines()[-6:]))
+    files = {path}
+    for k in result.kernels:
+        files.update(k.files)
+    result.files = sorted(files)
+    return result
+
+
+def _compile_kernel(module: ModuleContext, fn: ast.FunctionDef, deco: ast.AST,
+                    result: FrontendResult, add: Callable[[Diagnostic], None]) -> None:
+    if isinstance(fn, ast.AsyncFunctionDef):
+        raise AveError("AVE101", "a kernel cannot be async", range=module.range_of(fn),
+                       file=module.path)
+    # a throwaway builder for compile-time evaluation of the decorator and defaults
+    pre = KernelBuilder(module, fn, {"threads": 32, "warp_size": 32, "target": "nvidia"}, {},
+                        None)
+    d = _decorator_args(module, deco, fn, pre)
+    defaults = _constexpr_params(module, fn, pre)
+    specs: list[tuple[int | None, dict]] = []
+    if d["configs"] is None:
+        specs.append((None, dict(defaults)))
+    else:
+        for i, cfg in enumerate(d["configs"]):
+            unknown = [k for k in cfg if k not in defaults]
+            if unknown:
+                raise pre.err("AVE117", f"configs[{i}] sets {', '.join(map(repr, unknown))}, "
+                              f"which {'is not a constexpr' if len(unknown) == 1 else 'are not constexprs'} "
+                              f"of `{fn.name}`", d["configs_node"])
+            vals = dict(defaults)
+            vals.update(cfg)
+            specs.append((i, vals))
+    for idx, vals in specs:
+        b = KernelBuilder(module, fn, d, vals, idx)
+        b._root = b.block  # type: ignore[attr-defined]
+        b._inline_defs = []
+        try:
+            k = b.build()
+        except AveError as e:
+            diag = e.to_diagnostic(module.source, module.source.line_range(fn.lineno - 1))
+            if idx is not None and len(specs) > 1:
+                diag.notes.append(f"in the specialization configs[{idx}] = "
+                                  f"{_fmt_cfg(d['configs'][idx])}")
+            add(diag)
+            continue
+        result.kernels.append(k)
+
+
+def _fmt_cfg(cfg: dict) -> str:
+    return "dict(" + ", ".join(f"{k}={v!r}" for k, v in cfg.items()) + ")"
+
+
+def compile_file(path: str, *, workspace: str | None = None) -> FrontendResult:
+    """Read ``path`` (UTF-8) and :func:`compile_source` it.
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return compile_source(text, path, workspace=workspace)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m ave_core.compiler.frontend FILE``: print the IR of each specialization."""
+    import sys
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        print("usage: python -m ave_core.compiler.frontend FILE [--workspace DIR]",
+              file=sys.stderr)
+        return 2
+    ws = None
+    if "--workspace" in argv:
+        i = argv.index("--workspace")
+        ws = argv[i + 1]
+        del argv[i:i + 2]
+    res = compile_file(argv[0], workspace=ws)
+    for k in res.kernels:
+        print(ir.format_kernel(k))
+    for dg in res.diagnostics:
+        print(dg.format_text(), file=sys.stderr)
+        for n in dg.notes:
+            print("    " + n, file=sys.stderr)
+    return 1 if res.diagnostics else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

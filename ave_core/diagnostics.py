@@ -1,0 +1,412 @@
+"""The one diagnostic model of Ave.
+
+Every layer (front end, analysis, interpreter, code generation, language server) reports
+through :class:`Diagnostic`. Ranges are LSP ranges: 0-based lines, and columns counted in
+**UTF-16 code units** (LSP's default ``positionEncoding``). Python's :mod:`ast` gives
+1-based lines and **UTF-8 byte** column offsets; :class:`SourceText` converts.
+
+Codes are stable and grouped by layer:
+
+* ``AVE1xx`` front end (syntax, unsupported constructs, types, layouts),
+* ``AVE2xx`` analysis (assertions, witnesses, solver),
+* ``AVE3xx`` interpreter dynamic checks,
+* ``AVE4xx`` code generation and JIT,
+* ``AVE9xx`` tool errors (internal errors, unreadable files).
+
+The JSON output of ``ave-lsp --check --format json`` is described by the versioned JSON
+Schema shipped in ``ave_core/schema/check-output.v<N>.json`` (see :func:`report_schema`).
+"""
+
+from __future__ import annotations
+
+import bisect
+import enum
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, Iterable, Sequence
+
+#: Version of the JSON output schema (``"version"`` in the report).
+SCHEMA_VERSION = "1.0"
+
+
+class Severity(enum.IntEnum):
+    """Diagnostic severity, numbered as LSP's ``DiagnosticSeverity``."""
+
+    ERROR = 1
+    WARNING = 2
+    INFO = 3
+    HINT = 4
+
+    @property
+    def label(self) -> str:
+        """Lower-case name used in text and JSON output (``"error"``)."""
+        return self.name.lower()
+
+    @classmethod
+    def from_label(cls, label: str) -> "Severity":
+        return cls[label.upper()]
+
+
+@dataclass(frozen=True)
+class CodeInfo:
+    """A diagnostic code: its stable name, short title, default severity and summary."""
+
+    code: str
+    title: str
+    severity: Severity
+    summary: str
+
+
+def _c(code: str, title: str, severity: Severity, summary: str) -> CodeInfo:
+    return CodeInfo(code, title, severity, summary)
+
+
+_E, _W = Severity.ERROR, Severity.WARNING
+
+#: Registry of every diagnostic code Ave emits. Docs pages live in ``docs/codes/<CODE>.md``.
+CODES: dict[str, CodeInfo] = {
+    c.code: c
+    for c in (
+        _c("AVE100", "syntax error", _E, "The file is not valid Python."),
+        _c("AVE101", "unsupported construct", _E,
+           "A Python construct the Ave front end does not translate (e.g. while, try, "
+           "with, generators, classes inside kernels)."),
+        _c("AVE102", "unknown DSL name", _E,
+           "A name is neither a DSL function, a kernel parameter, a local variable, a "
+           "helper function nor a module-level constant."),
+        _c("AVE103", "non-constant workgroup size", _E,
+           "`@ave.kernel(threads=...)` must be a compile-time integer."),
+        _c("AVE104", "wrong arity", _E,
+           "A DSL function, helper or lambda was called with the wrong arguments."),
+        _c("AVE105", "wrong dtype", _E, "An operand has a dtype the operation does not accept."),
+        _c("AVE106", "view byte mismatch", _E,
+           "`ave.view` must cover exactly the bytes of its source."),
+        _c("AVE107", "layout does not cover tile", _E,
+           "A layout's domain does not match the tile's shape, or a TV layout leaves tile "
+           "elements without a thread, or a layout maps outside its allocation."),
+        _c("AVE108", "vector width does not divide the row", _E,
+           "`vector_bytes` must divide the bytes of the tile's innermost dimension."),
+        _c("AVE109", "misaligned vector access", _E,
+           "A vector access is not contiguous or not aligned to its width in a layout."),
+        _c("AVE110", "MMA operand layout/shape mismatch", _E,
+           "An `ave.mma` operand's shape or TV layout is not the one the tiled MMA expects."),
+        _c("AVE111", "constexpr without a value", _E,
+           "A constexpr parameter has no default, no `configs` value and no launch value."),
+        _c("AVE112", "tag function not arithmetic on coordinates", _E,
+           "A tag function may only use its coordinates, integer constants and + - * // %."),
+        _c("AVE113", "import not resolved", _E,
+           "A helper imported from another file of the workspace could not be found or read."),
+        _c("AVE114", "recursive helper", _E, "Helper functions are inlined and cannot recurse."),
+        _c("AVE115", "compile-time value required", _E,
+           "A runtime value was used where the front end needs a compile-time value "
+           "(a shape, a layout, a constexpr, a static loop bound)."),
+        _c("AVE116", "shape mismatch", _E, "Operand shapes do not agree."),
+        _c("AVE117", "invalid configuration", _E,
+           "A `configs` entry or decorator argument is malformed or names no constexpr."),
+        _c("AVE118", "type error", _E, "An operand has the wrong kind (tile, fragment, scalar...)."),
+        _c("AVE119", "index out of range", _E,
+           "A compile-time index or slice falls outside the tile or tensor."),
+        _c("AVE120", "invalid compile-time argument", _E,
+           "A layout, atom or other compile-time constructor rejected its arguments "
+           "(e.g. a swizzle with |S| < B, an MMA shape the instruction does not have)."),
+        _c("AVE121", "resource limit", _E,
+           "The kernel exceeds a front-end limit (unrolled iterations, IR size, inlining "
+           "depth) that keeps checking fast and bounded."),
+        _c("AVE900", "internal error", _E,
+           "Ave itself failed; please report it with the file that triggered it."),
+        _c("AVE901", "file not readable", _E, "A path given to the checker cannot be read."),
+    )
+}
+
+
+def register_code(info: CodeInfo) -> None:
+    """Register a diagnostic code (used by later layers: analysis, interpreter, codegen).
+
+    Raises:
+        ValueError: the code is already registered with a different meaning.
+    """
+    old = CODES.get(info.code)
+    if old is not None and old != info:
+        raise ValueError(f"diagnostic code {info.code} already registered as {old.title!r}")
+    CODES[info.code] = info
+
+
+@dataclass(frozen=True, order=True)
+class Position:
+    """A position in a text document: 0-based ``line``, ``character`` in UTF-16 code units."""
+
+    line: int
+    character: int
+
+    def to_json(self) -> dict:
+        return {"line": self.line, "character": self.character}
+
+
+@dataclass(frozen=True)
+class Range:
+    """A half-open range ``[start, end)`` in a text document (LSP ``Range``)."""
+
+    start: Position
+    end: Position
+
+    @staticmethod
+    def of(line: int, character: int, end_line: int, end_character: int) -> "Range":
+        return Range(Position(line, character), Position(end_line, end_character))
+
+    def to_json(self) -> dict:
+        return {"start": self.start.to_json(), "end": self.end.to_json()}
+
+    def contains(self, pos: Position) -> bool:
+        return self.start <= pos < self.end or self.start == pos
+
+
+ZERO_RANGE = Range(Position(0, 0), Position(0, 0))
+
+
+@dataclass(frozen=True)
+class Location:
+    """A range in a file (``file`` is a path as given to the checker)."""
+
+    file: str
+    range: Range
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "range": self.range.to_json()}
+
+
+@dataclass(frozen=True)
+class Related:
+    """A related location of a diagnostic (LSP ``DiagnosticRelatedInformation``)."""
+
+    location: Location
+    message: str
+
+    def to_json(self) -> dict:
+        return {**self.location.to_json(), "message": self.message}
+
+
+@dataclass
+class Diagnostic:
+    """One finding.
+
+    Attributes:
+        code: stable code registered in :data:`CODES` (``"AVE110"``).
+        message: one line, no trailing period required.
+        file: the file the range refers to.
+        range: where (LSP conventions: 0-based, UTF-16 columns).
+        severity: defaults to the code's severity.
+        notes: further lines of explanation.
+        related: related locations (witness steps, the definition that caused it...).
+        witness: structured witness (analysis layer) or ``None``.
+    """
+
+    code: str
+    message: str
+    file: str
+    range: Range
+    severity: Severity | None = None
+    notes: list[str] = field(default_factory=list)
+    related: list[Related] = field(default_factory=list)
+    witness: dict | None = None
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:
+            raise ValueError(f"unregistered diagnostic code {self.code!r}")
+        if self.severity is None:
+            self.severity = CODES[self.code].severity
+
+    def to_json(self) -> dict:
+        return {
+            "code": self.code,
+            "severity": self.severity.label,
+            "message": self.message,
+            "file": self.file,
+            "range": self.range.to_json(),
+            "notes": list(self.notes),
+            "related": [r.to_json() for r in self.related],
+            "witness": self.witness,
+        }
+
+    def format_text(self) -> str:
+        """``file:line:col: severity CODE message`` with 1-based line and column."""
+        p = self.range.start
+        return f"{self.file}:{p.line + 1}:{p.character + 1}: {self.severity.label} {self.code} {self.message}"
+
+    def sort_key(self) -> tuple:
+        return (self.file, self.range.start, self.code, self.message)
+
+
+class SourceText:
+    """A source file's text with conversions from :mod:`ast` positions to LSP positions.
+
+    ``ast`` nodes carry 1-based ``lineno`` and a ``col_offset`` in UTF-8 **bytes**; LSP
+    wants 0-based lines and UTF-16 code-unit columns. Line ends ``\\n``, ``\\r\\n`` and
+    ``\\r`` are all recognised, as both Python and LSP do.
+    """
+
+    def __init__(self, text: str, path: str = "<string>") -> None:
+        self.text = text
+        self.path = path
+        self.lines: list[str] = _split_lines(text)
+
+    def line(self, lineno0: int) -> str:
+        """The text of 0-based line ``lineno0`` without its line end ('' past the end)."""
+        return self.lines[lineno0] if 0 <= lineno0 < len(self.lines) else ""
+
+    def position(self, lineno: int, col_utf8: int) -> Position:
+        """Convert an ``ast`` position (1-based line, UTF-8 byte column) to a Position."""
+        line0 = max(0, lineno - 1)
+        text = self.line(line0)
+        prefix = text.encode("utf-8")[: max(0, col_utf8)].decode("utf-8", errors="ignore")
+        return Position(line0, utf16_len(prefix))
+
+    def position_from_char(self, line0: int, char_index: int) -> Position:
+        """Convert a 0-based line and a code-point column to a Position."""
+        return Position(line0, utf16_len(self.line(line0)[:char_index]))
+
+    def range_of(self, node: Any) -> Range:
+        """The range of an ``ast`` node (or anything with lineno/col_offset/end_*)."""
+        start = self.position(node.lineno, node.col_offset)
+        end_lineno = getattr(node, "end_lineno", None) or node.lineno
+        end_col = getattr(node, "end_col_offset", None)
+        if end_col is None:
+            end = Position(start.line, utf16_len(self.line(start.line)))
+        else:
+            end = self.position(end_lineno, end_col)
+        return Range(start, end)
+
+    def line_range(self, line0: int) -> Range:
+        """The whole of 0-based line ``line0``, without its line end."""
+        return Range(Position(line0, 0), Position(line0, utf16_len(self.line(line0))))
+
+    def offset_to_position(self, offset: int) -> Position:
+        """A code-point offset into the text -> Position."""
+        starts = self._line_starts()
+        line0 = bisect.bisect_right(starts, offset) - 1
+        return self.position_from_char(line0, offset - starts[line0])
+
+    def _line_starts(self) -> list[int]:
+        starts, pos = [0], 0
+        text = self.text
+        n = len(text)
+        while pos < n:
+            ch = text[pos]
+            if ch == "\r":
+                pos += 2 if pos + 1 < n and text[pos + 1] == "\n" else 1
+                starts.append(pos)
+            elif ch == "\n":
+                pos += 1
+                starts.append(pos)
+            else:
+                pos += 1
+        return starts
+
+
+def _split_lines(text: str) -> list[str]:
+    out: list[str] = []
+    cur: list[str] = []
+    i, n = 0, len(text)
+    start = 0
+    while i < n:
+        ch = text[i]
+        if ch == "\n" or ch == "\r":
+            out.append(text[start:i])
+            if ch == "\r" and i + 1 < n and text[i + 1] == "\n":
+                i += 1
+            start = i + 1
+        i += 1
+    out.append(text[start:])
+    del cur
+    return out
+
+
+def utf16_len(s: str) -> int:
+    """Length of ``s`` in UTF-16 code units (characters outside the BMP count 2)."""
+    return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
+
+
+class AveError(Exception):
+    """An error in the user's kernel, raised by a layer and turned into a Diagnostic.
+
+    Args:
+        code: a registered code (``"AVE106"``).
+        message: one line.
+        node: the ``ast`` node it points at (its range is converted by the catcher, which
+            knows the file), or ``None``.
+        range: an already converted range (overrides ``node``).
+        file: the file of ``node``/``range`` when not the file being checked.
+        notes, related: as in :class:`Diagnostic`.
+    """
+
+    def __init__(self, code: str, message: str, node: Any = None, *, range: Range | None = None,
+                 file: str | None = None, notes: Sequence[str] = (),
+                 related: Sequence[Related] = ()) -> None:
+        super().__init__(f"{code}: {message}")
+        if code not in CODES:
+            raise ValueError(f"unregistered diagnostic code {code!r}")
+        self.code = code
+        self.message = message
+        self.node = node
+        self.range = range
+        self.file = file
+        self.notes = list(notes)
+        self.related = list(related)
+
+    def to_diagnostic(self, source: SourceText, fallback: Range = ZERO_RANGE) -> Diagnostic:
+        """Convert to a Diagnostic, resolving ``node`` against ``source``."""
+        rng = self.range
+        if rng is None and self.node is not None and hasattr(self.node, "lineno"):
+            rng = source.range_of(self.node)
+        return Diagnostic(self.code, self.message, self.file or source.path, rng or fallback,
+                          notes=self.notes, related=self.related)
+
+
+def report_schema() -> dict:
+    """The JSON Schema (draft 2020-12) of the check report, version :data:`SCHEMA_VERSION`."""
+    major = SCHEMA_VERSION.split(".")[0]
+    text = resources.files("ave_core").joinpath(f"schema/check-output.v{major}.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def make_report(files: Iterable[dict], diagnostics: Iterable[Diagnostic],
+                summary_extra: dict | None = None) -> dict:
+    """Build the top-level JSON report ``{"version", "files", "diagnostics", "summary"}``.
+
+    Args:
+        files: one dict per checked file: ``{"path", "uses_ave", "kernels": [...]}``.
+        diagnostics: all diagnostics, any order (sorted here).
+        summary_extra: further counts later layers add (e.g. ``"proved"``).
+    """
+    diags = sorted(diagnostics, key=Diagnostic.sort_key)
+    files = list(files)
+    counts = {s.label: 0 for s in Severity}
+    for d in diags:
+        counts[d.severity.label] += 1
+    summary = {
+        "files": len(files),
+        "kernels": sum(len(f.get("kernels", [])) for f in files),
+        "errors": counts["error"],
+        "warnings": counts["warning"],
+        "infos": counts["info"] + counts["hint"],
+    }
+    if summary_extra:
+        summary.update(summary_extra)
+    return {
+        "version": SCHEMA_VERSION,
+        "files": files,
+        "diagnostics": [d.to_json() for d in diags],
+        "summary": summary,
+    }
+
+
+def validate_report(report: dict) -> None:
+    """Validate a report against :func:`report_schema`.
+
+    Raises:
+        jsonschema.ValidationError: the report does not match.
+        ImportError: ``jsonschema`` is not installed (it is in the ``dev`` extra).
+    """
+    import jsonschema
+
+    jsonschema.validate(report, report_schema())

@@ -1,0 +1,1 @@
+"""ave_core/interp."""

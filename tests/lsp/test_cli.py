@@ -1,0 +1,474 @@
+"""``ave-lsp --check`` and the check driver, against a fake front end (monkeypatched).
+
+The fake front end stands in for ``ave_core.compiler.frontend.compile_source``: a file
+uses Ave when it contains ``import ave_core``; every function decorated with something
+containing ``kernel`` is a kernel, with one specialization per ``# CONFIG k=v,...``
+comment inside it (or one with no constexprs); a comment ``# DIAG CODE severity message``
+yields that diagnostic at the comment; ``# RAISE`` raises a RuntimeError and
+``# AVEERROR`` raises an AveError.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from ave_core import check as check_mod
+from ave_core.check import FileReport, check_file, check_paths, group_kernels, iter_python_files
+from ave_core.diagnostics import (
+    AveError,
+    Diagnostic,
+    Range,
+    Severity,
+    SourceText,
+    report_schema,
+    validate_report,
+)
+from ave_lsp import cli
+from ave_lsp.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+# --- the fake front end --------------------------------------------------------------------
+
+
+@dataclass
+class FakeKernelIR:
+    name: str
+    line: int
+    constexprs: dict = field(default_factory=dict)
+    config_index: int | None = None
+
+
+@dataclass
+class FakeFrontendResult:
+    uses_ave: bool
+    diagnostics: list
+    kernels: list
+
+
+def _parse_value(v: str):
+    for conv in (int, float):
+        try:
+            return conv(v)
+        except ValueError:
+            pass
+    return {"True": True, "False": False}.get(v, v)
+
+
+def fake_compile_source(text: str, path: str, *, workspace: str | None = None):
+    src = SourceText(text, path)
+    if "# RAISE" in text:
+        raise RuntimeError("fake front end exploded\nsecond line of detail")
+    diagnostics, kernels = [], []
+    for i, line in enumerate(src.lines):
+        if "# AVEERROR" in line:
+            raise AveError("AVE111", "constexpr BLOCK has no value",
+                           range=src.line_range(i))
+        if "# DIAG " in line:
+            col = line.index("# DIAG ")
+            _, _, code, sev, msg = line[col:].split(" ", 4)
+            start = src.position_from_char(i, col)
+            diagnostics.append(Diagnostic(code, msg, path, Range(start, start),
+                                          severity=Severity.from_label(sev),
+                                          notes=["a note"] if "NOTE" in msg else []))
+    uses_ave = "import ave_core" in text
+    if uses_ave:
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.FunctionDef) and any(
+                    "kernel" in ast.unparse(d) for d in node.decorator_list):
+                body = ast.get_source_segment(text, node) or ""
+                configs = [ln.split("# CONFIG ", 1)[1] for ln in body.splitlines()
+                           if "# CONFIG " in ln]
+                if not configs:
+                    kernels.append(FakeKernelIR(node.name, node.lineno - 1))
+                for ci, c in enumerate(configs):
+                    cx = {k: _parse_value(v) for k, v in (kv.split("=") for kv in c.split(","))}
+                    kernels.append(FakeKernelIR(node.name, node.lineno - 1, cx, ci))
+    return FakeFrontendResult(uses_ave, diagnostics, kernels)
+
+
+@pytest.fixture
+def fake_frontend(monkeypatch):
+    mod = types.ModuleType("ave_core.compiler.frontend")
+    mod.compile_source = fake_compile_source
+    mod.calls = []
+
+    def recording(text, path, *, workspace=None):
+        mod.calls.append((path, workspace))
+        return fake_compile_source(text, path, workspace=workspace)
+
+    mod.compile_source = recording
+    monkeypatch.setitem(sys.modules, "ave_core.compiler.frontend", mod)
+    return mod
+
+
+PLAIN = "import os\n\nprint(os.getcwd())\n"
+
+GEMM = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def gemm(A, B, BM=128):
+    # CONFIG BM=128,BN=64
+    # CONFIG BM=64,BN=64
+    pass
+
+@ave.kernel(threads=64)
+def softmax(X):
+    y = 1  # DIAG AVE105 warning operand has dtype f16, expected f32
+'''
+
+BAD = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A):
+    s = "é😀"; t = 0  # DIAG AVE106 error view covers 16384 bytes NOTE
+'''
+
+
+def write(tmp_path: Path, name: str, text: str) -> str:
+    p = tmp_path / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8", newline="")
+    return str(p)
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+# --- check_file / check_paths --------------------------------------------------------------
+
+
+def test_check_file_groups_specializations(fake_frontend, tmp_path):
+    path = write(tmp_path, "gemm.py", GEMM)
+    rep = check_file(path, workspace=str(tmp_path))
+    assert isinstance(rep, FileReport) and rep.uses_ave
+    assert fake_frontend.calls == [(path, str(tmp_path))]
+    assert rep.kernels == [
+        {"name": "gemm", "line": 3, "specializations": [
+            {"constexprs": {"BM": 128, "BN": 64}, "status": "ok"},
+            {"constexprs": {"BM": 64, "BN": 64}, "status": "ok"}]},
+        {"name": "softmax", "line": 9, "specializations": [{"constexprs": {}, "status": "ok"}]},
+    ]
+    assert [d.code for d in rep.diagnostics] == ["AVE105"]
+    assert rep.to_json() == {"path": path, "uses_ave": True, "kernels": rep.kernels}
+
+
+def test_check_file_uses_given_text_without_reading(fake_frontend, tmp_path):
+    missing = str(tmp_path / "unsaved.py")
+    rep = check_file(missing, GEMM)
+    assert rep.uses_ave and [k["name"] for k in rep.kernels] == ["gemm", "softmax"]
+
+
+def test_group_kernels_orders_and_serialises_values():
+    class DType:  # stands in for ave_core.lang's dtypes, which print as their DSL name
+        def __str__(self):
+            return "bf16"
+
+    bf16 = DType()
+    irs = [FakeKernelIR("k", 4, {"DT": bf16, "W": (2, 2)}, 1),
+           FakeKernelIR("k", 4, {"DT": "f16", "S": 0.5, "E": True, "X": float("inf")}, 0),
+           FakeKernelIR("k", 20, {}, None),      # the same name redefined further down
+           FakeKernelIR("j", 30, {}, None)]
+    assert group_kernels(irs) == [
+        {"name": "k", "line": 4, "specializations": [
+            {"constexprs": {"DT": "f16", "S": 0.5, "E": True, "X": "inf"}, "status": "ok"},
+            {"constexprs": {"DT": "bf16", "W": "(2, 2)"}, "status": "ok"}]},
+        {"name": "k", "line": 20, "specializations": [{"constexprs": {}, "status": "ok"}]},
+        {"name": "j", "line": 30, "specializations": [{"constexprs": {}, "status": "ok"}]},
+    ]
+
+
+def test_frontend_exception_becomes_ave900(fake_frontend, tmp_path):
+    path = write(tmp_path, "boom.py", "import ave_core.lang as ave\n# RAISE\n")
+    rep = check_file(path)
+    (d,) = rep.diagnostics
+    assert d.code == "AVE900" and d.severity is Severity.ERROR
+    assert d.message == "internal error: RuntimeError: fake front end exploded"
+    assert d.range == Range.of(0, 0, 0, 0) and d.file == path
+    assert "second line of detail" in d.notes
+    assert any(n.startswith("raised at ") and "fake_compile_source" in n for n in d.notes)
+
+
+def test_missing_frontend_module_becomes_ave900(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "ave_core.compiler.frontend", None)  # import fails
+    (d,) = check_file(write(tmp_path, "x.py", PLAIN)).diagnostics
+    assert d.code == "AVE900"
+    assert "ModuleNotFoundError" in d.message or "ImportError" in d.message
+
+
+def test_ave_error_escaping_frontend_is_a_user_diagnostic(fake_frontend, tmp_path):
+    path = write(tmp_path, "k.py", "import ave_core.lang as ave\nBLOCK = 1  # AVEERROR\n")
+    (d,) = check_file(path).diagnostics
+    assert d.code == "AVE111" and d.range == Range.of(1, 0, 1, 21)
+
+
+def test_non_utf8_file_is_ave901_at_the_bad_byte(fake_frontend, tmp_path):
+    p = tmp_path / "latin1.py"
+    p.write_bytes(b"x = 1\r\ny = 'caf\xe9'\n")
+    rep = check_file(str(p))
+    (d,) = rep.diagnostics
+    assert d.code == "AVE901" and not rep.uses_ave and rep.kernels == []
+    assert d.range == Range.of(1, 8, 1, 8)
+    assert "not UTF-8" in d.message and "0xe9" in d.message
+    assert fake_frontend.calls == []
+
+
+def test_unreadable_path_is_ave901(fake_frontend, tmp_path):
+    rep = check_file(str(tmp_path / "gone.py"))
+    (d,) = rep.diagnostics
+    assert d.code == "AVE901" and "cannot read" in d.message
+
+
+@pytest.mark.skipif(os.name != "posix" or os.geteuid() == 0, reason="needs a non-root POSIX user")
+def test_permission_denied_is_ave901(fake_frontend, tmp_path):
+    path = write(tmp_path, "secret.py", PLAIN)
+    os.chmod(path, 0)
+    try:
+        (d,) = check_file(path).diagnostics
+    finally:
+        os.chmod(path, 0o644)
+    assert d.code == "AVE901"
+
+
+def test_bom_is_dropped_and_line_ends_kept(fake_frontend, tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(fake_frontend, "compile_source",
+                        lambda text, path, workspace=None: seen.append(text) or
+                        fake_compile_source(text, path))
+    p = tmp_path / "bom.py"
+    p.write_bytes(b"\xef\xbb\xbfx = 1\r\ny = 2\r")
+    assert check_file(str(p)).diagnostics == []
+    assert seen == ["x = 1\r\ny = 2\r"]
+
+
+def test_iter_python_files(tmp_path):
+    for name in ["b.py", "a.py", "notes.txt", "sub/c.py", "sub/deeper/d.py",
+                 ".hidden/h.py", "__pycache__/p.py", ".venv/lib/v.py",
+                 "node_modules/n.py", "sub/.git/g.py"]:
+        write(tmp_path, name, PLAIN)
+    other = write(tmp_path / "..", f"{tmp_path.name}_explicit.txt", PLAIN)
+    root = str(tmp_path)
+    files = iter_python_files([root, other, os.path.join(root, "a.py"), "does-not-exist.py"])
+    rel = [os.path.relpath(f, root) for f in files[:4]]
+    assert rel == ["a.py", "b.py", os.path.join("sub", "c.py"),
+                   os.path.join("sub", "deeper", "d.py")]
+    # explicit files are kept as given, whatever the suffix; duplicates dropped
+    assert files[4:] == [other, "does-not-exist.py"]
+    # an explicitly named hidden directory is walked
+    assert iter_python_files([os.path.join(root, ".hidden")]) == [
+        os.path.join(root, ".hidden", "h.py")]
+
+
+def test_check_paths_report_validates(fake_frontend, tmp_path):
+    write(tmp_path, "gemm.py", GEMM)
+    write(tmp_path, "plain.py", PLAIN)
+    report = check_paths([str(tmp_path)])
+    validate_report(report)
+    assert report["summary"] == {"files": 2, "kernels": 2, "errors": 0, "warnings": 1,
+                                 "infos": 0, "specializations": 3}
+    assert [f["uses_ave"] for f in report["files"]] == [True, False]
+
+
+# --- the command line ----------------------------------------------------------------------
+
+
+def test_plain_file_no_diagnostics_exit_0(fake_frontend, tmp_path, capsys):
+    path = write(tmp_path, "plain.py", PLAIN)
+    rc, out, err = run(capsys, "--check", path)
+    assert rc == 0 and err == ""
+    assert out == "checked 1 file, 0 kernels (0 specializations): 0 errors, 0 warnings\n"
+
+
+def test_text_format_exact_lines(fake_frontend, tmp_path, capsys):
+    bad = write(tmp_path, "bad.py", BAD)
+    gemm = write(tmp_path, "gemm.py", GEMM)
+    plain = write(tmp_path, "plain.py", PLAIN)
+    rc, out, err = run(capsys, "--check", str(tmp_path))
+    assert rc == 1 and err == ""
+    line = BAD.splitlines()[4]
+    col = line.index("# DIAG") + 1 + 1       # 1-based, and 😀 counts two UTF-16 units
+    gline = GEMM.splitlines()[10]
+    assert out.splitlines() == [
+        f"{bad}:5:{col}: error AVE106 view covers 16384 bytes NOTE",
+        "    note: a note",
+        f"{gemm}:11:{gline.index('# DIAG') + 1}: warning AVE105 operand has dtype f16, expected f32",
+        "checked 3 files, 3 kernels (4 specializations): 1 error, 1 warning",
+    ]
+    assert plain  # checked, silent
+
+
+def test_related_locations_are_printed(monkeypatch, tmp_path, capsys):
+    from ave_core.diagnostics import Location, Related
+
+    def fe(text, path, *, workspace=None):
+        d = Diagnostic("AVE110", "operands disagree", path, Range.of(2, 4, 2, 9),
+                       related=[Related(Location("helpers.py", Range.of(0, 0, 0, 1)),
+                                        "A tagged here")])
+        return FakeFrontendResult(True, [d], [])
+
+    mod = types.ModuleType("ave_core.compiler.frontend")
+    mod.compile_source = fe
+    monkeypatch.setitem(sys.modules, "ave_core.compiler.frontend", mod)
+    path = write(tmp_path, "k.py", PLAIN)
+    rc, out, _ = run(capsys, "--check", path)
+    assert rc == 1
+    assert out.splitlines()[:2] == [f"{path}:3:5: error AVE110 operands disagree",
+                                    "    helpers.py:1:1: related: A tagged here"]
+
+
+def test_json_output_validates(fake_frontend, tmp_path, capsys):
+    write(tmp_path, "bad.py", BAD)
+    write(tmp_path, "gemm.py", GEMM)
+    rc, out, err = run(capsys, "--check", "--format", "json", str(tmp_path))
+    assert rc == 1 and err == ""
+    report = json.loads(out)
+    jsonschema.validate(report, report_schema())
+    assert report["summary"]["errors"] == 1 and report["summary"]["warnings"] == 1
+    assert [d["code"] for d in report["diagnostics"]] == ["AVE106", "AVE105"]
+    assert out.startswith('{\n  "version": "1.0"')
+
+
+def test_fail_on_warning(fake_frontend, tmp_path, capsys):
+    path = write(tmp_path, "gemm.py", GEMM)      # one warning, no error
+    assert run(capsys, "--check", path)[0] == 0
+    assert run(capsys, "--check", path, "--fail-on", "error")[0] == 0
+    assert run(capsys, "--check", path, "--fail-on", "warning")[0] == 1
+    plain = write(tmp_path, "plain.py", PLAIN)
+    assert run(capsys, "--check", "--fail-on", "warning", plain)[0] == 0
+
+
+def test_info_diagnostics_never_fail(fake_frontend, tmp_path, capsys):
+    path = write(tmp_path, "i.py", "x = 1  # DIAG AVE101 info just so you know\n")
+    rc, out, _ = run(capsys, "--check", "--fail-on", "warning", path)
+    assert rc == 0
+    assert out.splitlines()[-1] == \
+        "checked 1 file, 0 kernels (0 specializations): 0 errors, 0 warnings, 1 info"
+
+
+def test_internal_error_in_a_file_is_a_finding(fake_frontend, tmp_path, capsys):
+    path = write(tmp_path, "boom.py", "# RAISE\n")
+    rc, out, err = run(capsys, "--check", path)
+    assert rc == 1 and err == ""
+    assert out.splitlines()[0] == \
+        f"{path}:1:1: error AVE900 internal error: RuntimeError: fake front end exploded"
+
+
+def test_output_file(fake_frontend, tmp_path, capsys):
+    path = write(tmp_path, "gemm.py", GEMM)
+    dest = tmp_path / "out" / "report.json"
+    dest.parent.mkdir()
+    rc, out, _ = run(capsys, "--check", path, "--format", "json", "--output", str(dest))
+    assert rc == 0 and out == ""
+    validate_report(json.loads(dest.read_text("utf-8")))
+    rc, _, err = run(capsys, "--check", path, "--output", str(tmp_path / "no" / "dir" / "x"))
+    assert rc == 2 and "cannot write" in err
+
+
+def test_missing_path_is_usage_error(fake_frontend, tmp_path, capsys):
+    good = write(tmp_path, "plain.py", PLAIN)
+    rc, out, err = run(capsys, "--check", good, str(tmp_path / "nope.py"))
+    assert rc == 2 and out == ""
+    assert f"no such file or directory: {tmp_path / 'nope.py'}" in err
+    assert fake_frontend.calls == []
+
+
+@pytest.mark.parametrize("argv", [
+    ["--check"],                                  # no paths
+    ["some.py"],                                  # paths without --check
+    ["--check", "x.py", "--format", "xml"],       # bad choice
+    ["--check", "x.py", "--fail-on", "info"],
+    ["--bogus"],
+])
+def test_usage_errors_exit_2(argv, capsys):
+    rc, out, err = run(capsys, *argv)
+    assert rc == 2 and "usage: ave-lsp" in err
+
+
+def test_server_not_implemented(capsys):
+    rc, out, err = run(capsys)
+    assert rc == 2 and out == ""
+    assert "not implemented in this version" in err
+
+
+def test_version(capsys):
+    from ave_core import __version__
+
+    rc, out, _ = run(capsys, "--version")
+    assert rc == 0 and out == f"ave-lsp {__version__}\n"
+
+
+def test_help_exits_0(capsys):
+    rc, out, _ = run(capsys, "--help")
+    assert rc == 0 and "--check" in out and "--fail-on" in out
+
+
+def test_tool_internal_error_exit_2_with_traceback(fake_frontend, tmp_path, capsys, monkeypatch):
+    def broken(*a, **k):
+        raise ZeroDivisionError("report builder broke")
+
+    monkeypatch.setattr(check_mod, "check_paths", broken)
+    rc, out, err = run(capsys, "--check", write(tmp_path, "p.py", PLAIN))
+    assert rc == 2
+    assert "internal error" in err and "Traceback" in err and "ZeroDivisionError" in err
+
+
+def test_options_after_paths(fake_frontend, tmp_path, capsys):
+    a = write(tmp_path, "a.py", PLAIN)
+    b = write(tmp_path, "b.py", PLAIN)
+    rc, out, _ = run(capsys, "--check", a, "--format", "json", b)
+    assert rc == 0 and json.loads(out)["summary"]["files"] == 2
+    assert cli.summary_line(json.loads(out)).startswith("checked 2 files, 0 kernels")
+
+
+# --- as a process --------------------------------------------------------------------------
+
+
+def _python(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                          cwd=cwd or ROOT, timeout=60)
+
+
+def test_module_entry_points():
+    from ave_core import __version__
+
+    for mod in ("ave_lsp", "ave_lsp.cli"):
+        p = _python("-m", mod, "--version")
+        assert p.returncode == 0 and p.stdout == f"ave-lsp {__version__}\n", p.stderr
+    p = _python("-m", "ave_lsp")
+    assert p.returncode == 2 and "not implemented" in p.stderr
+    p = _python("-m", "ave_lsp", "--check", "definitely/not/here.py")
+    assert p.returncode == 2 and "no such file or directory" in p.stderr
+
+
+def test_cli_import_is_light():
+    code = ("import sys, ave_lsp.cli, ave_core.check; "
+            "heavy = [m for m in ('z3', 'numpy', 'pygls', 'torch', 'jsonschema') "
+            "if m in sys.modules]; print(heavy)")
+    p = _python("-c", code)
+    assert p.returncode == 0 and p.stdout.strip() == "[]", p.stdout + p.stderr
+
+
+@pytest.mark.skipif(importlib.util.find_spec("ave_core.compiler.frontend") is None,
+                    reason="the real front end is not there yet")
+def test_real_frontend_plain_file(tmp_path):
+    path = write(tmp_path, "plain.py", PLAIN)
+    p = _python("-m", "ave_lsp.cli", "--check", "--format", "json", path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    report = json.loads(p.stdout)
+    validate_report(report)
+    assert report["diagnostics"] == [] and report["files"][0]["uses_ave"] is False
