@@ -1,0 +1,272 @@
+"""Full unrolling of Ave IR loops, with constant folding (the analysis' view of a kernel).
+
+The front end keeps loops structured (``scf.for``) so that code generation can emit real
+loops; the checker needs every iteration spelled out, because what goes wrong in a
+software pipeline goes wrong in its prologue, its steady state or its epilogue.
+
+* A loop whose bounds are compile-time constants (after folding) is unrolled exactly.
+* A loop whose trip count is a runtime value (``for kt in ave.range(0, KT)``) is unrolled
+  for one chosen trip count ``n``; :func:`unrolled_variants` produces one kernel per
+  ``n`` in ``1..T`` (``T = STAGES + 2`` by default: a pipeline's prologue, steady state and
+  epilogue all appear), so results read "proved for trip counts <= T". When the lower
+  bound and step are constants, the loop's upper-bound value itself is bound to
+  ``lb + n * step`` everywhere in the kernel (so ``if kt + STAGES - 1 < KT`` folds).
+* ``scf.if`` with a condition that folds to a constant is replaced by the taken branch.
+
+Every op of the result carries ``attrs["loop_indices"]``: the ``(name, index)`` pairs of
+the loops it was unrolled from, outermost first (the witness' "kt=2").
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, replace
+from typing import Any, Iterator
+
+from ave_core.compiler.ir import Block, KernelIR, Op, ScalarType, Value
+from ave_core.lang import dtypes as _dt
+
+#: Default cap on the number of unrolled variants of one kernel (product of trip counts).
+MAX_VARIANTS = 256
+#: Cap on the number of ops of one unrolled kernel.
+MAX_UNROLLED_OPS = 2_000_000
+
+
+class UnrollError(Exception):
+    """Unrolling exceeded a limit or met a loop it cannot unroll."""
+
+
+_FOLD = {
+    "arith.add": lambda a, b: a + b, "arith.sub": lambda a, b: a - b,
+    "arith.mul": lambda a, b: a * b,
+    "arith.floordiv": lambda a, b: a // b if b else None,
+    "arith.mod": lambda a, b: a % b if b else None,
+    "arith.and": lambda a, b: a & b, "arith.or": lambda a, b: a | b,
+    "arith.xor": lambda a, b: a ^ b, "arith.shl": lambda a, b: a << b if 0 <= b < 64 else None,
+    "arith.shr": lambda a, b: a >> b if 0 <= b < 64 else None,
+    "arith.min": min, "arith.max": max,
+}
+_CMP = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
+        "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
+
+
+def runtime_loops(kernel: KernelIR) -> list[Op]:
+    """The ``scf.for`` ops whose trip count is not a compile-time constant."""
+    consts = _const_values(kernel.body)
+    out = []
+    for op in kernel.walk():
+        if op.name == "scf.for":
+            lb, ub, st = op.operands[:3]
+            if not all(v in consts for v in (lb, ub, st)):
+                out.append(op)
+    return out
+
+
+def default_trip_bound(kernel: KernelIR) -> int:
+    """``T = STAGES + 2`` where ``STAGES`` is the kernel's constexpr of that name (or the
+    deepest ``wait_async(n)`` + 2 stages when it has none)."""
+    st = kernel.constexprs.get("STAGES")
+    if isinstance(st, int) and st > 0:
+        return st + 2
+    waits = [op.attrs.get("n", 0) for op in kernel.ops("ave.wait_async")]
+    return (max(waits) + 2 if waits else 1) + 2
+
+
+def _const_values(block: Block) -> dict[Value, Any]:
+    out: dict[Value, Any] = {}
+    for op in block.ops:
+        if op.name == "arith.constant":
+            out[op.result] = op.attrs["value"]
+    return out
+
+
+@dataclass
+class _Ctx:
+    vmap: dict
+    consts: dict
+    bindings: dict
+    trip_counts: dict
+    loop_stack: tuple
+    n_ops: int = 0
+
+
+def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None) -> KernelIR:
+    """Return a copy of ``kernel`` with every ``scf.for`` unrolled.
+
+    Args:
+        kernel: the front end's kernel.
+        trip_counts: for each runtime loop (an op of ``kernel``), the trip count to unroll
+            it for. Runtime loops without an entry raise :class:`UnrollError`.
+
+    Raises:
+        UnrollError: a runtime loop without a trip count, a non-constant step, or more
+            than :data:`MAX_UNROLLED_OPS` ops.
+    """
+    ctx = _Ctx({}, {}, {}, dict(trip_counts or {}), ())
+    # bind the upper bounds of runtime loops with constant lb/step
+    consts = _const_values(kernel.body)
+    for op, n in ctx.trip_counts.items():
+        lb, ub, st = op.operands[:3]
+        if lb in consts and st in consts:
+            ctx.bindings[ub] = consts[lb] + n * consts[st]
+    body = Block()
+    for a in kernel.body.args:
+        na = body.add_arg(a.type, a.name)
+        ctx.vmap[a] = na
+    _clone_block(kernel.body, body, ctx)
+    params = [replace(p, value=ctx.vmap[p.value]) for p in kernel.params]
+    return replace(kernel, body=body, params=params)
+
+
+def unrolled_variants(kernel: KernelIR, bound: int | None = None
+                      ) -> Iterator[tuple[dict[str, int], KernelIR]]:
+    """Yield ``({loop index name: trip count}, unrolled kernel)`` for every combination of
+    trip counts ``1..bound`` of the kernel's runtime loops (one variant when it has none).
+
+    Raises:
+        UnrollError: more than :data:`MAX_VARIANTS` combinations.
+    """
+    loops = runtime_loops(kernel)
+    T = bound if bound is not None else default_trip_bound(kernel)
+    if not loops:
+        yield {}, unroll(kernel)
+        return
+    if T ** len(loops) > MAX_VARIANTS:
+        raise UnrollError(f"{len(loops)} runtime loops with trip counts up to {T} make "
+                          f"{T ** len(loops)} variants (limit {MAX_VARIANTS})")
+    for combo in itertools.product(range(1, T + 1), repeat=len(loops)):
+        names = {op.attrs.get("iv_name", f"loop{i}"): n for i, (op, n) in
+                 enumerate(zip(loops, combo))}
+        yield names, unroll(kernel, dict(zip(loops, combo)))
+
+
+def _val(ctx: _Ctx, v: Value) -> Value:
+    return ctx.vmap.get(v, v)
+
+
+def _emit_const(out: Block, value: Any, dtype: Any, loc: Any, ctx: _Ctx) -> Value:
+    op = Op("arith.constant", [], [], {"value": value, "dtype": dtype,
+                                       "loop_indices": ctx.loop_stack}, [], loc)
+    r = Value(ScalarType(dtype), None, owner=op)
+    op.results.append(r)
+    out.ops.append(op)
+    ctx.consts[r] = value
+    return r
+
+
+def _clone_block(src: Block, out: Block, ctx: _Ctx) -> list[Value] | None:
+    """Clone ``src``'s ops into ``out``; returns the mapped operands of its terminator."""
+    for op in src.ops:
+        if op.name in ("scf.yield", "ave.yield"):
+            return [_val(ctx, v) for v in op.operands]
+        ctx.n_ops += 1
+        if ctx.n_ops > MAX_UNROLLED_OPS:
+            raise UnrollError(f"the unrolled kernel has more than {MAX_UNROLLED_OPS} ops")
+        if op.name == "scf.for":
+            _unroll_for(op, out, ctx)
+            continue
+        if op.name == "scf.if":
+            c = _val(ctx, op.operands[0])
+            if c in ctx.consts:
+                taken = op.regions[0] if ctx.consts[c] else op.regions[1]
+                ys = _clone_block(taken, out, ctx) or []
+                for r, y in zip(op.results, ys):
+                    ctx.vmap[r] = y
+                continue
+        # binding of a runtime trip count's upper bound
+        if len(op.results) == 1 and op.results[0] in ctx.bindings:
+            ctx.vmap[op.results[0]] = _emit_const(out, ctx.bindings[op.results[0]], _dt.i32,
+                                                  op.loc, ctx)
+            continue
+        folded = _try_fold(op, ctx)
+        if folded is not None:
+            ctx.vmap[op.result] = _emit_const(out, folded[0], folded[1], op.loc, ctx)
+            continue
+        new = Op(op.name, [_val(ctx, v) for v in op.operands], [],
+                 {**op.attrs, "loop_indices": ctx.loop_stack}, [], op.loc)
+        for r in op.results:
+            nr = Value(r.type, r.name, owner=new)
+            nr.affine = None
+            new.results.append(nr)
+            ctx.vmap[r] = nr
+        for reg in op.regions:
+            nb = Block()
+            for a in reg.args:
+                ctx.vmap[a] = nb.add_arg(a.type, a.name)
+            ys = _clone_block(reg, nb, ctx)
+            term = Op("scf.yield" if op.name.startswith("scf.") else "ave.yield", ys or [], [],
+                      {}, [], op.loc)
+            nb.ops.append(term)
+            new.regions.append(nb)
+        if op.name == "arith.constant":
+            ctx.consts[new.result] = op.attrs["value"]
+        out.ops.append(new)
+    return None
+
+
+def _try_fold(op: Op, ctx: _Ctx) -> tuple[Any, Any] | None:
+    if not op.name.startswith("arith.") or op.name == "arith.constant" or len(op.results) != 1:
+        return None
+    if not isinstance(op.result.type, ScalarType):
+        return None
+    vals = [ctx.consts.get(_val(ctx, v), _MISSING) for v in op.operands]
+    if any(v is _MISSING for v in vals):
+        return None
+    dt = op.result.type.dtype
+    if op.name == "arith.cmp":
+        return bool(_CMP[op.attrs["pred"]](*vals)), dt
+    if op.name == "arith.neg":
+        return -vals[0], dt
+    if op.name == "arith.select":
+        return (vals[1] if vals[0] else vals[2]), dt
+    if op.name == "arith.cast":
+        return (float(vals[0]) if dt.is_float else int(vals[0])), dt
+    f = _FOLD.get(op.name)
+    if f is None or not all(isinstance(v, (int, bool)) for v in vals):
+        return None
+    r = f(*vals)
+    if r is None:
+        return None
+    if dt == _dt.i32:
+        r = ((int(r) + 2**31) % 2**32) - 2**31
+    return r, dt
+
+
+_MISSING = object()
+
+
+def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
+    lb, ub, st = (_val(ctx, v) for v in op.operands[:3])
+    inits = [_val(ctx, v) for v in op.operands[3:]]
+    name = op.attrs.get("iv_name", "i")
+    if st not in ctx.consts:
+        raise UnrollError(f"loop `{name}` has a runtime step")
+    step = ctx.consts[st]
+    if lb in ctx.consts and ub in ctx.consts:
+        lo, hi = ctx.consts[lb], ctx.consts[ub]
+        n = max(0, -(-(hi - lo) // step)) if step > 0 else max(0, -(-(lo - hi) // -step))
+    elif op in ctx.trip_counts:
+        n = ctx.trip_counts[op]
+    else:
+        raise UnrollError(f"loop `{name}` has a runtime trip count and none was given")
+    body = op.regions[0]
+    cur = inits
+    for i in range(n):
+        saved = ctx.loop_stack
+        ctx.loop_stack = saved + ((name, i),)
+        if lb in ctx.consts:
+            iv = _emit_const(out, ctx.consts[lb] + i * step, _dt.i32, op.loc, ctx)
+        else:
+            off = _emit_const(out, i * step, _dt.i32, op.loc, ctx)
+            add = Op("arith.add", [lb, off], [], {"loop_indices": ctx.loop_stack}, [], op.loc)
+            iv = Value(ScalarType(_dt.i32), name, owner=add)
+            add.results.append(iv)
+            out.ops.append(add)
+        ctx.vmap[body.args[0]] = iv
+        for a, v in zip(body.args[1:], cur):
+            ctx.vmap[a] = v
+        ys = _clone_block(body, out, ctx) or []
+        cur = ys
+        ctx.loop_stack = saved
+    for r, v in zip(op.results, cur):
+        ctx.vmap[r] = v

@@ -1,0 +1,96 @@
+"""Full unrolling: exact trip counts, runtime trip-count specialization, folding."""
+
+import textwrap
+
+import pytest
+
+from ave_core.compiler.frontend import compile_source
+from ave_core.compiler.unroll import (UnrollError, default_trip_bound, runtime_loops, unroll,
+                                      unrolled_variants)
+
+PIPE = textwrap.dedent('''
+    import ave_core.lang as ave
+
+    @ave.kernel(threads=128)
+    def k(A: ave.Tensor[ave.bf16, 2], STAGES: ave.constexpr = 3, BK: ave.constexpr = 32):
+        M, K = A.shape
+        KT = K // BK
+        s_a = ave.alloc((STAGES, 64, BK), ave.bf16)
+
+        def issue(kt):
+            ave.copy_async(A[0:64, kt * BK:kt * BK + BK], s_a[kt % STAGES], vector_bytes=16)
+            ave.commit_async()
+
+        for kt in ave.static_range(STAGES - 1):
+            issue(kt)
+        for kt in ave.range(0, KT):
+            ave.wait_async(STAGES - 2)
+            ave.barrier()
+            if kt + STAGES - 1 < KT:
+                issue(kt + STAGES - 1)
+''')
+
+
+def _kernel(src=PIPE):
+    res = compile_source(src, "pipe.py")
+    assert not res.diagnostics, [d.format_text() for d in res.diagnostics]
+    return res.kernels[0]
+
+
+def test_runtime_loop_found_and_bound_is_stages_plus_two():
+    k = _kernel()
+    loops = runtime_loops(k)
+    assert len(loops) == 1 and loops[0].attrs["iv_name"] == "kt"
+    assert default_trip_bound(k) == 5
+
+
+@pytest.mark.parametrize("trips", [1, 2, 3, 4, 5])
+def test_copies_per_trip_count(trips):
+    # prologue issues STAGES-1 = 2 stages; iteration kt issues when kt + 2 < trips.
+    k = _kernel()
+    u = unroll(k, {runtime_loops(k)[0]: trips})
+    names = [op.name for op in u.walk()]
+    expected_issues = 2 + sum(1 for kt in range(trips) if kt + 2 < trips)
+    assert names.count("ave.copy_async") == expected_issues
+    assert names.count("ave.wait_async") == trips
+    assert "scf.for" not in names and "scf.if" not in names
+
+
+def test_loop_indices_recorded_on_ops():
+    k = _kernel()
+    u = unroll(k, {runtime_loops(k)[0]: 4})
+    waits = [op for op in u.walk() if op.name == "ave.wait_async"]
+    assert [op.attrs["loop_indices"] for op in waits] == [(("kt", i),) for i in range(4)]
+    # the copy issued in iteration kt=1 (stage for kt+2=3) is tagged kt=1
+    copies = [op for op in u.walk() if op.name == "ave.copy_async"]
+    assert copies[-1].attrs["loop_indices"] == (("kt", 1),)
+
+
+def test_variants_cover_one_to_bound():
+    k = _kernel()
+    got = [names for names, _ in unrolled_variants(k)]
+    assert got == [{"kt": n} for n in range(1, 6)]
+    assert [n for n, _ in unrolled_variants(k, bound=2)] == [{"kt": 1}, {"kt": 2}]
+
+
+def test_runtime_loop_without_trip_count_is_an_error():
+    with pytest.raises(UnrollError, match="runtime trip count"):
+        unroll(_kernel())
+
+
+def test_constant_loop_unrolled_exactly_with_carried_value():
+    src = textwrap.dedent('''
+        import ave_core.lang as ave
+        @ave.kernel(threads=32)
+        def k(X: ave.Tensor[ave.i32, 1]):
+            x = 0
+            for i in ave.range(0, 4):
+                x = x + i
+            y = x * 2
+    ''')
+    k = _kernel(src)
+    assert len(k.ops("scf.for")) == 1          # the front end keeps the loop
+    u = unroll(k)
+    consts = [op.attrs["value"] for op in u.walk() if op.name == "arith.constant"]
+    assert 12 in consts                         # (0+1+2+3)*2 folded
+    assert not any(op.name == "scf.for" for op in u.walk())
