@@ -1,0 +1,27 @@
+"""The README's tour kernel is real: it compiles without diagnostics."""
+
+import pathlib
+import re
+
+from ave_core.compiler.frontend import compile_source
+
+README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_kernel_compiles():
+    code = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)[0]
+    res = compile_source(code, "README.md")
+    assert res.uses_ave
+    assert res.diagnostics == []
+    (k,) = res.kernels
+    assert k.name == "gemm" and k.threads == 128
+    assert len(k.ops("ave.mma")) == 1 and len(k.ops("ave.assert_conform")) == 1
+
+
+def test_readme_has_exactly_two_setup_commands():
+    text = README.read_text(encoding="utf-8")
+    setup = text.split("## Set up", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", setup, re.S)
+    assert len(blocks) == 2
+    assert "ave-lsp --check examples/" in blocks[0]
+    assert "pytest" in blocks[1]
