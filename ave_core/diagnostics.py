@@ -113,6 +113,18 @@ CODES: dict[str, CodeInfo] = {
         _c("AVE121", "resource limit", _E,
            "The kernel exceeds a front-end limit (unrolled iterations, IR size, inlining "
            "depth) that keeps checking fast and bounded."),
+        _c("AVE301", "global out-of-bounds access", _E,
+           "The interpreter saw a load or store of a global tensor element outside its shape."),
+        _c("AVE302", "shared memory outside its allocation", _E,
+           "The interpreter saw a shared-memory access outside the allocation of its tile."),
+        _c("AVE303", "uninitialized shared-memory read", _E,
+           "The interpreter saw a read of shared-memory bytes that nothing had written."),
+        _c("AVE304", "shared-memory data race", _E,
+           "Two threads accessed the same shared-memory bytes between two barriers, at least "
+           "one of them writing (or a read of bytes with an asynchronous copy in flight)."),
+        _c("AVE305", "divergent collective operation", _E,
+           "A barrier or collective operation was reached by only some threads, or with "
+           "per-thread values where one value for the workgroup is needed."),
         _c("AVE900", "internal error", _E,
            "Ave itself failed; please report it with the file that triggered it."),
         _c("AVE901", "file not readable", _E, "A path given to the checker cannot be read."),

@@ -2902,3 +2902,64 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+class SpecializationError(Exception):
+    """:func:`specialize` could not compile the kernel (``.diagnostics`` says why)."""
+
+    def __init__(self, diagnostics: list[Diagnostic]) -> None:
+        self.diagnostics = diagnostics
+        super().__init__("\n".join(d.format_text() for d in diagnostics) or "no such kernel")
+
+
+def specialize(text: str, path: str, kernel_name: str, constexprs: dict | None = None, *,
+               workspace: str | None = None) -> KernelIR:
+    """Compile one kernel of a file for the given constexpr values (defaults for the rest).
+
+    This is what a launch does: the specialization need not be one of ``configs``.
+
+    Raises:
+        SpecializationError: syntax error, no such kernel, unknown constexpr, or any
+            front-end error (with the diagnostics).
+    """
+    res = FrontendResult(True)
+    try:
+        tree = ast.parse(text, filename=path)
+    except SyntaxError:
+        raise SpecializationError(compile_source(text, path).diagnostics) from None
+    loader = ModuleLoader(workspace or os.path.dirname(os.path.abspath(path)))
+    module = ModuleContext(path, text, tree, loader)
+    loader.cache[os.path.abspath(path)] = module
+    fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == kernel_name
+               and _kernel_decorator(module, n) is not None), None)
+    if fn is None:
+        raise SpecializationError([Diagnostic("AVE102", f"no kernel `{kernel_name}` in {path}",
+                                              path, ZERO_RANGE)])
+    deco = _kernel_decorator(module, fn)
+    pre = KernelBuilder(module, fn, {"threads": 32, "warp_size": 32, "target": "nvidia"}, {},
+                        None)
+    try:
+        d = _decorator_args(module, deco, fn, pre)
+        defaults = _constexpr_params(module, fn, pre)
+    except AveError as e:
+        raise SpecializationError([e.to_diagnostic(module.source)]) from None
+    vals = dict(defaults)
+    for k, v in (constexprs or {}).items():
+        if k not in defaults:
+            raise SpecializationError([Diagnostic(
+                "AVE117", f"`{k}` is not a constexpr of `{kernel_name}`", path,
+                module.range_of(fn))])
+        vals[k] = v
+    idx = None
+    for i, cfg in enumerate(d["configs"] or []):
+        if all(vals.get(k) == v for k, v in cfg.items()):
+            idx = i
+            break
+    b = KernelBuilder(module, fn, d, vals, idx)
+    b._root = b.block  # type: ignore[attr-defined]
+    b._inline_defs = []
+    try:
+        return b.build()
+    except AveError as e:
+        res.diagnostics.append(e.to_diagnostic(module.source, module.range_of(fn)))
+        raise SpecializationError(res.diagnostics) from None

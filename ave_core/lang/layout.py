@@ -604,8 +604,10 @@ def composition(outer: Any, inner: Any) -> Any:
         is a Swizzle, XorSwizzle2D or ComposedLayout.
     Raises:
         ValueError: the result is not representable as a layout (CuTe's stride or shape
-            divisibility condition fails; the message says which), the tiler has more modes
-            than ``outer``, or the operands are of unsupported kinds.
+            divisibility condition fails, the message says which; or the modes of ``inner``
+            combine across a mode boundary of ``outer``, which CuTe does not detect: every
+            result is checked against ``outer(inner(i))``, up to 4M elements), the tiler has
+            more modes than ``outer``, or the operands are of unsupported kinds.
     """
     if inner is None:
         return outer
@@ -630,7 +632,35 @@ def composition(outer: Any, inner: Any) -> Any:
         modes += [outer[i] for i in range(len(inner), outer.rank)]
         return make_layout(*modes)
     inner = _as_layout(inner)
-    return _compose_layout(outer, inner.shape, inner.stride)
+    result = _compose_layout(outer, inner.shape, inner.stride)
+    _verify_composition(outer, inner, result)
+    return result
+
+
+_VERIFY_LIMIT = 1 << 22
+
+
+def _verify_composition(outer: Layout, inner: Layout, result: Layout) -> None:
+    """CuTe computes ``outer o inner`` mode by mode of ``inner``, which is only right when
+    ``outer`` is additive over the offsets that ``inner``'s modes combine (e.g. it fails for
+    ``(6,5):(1,100) o (2,3):(3,2)``: ``3 + 4`` crosses ``outer``'s first mode). Check the
+    result against ``outer(inner(i))`` for every ``i`` (vectorized; skipped above 4M
+    elements) and refuse a wrong answer."""
+    n = inner.size
+    if n > _VERIFY_LIMIT:
+        return
+    got = result.offsets()
+    want = np.asarray(outer(inner.offsets()), dtype=np.int64).reshape(n)
+    bad = np.nonzero(got != want)[0]
+    if len(bad):
+        i = int(bad[0])
+        raise ValueError(
+            f"composition({outer}, {inner}) is not representable as a layout: the modes of "
+            f"the inner layout combine across a mode boundary of the outer one (CuTe's "
+            f"mode-by-mode result {result} gives {int(got[i])} at index {i}, but "
+            f"outer(inner({i})) = outer({int(inner(i))}) = {int(want[i])}); the divisibility "
+            f"conditions hold mode by mode but not for the sum"
+        )
 
 
 def _as_layout(x: Any) -> Layout:
@@ -682,6 +712,9 @@ class Swizzle:
 
     def __setattr__(self, name, value):
         raise AttributeError("Swizzle is immutable")
+
+    def __reduce__(self):
+        return (Swizzle, (self.B, self.M, self.S))
 
     @property
     def yyy_mask(self) -> int:
@@ -901,6 +934,9 @@ class XorSwizzle2D:
     def __setattr__(self, name, value):
         raise AttributeError("XorSwizzle2D is immutable")
 
+    def __reduce__(self):
+        return (XorSwizzle2D, (self._shape, self.vec, self.per_phase, self.max_phase))
+
     @property
     def shape(self) -> tuple:
         """``(R, C)``."""
@@ -1119,9 +1155,11 @@ class TVLayout:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, TVLayout):
             return NotImplemented
-        return self._tile_shape == other._tile_shape and np.array_equal(
-            self._table, other._table
-        ) and self._table.shape == other._table.shape
+        return (
+            self._tile_shape == other._tile_shape
+            and self._table.shape == other._table.shape
+            and bool(np.array_equal(self._table, other._table))
+        )
 
     def __hash__(self) -> int:
         if self._hash is None:

@@ -1,0 +1,1036 @@
+"""The reference interpreter: executes Ave IR for a launch grid on the CPU.
+
+One workgroup at a time, vectorized over its threads with numpy (a scalar is an array of
+one value per thread; a register fragment is a ``(threads, values)`` array laid out by its
+TV layout). Semantics follow the GPU:
+
+* shared memory is an array of **bytes** (views, swizzles and packed types behave as on
+  hardware); global memory is the caller's arrays, written in place;
+* registers round to their dtype (RNE); ``mma`` multiplies each warp's own operand
+  registers as the instruction does (per warp, through the atom's lane layouts) and
+  accumulates in f32;
+* ``copy_async`` reads global memory when issued and writes shared memory only when a
+  ``wait_async`` retires its group;
+* branches on per-thread values run both sides with the threads masked (SIMT).
+
+Dynamic checks (each a diagnostic with block, thread(s), program point, loop indices,
+address and coordinates): global out-of-bounds (AVE301), shared memory outside its
+allocation (AVE302), read of shared bytes never written (AVE303), shared-memory data race
+between two barriers (AVE304), divergence the DSL forbids (AVE305).
+
+Provenance mode: alongside every value, an ``int64`` id of the global tensor element it
+came from (``-1``: a constant / computed value, ``-2``: mixed), carried through registers
+and shared memory bytes; every ``mma`` execution is recorded with its operands' ids.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Op, ScalarType, TensorType,
+                                  TileType, Value)
+from ave_core.diagnostics import Diagnostic, Related
+from ave_core.interp import numerics as NUM
+from ave_core.lang import dtypes as D
+
+BOTTOM = -1
+MIXED = -2
+_TID_SHIFT = 40
+
+
+class InterpError(Exception):
+    """The interpreter cannot continue (unsupported op, a fatal divergence, bad args)."""
+
+
+# ============================================================================ runtime objects
+
+@dataclass
+class RTensor:
+    """A global tensor: a flat storage view, shape and strides in elements."""
+
+    index: int
+    name: str
+    dtype: Any
+    flat: np.ndarray           # storage dtype, 1-D, starting at element (0, ..., 0)
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    gather: tuple[int, np.ndarray] | None = None  # (dim, index values)
+
+
+@dataclass
+class RTile:
+    space: str
+    dtype: Any
+    shape: tuple[int, ...]
+    # global
+    tensor: RTensor | None = None
+    origin: tuple[int, ...] = ()          # per tensor dim
+    dims: tuple[int, ...] = ()            # tensor/base dim of each local dim
+    # shared
+    base: int = 0                         # byte address of the base layout's offset 0
+    layout: Any = None
+    base_shape: tuple[int, ...] = ()
+    alloc_lo: int = 0
+    alloc_hi: int = 0
+    alloc_name: str = ""
+
+
+@dataclass
+class RFrag:
+    vals: np.ndarray                      # (T, V) compute dtype
+    prov: np.ndarray | None = None        # (T, V) int64
+
+
+@dataclass
+class MMARecord:
+    """One execution of an ``ave.mma``: operand provenance as each thread held it."""
+
+    op: Op
+    block: tuple[int, ...]
+    loop_indices: tuple
+    a_prov: np.ndarray        # (T, Va)
+    b_prov: np.ndarray        # (T, Vb)
+    tiled: Any
+
+
+@dataclass
+class RunResult:
+    """What :func:`run` returns.
+
+    Attributes:
+        diagnostics: dynamic-check findings (first few per code and program point).
+        mma_trace: in provenance mode, one record per ``ave.mma`` execution.
+        tensors: the runtime tensors (for decoding provenance ids).
+    """
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    mma_trace: list[MMARecord] = field(default_factory=list)
+    tensors: list[RTensor] = field(default_factory=list)
+
+    def decode(self, pid: int) -> tuple[str, tuple[int, ...]] | None:
+        """A provenance id -> (tensor name, logical coordinates), or None for ⊥/mixed."""
+        if pid < 0:
+            return None
+        t = self.tensors[(pid >> _TID_SHIFT) - 1]
+        lin = pid & ((1 << _TID_SHIFT) - 1)
+        return t.name, tuple(int(c) for c in np.unravel_index(lin, t.shape))
+
+
+def _prov_ids(t: RTensor, coords: Sequence[np.ndarray]) -> np.ndarray:
+    lin = np.ravel_multi_index(tuple(np.asarray(c, dtype=np.int64) for c in coords), t.shape,
+                               mode="clip")
+    return ((t.index + 1) << _TID_SHIFT) | lin.astype(np.int64)
+
+
+def _merge_prov(*ps: np.ndarray | None) -> np.ndarray | None:
+    ps2 = [p for p in ps if p is not None]
+    if not ps2:
+        return None
+    out = ps2[0].copy()
+    for p in ps2[1:]:
+        p = np.broadcast_to(p, out.shape) if p.shape != out.shape else p
+        out = np.broadcast_to(out, np.broadcast_shapes(out.shape, p.shape)).copy()
+        both = (out >= 0) & (p >= 0) & (out != p)
+        take = (out == BOTTOM) & (p != BOTTOM)
+        out = np.where(take, p, out)
+        out = np.where(both | (p == MIXED), MIXED, out)
+    return out
+
+
+# ============================================================================ the machine
+
+class Machine:
+    """Executes one kernel specialization; see the module docstring."""
+
+    MAX_REPORTS_PER_SITE = 3
+
+    def __init__(self, kernel: KernelIR, grid: tuple[int, ...], tensors: dict[Value, RTensor],
+                 scalars: dict[Value, Any], provenance: bool, checks: bool) -> None:
+        self.k = kernel
+        self.grid = tuple(grid) + (1,) * (3 - len(grid))
+        self.T = kernel.threads
+        self.ws = kernel.warp_size
+        self.params_t = tensors
+        self.params_s = scalars
+        self.prov_on = provenance
+        self.checks = checks
+        self.result = RunResult(tensors=sorted(tensors.values(), key=lambda t: t.index))
+        self.reported: dict[tuple, int] = {}
+        self._layout_tables: dict[int, np.ndarray] = {}
+
+    # ------------------------------------------------------------------ reporting
+
+    def report(self, code: str, op: Op, message: str, threads: Sequence[int] = (),
+               extra: dict | None = None, related: Sequence[Related] = ()) -> None:
+        key = (code, id(op))
+        n = self.reported.get(key, 0)
+        if n >= self.MAX_REPORTS_PER_SITE:
+            return
+        self.reported[key] = n + 1
+        loops = {name: i for name, i in self.loop_stack}
+        ts = [int(t) for t in threads][:2]
+        witness = {
+            "block": list(self.block_id),
+            "threads": [{"thread": t, "warp": t // self.ws, "lane": t % self.ws} for t in ts],
+            "loop_indices": loops,
+            "program_points": [{"file": op.loc.file, "range": op.loc.range.to_json(),
+                                "label": op.name}],
+        }
+        if extra:
+            witness.update(extra)
+        where = ", ".join(f"{k}={v}" for k, v in loops.items())
+        thr = " and ".join(f"thread {t} (warp {t // self.ws}, lane {t % self.ws})" for t in ts)
+        ctx = f"block {tuple(self.block_id)}" + (f", {thr}" if thr else "") + \
+            (f", {where}" if where else "")
+        self.result.diagnostics.append(Diagnostic(code, f"{message} ({ctx})", op.loc.file,
+                                                  op.loc.range, related=list(related),
+                                                  witness=witness))
+
+    # ------------------------------------------------------------------ driver
+
+    def run(self) -> RunResult:
+        gx, gy, gz = self.grid
+        for bz in range(gz):
+            for by in range(gy):
+                for bx in range(gx):
+                    self.run_block((bx, by, bz))
+        return self.result
+
+    def run_block(self, bid: tuple[int, int, int]) -> None:
+        self.block_id = bid[:len(self.grid)] if False else bid
+        T = self.T
+        self.env: dict[Value, Any] = {}
+        for v, t in self.params_t.items():
+            self.env[v] = t
+        for v, s in self.params_s.items():
+            self.env[v] = np.full(T, s)
+        self.active = np.ones(T, dtype=bool)
+        self.loop_stack: list[tuple[str, int]] = []
+        # shared memory
+        size = 0
+        self.allocs: dict[int, tuple[int, int]] = {}
+        for op in self.k.walk():
+            if op.name == "ave.alloc" and op.attrs["space"] == "shared":
+                size = (size + 127) // 128 * 128
+                self.allocs[id(op)] = (size, size + op.attrs["bytes"])
+                size += op.attrs["bytes"]
+        self.smem = np.zeros(max(size, 1), dtype=np.uint8)
+        self.smem_written = np.zeros(max(size, 1), dtype=bool)
+        self.smem_prov = np.full(max(size, 1), BOTTOM, dtype=np.int64) if self.prov_on else None
+        self.epoch = 0
+        self.w_epoch = np.full(max(size, 1), -1, dtype=np.int64)
+        self.w_thread = np.full(max(size, 1), -1, dtype=np.int64)
+        self.r_epoch = np.full(max(size, 1), -1, dtype=np.int64)
+        self.r_thread = np.full(max(size, 1), -1, dtype=np.int64)
+        self.pending = np.zeros(max(size, 1), dtype=np.int32)
+        self.groups: list[list] = []
+        self.open_group: list = []
+        self.exec_block(self.k.body)
+        # retire everything still in flight at exit
+        self.retire(0, None)
+
+    # ------------------------------------------------------------------ blocks
+
+    def exec_block(self, blk: Block) -> list | None:
+        for op in blk.ops:
+            if op.name in ("scf.yield", "ave.yield"):
+                return [self.env[v] if v in self.env else self.outer(v) for v in op.operands]
+            h = getattr(self, "op_" + op.name.replace(".", "_"), None)
+            if h is None:
+                raise InterpError(f"the interpreter does not support {op.name} ({op.loc})")
+            h(op)
+        return None
+
+    def outer(self, v: Value) -> Any:
+        raise InterpError(f"value {v!r} used before its definition")
+
+    def val(self, v: Value) -> Any:
+        return self.env[v]
+
+    def uniform(self, v: Value, op: Op, what: str) -> int:
+        a = self.val(v)
+        if isinstance(a, np.ndarray) and a.ndim == 1:
+            act = a[self.active] if self.active.any() else a
+            if act.size and np.any(act != act[0]):
+                t = np.nonzero(self.active & (a != act[0]))[0]
+                self.report("AVE305", op, f"{what} differs across the threads of the workgroup "
+                            "(a collective operation needs one value)",
+                            [int(np.argmax(self.active)), int(t[0]) if t.size else 0])
+            return int(act[0]) if act.size else int(a[0])
+        return int(a)
+
+    # ------------------------------------------------------------------ arith
+
+    def _bin(self, op: Op, f) -> None:
+        a, b = (self.val(v) for v in op.operands)
+        av, ap = self._unpack(a)
+        bv, bp = self._unpack(b)
+        av, bv = self._align(av, bv)
+        with np.errstate(all="ignore"):
+            r = f(av, bv)
+        rt = op.result.type
+        r = NUM.round_to(rt.dtype, r) if rt.dtype != D.i1 else r.astype(bool)
+        if isinstance(rt, FragmentType):
+            prov = _merge_prov(*self._align_prov(ap, bp, r.shape)) if self.prov_on else None
+            self.env[op.result] = RFrag(np.broadcast_to(r, self._frag_shape(rt)).copy(), prov)
+        else:
+            self.env[op.result] = r
+
+    def _frag_shape(self, t: FragmentType) -> tuple[int, int]:
+        return (self.T, t.layout.num_values) if t.layout is not None else (self.T, 1)
+
+    def _unpack(self, x: Any) -> tuple[np.ndarray, np.ndarray | None]:
+        if isinstance(x, RFrag):
+            return x.vals, x.prov
+        return np.asarray(x), None
+
+    def _align(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if a.ndim == 1 and b.ndim == 2:
+            a = a[:, None]
+        if b.ndim == 1 and a.ndim == 2:
+            b = b[:, None]
+        return a, b
+
+    def _align_prov(self, ap, bp, shape):
+        out = []
+        for p in (ap, bp):
+            if p is None:
+                p = np.full(shape, BOTTOM, dtype=np.int64)
+            out.append(np.broadcast_to(p, shape))
+        return out
+
+    def op_arith_constant(self, op: Op) -> None:
+        dt = op.attrs["dtype"]
+        self.env[op.result] = np.full(self.T, op.attrs["value"], dtype=NUM.compute_dtype(dt))
+
+    def op_arith_add(self, op): self._bin(op, lambda a, b: a + b)
+    def op_arith_sub(self, op): self._bin(op, lambda a, b: a - b)
+    def op_arith_mul(self, op): self._bin(op, lambda a, b: a * b)
+    def op_arith_div(self, op): self._bin(op, lambda a, b: a / b)
+    def op_arith_pow(self, op): self._bin(op, lambda a, b: np.power(a, b))
+    def op_arith_and(self, op): self._bin(op, lambda a, b: a & b)
+    def op_arith_or(self, op): self._bin(op, lambda a, b: a | b)
+    def op_arith_xor(self, op): self._bin(op, lambda a, b: a ^ b)
+    def op_arith_shl(self, op): self._bin(op, lambda a, b: a << b)
+    def op_arith_shr(self, op): self._bin(op, lambda a, b: a >> b)
+    def op_arith_min(self, op): self._bin(op, np.minimum)
+    def op_arith_max(self, op): self._bin(op, np.maximum)
+
+    def op_arith_floordiv(self, op):
+        self._bin(op, lambda a, b: np.floor_divide(a, np.where(b == 0, 1, b)))
+
+    def op_arith_mod(self, op):
+        self._bin(op, lambda a, b: np.mod(a, np.where(b == 0, 1, b)))
+
+    def op_arith_cmp(self, op):
+        f = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+             "eq": np.equal, "ne": np.not_equal}[op.attrs["pred"]]
+        self._bin(op, f)
+
+    def _un(self, op: Op, f) -> None:
+        x = self.val(op.operands[0])
+        xv, xp = self._unpack(x)
+        with np.errstate(all="ignore"):
+            r = f(xv.astype(np.float32) if op.name.startswith("math.") and xv.dtype.kind != "f"
+                  else xv)
+        rt = op.result.type
+        r = NUM.round_to(rt.dtype, r)
+        self.env[op.result] = RFrag(r, xp) if isinstance(rt, FragmentType) else r
+
+    def op_arith_neg(self, op): self._un(op, lambda a: -a)
+    def op_math_exp(self, op): self._un(op, np.exp)
+    def op_math_exp2(self, op): self._un(op, np.exp2)
+    def op_math_log(self, op): self._un(op, np.log)
+    def op_math_log2(self, op): self._un(op, np.log2)
+    def op_math_sqrt(self, op): self._un(op, np.sqrt)
+    def op_math_rsqrt(self, op): self._un(op, lambda a: 1.0 / np.sqrt(a))
+    def op_math_abs(self, op): self._un(op, np.abs)
+
+    def op_arith_cast(self, op):
+        self._un(op, lambda a: a)
+
+    def op_arith_select(self, op):
+        c, a, b = (self.val(v) for v in op.operands)
+        cv, _ = self._unpack(c)
+        av, ap = self._unpack(a)
+        bv, bp = self._unpack(b)
+        rt = op.result.type
+        if isinstance(rt, FragmentType):
+            shape = self._frag_shape(rt)
+            cv, av, bv = (np.broadcast_to(x[:, None] if x.ndim == 1 else x, shape)
+                          for x in (cv, av, bv))
+            r = np.where(cv, av, bv)
+            prov = None
+            if self.prov_on:
+                pa, pb = self._align_prov(ap, bp, shape)
+                prov = np.where(cv, pa, pb)
+            self.env[op.result] = RFrag(NUM.round_to(rt.dtype, r), prov)
+        else:
+            self.env[op.result] = np.where(cv, av, bv)
+
+    # ------------------------------------------------------------------ ids and shapes
+
+    def op_ave_thread_id(self, op):
+        self.env[op.result] = np.arange(self.T, dtype=np.int32)
+
+    def op_ave_warp_id(self, op):
+        self.env[op.result] = (np.arange(self.T) // self.ws).astype(np.int32)
+
+    def op_ave_lane_id(self, op):
+        self.env[op.result] = (np.arange(self.T) % self.ws).astype(np.int32)
+
+    def op_ave_warp_group_id(self, op):
+        self.env[op.result] = (np.arange(self.T) // 128).astype(np.int32)
+
+    def op_ave_program_id(self, op):
+        self.env[op.result] = np.full(self.T, self.block_id[op.attrs["axis"]], dtype=np.int32)
+
+    def op_ave_num_programs(self, op):
+        self.env[op.result] = np.full(self.T, self.grid[op.attrs["axis"]], dtype=np.int32)
+
+    def op_ave_dim(self, op):
+        t = self.val(op.operands[0])
+        self.env[op.result] = np.full(self.T, t.shape[op.attrs["axis"]], dtype=np.int32)
+
+    def op_ave_stride(self, op):
+        t = self.val(op.operands[0])
+        self.env[op.result] = np.full(self.T, t.strides[op.attrs["axis"]], dtype=np.int32)
+
+    def op_ave_tag(self, op):
+        self.env[op.result] = self.val(op.operands[0])
+
+    def op_ave_assert_conform(self, op):
+        pass  # checked statically by the analysis
+
+    def op_ave_assert_disjoint(self, op):
+        pass
+
+    def op_ave_sched_barrier(self, op):
+        pass
+
+    def op_ave_reset(self, op):
+        pass  # no code: only the analysis forgets tags
+
+    def op_ave_materialize(self, op):
+        self.env[op.result] = self.val(op.operands[0])
+
+    def op_ave_expand_dims(self, op):
+        self.env[op.result] = self.val(op.operands[0])
+
+    def op_ave_broadcast(self, op):
+        self.env[op.result] = self.val(op.operands[0])
+
+    # ------------------------------------------------------------------ tiles
+
+    def op_ave_global_tile(self, op):
+        src = self.val(op.operands[0])
+        dyn = [self.uniform(v, op, "a tile offset") for v in op.operands[1:]]
+        offs = [dyn[o[1]] if isinstance(o, tuple) else o for o in op.attrs["offsets"]]
+        if isinstance(src, RTensor):
+            self.env[op.result] = RTile("global", src.dtype, op.attrs["shape"], tensor=src,
+                                        origin=tuple(offs), dims=tuple(op.attrs["keep"]))
+        else:
+            raise InterpError("ave.global_tile of a non-tensor")
+
+    def op_ave_subtile(self, op):
+        src: RTile = self.val(op.operands[0])
+        dyn = [self.uniform(v, op, "a tile offset") for v in op.operands[1:]]
+        offs = [dyn[o[1]] if isinstance(o, tuple) else o for o in op.attrs["offsets"]]
+        keep = op.attrs["keep"]
+        origin = list(src.origin)
+        for ld, off in enumerate(offs):
+            origin[src.dims[ld]] += off
+        dims = tuple(src.dims[ld] for ld in keep)
+        t = RTile(src.space, src.dtype, op.attrs["shape"], src.tensor, tuple(origin), dims,
+                  src.base, src.layout, src.base_shape, src.alloc_lo, src.alloc_hi,
+                  src.alloc_name)
+        self.env[op.result] = t
+
+    def op_ave_transpose(self, op):
+        src: RTile = self.val(op.operands[0])
+        perm = op.attrs["perm"]
+        t = RTile(src.space, src.dtype, tuple(src.shape[p] for p in perm), src.tensor,
+                  src.origin, tuple(src.dims[p] for p in perm), src.base, src.layout,
+                  src.base_shape, src.alloc_lo, src.alloc_hi, src.alloc_name)
+        self.env[op.result] = t
+
+    def op_ave_alloc(self, op):
+        if op.attrs["space"] != "shared":
+            raise InterpError("register tiles (ave.alloc(space='register')) are not supported "
+                              "by the interpreter yet")
+        lo, hi = self.allocs[id(op)]
+        shape = op.attrs["shape"]
+        self.env[op.result] = RTile("shared", op.attrs["dtype"], shape, origin=(0,) * len(shape),
+                                    dims=tuple(range(len(shape))), base=lo,
+                                    layout=op.attrs["layout"], base_shape=shape, alloc_lo=lo,
+                                    alloc_hi=hi, alloc_name=op.results[0].name or "smem")
+
+    def op_ave_view(self, op):
+        src: RTile = self.val(op.operands[0])
+        # byte address of the source's element (0, ..., 0)
+        zero = tuple(np.zeros(1, dtype=np.int64) for _ in src.shape)
+        addr = int(self.shared_addresses(src, zero)[0])
+        shape = op.attrs["shape"]
+        self.env[op.result] = RTile("shared", op.attrs["dtype"], shape, origin=(0,) * len(shape),
+                                    dims=tuple(range(len(shape))), base=addr,
+                                    layout=op.attrs["layout"], base_shape=shape,
+                                    alloc_lo=src.alloc_lo, alloc_hi=src.alloc_hi,
+                                    alloc_name=src.alloc_name)
+
+    def op_ave_gather(self, op):
+        t: RTensor = self.val(op.operands[0])
+        idx = self.val(op.operands[1])
+        vals = self.index_values(idx, op)
+        self.env[op.result] = RTensor(t.index, t.name, t.dtype, t.flat, t.shape, t.strides,
+                                      (op.attrs["dim"], vals))
+
+    op_ave_scatter = op_ave_gather
+
+    def index_values(self, idx: Any, op: Op) -> np.ndarray:
+        if isinstance(idx, RFrag):
+            lay = op.operands[1].type.layout
+            tab = self.table(lay)          # (T, V, 1)
+            n = op.operands[1].type.shape[0]
+            out = np.zeros(n, dtype=np.int64)
+            out[tab[:, :, 0].reshape(-1)] = idx.vals.reshape(-1)
+            return out
+        if isinstance(idx, RTile):
+            coords = (np.arange(idx.shape[0]),)
+            vals, _ = self.read_tile(idx, coords, np.zeros(idx.shape[0], dtype=np.int64), op)
+            return vals.astype(np.int64)
+        raise InterpError("gather index must be a tile or fragment")
+
+    # ------------------------------------------------------------------ addressing
+
+    def table(self, layout: Any) -> np.ndarray:
+        key = id(layout)
+        if key not in self._layout_tables:
+            self._layout_tables[key] = np.asarray(layout.coords_table(), dtype=np.int64)
+        return self._layout_tables[key]
+
+    def shared_addresses(self, t: RTile, coords: Sequence[np.ndarray]) -> np.ndarray:
+        base_coords = [np.full(np.shape(coords[0]), o, dtype=np.int64) for o in t.origin]
+        for ld, bd in enumerate(t.dims):
+            base_coords[bd] = base_coords[bd] + coords[ld]
+        off = np.asarray(t.layout(tuple(base_coords)), dtype=np.int64)
+        return t.base + off * t.dtype.bytes
+
+    def global_coords(self, t: RTile, coords: Sequence[np.ndarray]) -> list[np.ndarray]:
+        tc = [np.full(np.shape(coords[0]), o, dtype=np.int64) for o in t.origin]
+        for ld, bd in enumerate(t.dims):
+            tc[bd] = tc[bd] + coords[ld]
+        if t.tensor.gather is not None:
+            gd, vals = t.tensor.gather
+            r = tc[gd]
+            ok = (r >= 0) & (r < len(vals))
+            tc[gd] = np.where(ok, vals[np.clip(r, 0, len(vals) - 1)], -1)
+        return tc
+
+    def read_tile(self, t: RTile, coords: Sequence[np.ndarray], threads: np.ndarray, op: Op,
+                  mask: np.ndarray | None = None, other: Any = 0
+                  ) -> tuple[np.ndarray, np.ndarray | None]:
+        """Compute values (and provenance) of tile elements at ``coords`` read by ``threads``."""
+        n = np.shape(coords[0])[0] if len(coords) else 0
+        cd = NUM.compute_dtype(t.dtype)
+        vals = np.full(n, other, dtype=cd)
+        prov = np.full(n, BOTTOM, dtype=np.int64) if self.prov_on else None
+        m = np.ones(n, dtype=bool) if mask is None else mask.copy()
+        if t.space == "global":
+            ten = t.tensor
+            tc = self.global_coords(t, coords)
+            inb = np.ones(n, dtype=bool)
+            for d, c in enumerate(tc):
+                inb &= (c >= 0) & (c < ten.shape[d])
+            bad = m & ~inb
+            if bad.any() and self.checks:
+                i = int(np.nonzero(bad)[0][0])
+                coord = tuple(int(c[i]) for c in tc)
+                self.report("AVE301", op, f"out-of-bounds read of {ten.name}{list(coord)} "
+                            f"(shape {list(ten.shape)})", [int(threads[i])],
+                            {"coordinates": {ten.name: list(coord)}})
+            ok = m & inb
+            flat = np.zeros(n, dtype=np.int64)
+            for d, c in enumerate(tc):
+                flat += np.where(ok, c, 0) * ten.strides[d]
+            vals[ok] = NUM.from_storage(t.dtype, ten.flat[flat[ok]])
+            if prov is not None:
+                prov[ok] = _prov_ids(ten, [c[ok] for c in tc])
+            return vals, prov
+        addr = self.shared_addresses(t, coords)
+        eb = t.dtype.bytes
+        inb = (addr >= t.alloc_lo) & (addr + eb <= t.alloc_hi)
+        bad = m & ~inb
+        if bad.any() and self.checks:
+            i = int(np.nonzero(bad)[0][0])
+            self.report("AVE302", op, f"shared-memory read outside `{t.alloc_name}` at byte "
+                        f"{int(addr[i])} (allocation bytes {t.alloc_lo}..{t.alloc_hi - 1})",
+                        [int(threads[i])], {"address": int(addr[i])})
+        ok = m & inb
+        a = addr[ok]
+        th = threads[ok]
+        if a.size:
+            byts = a[:, None] + np.arange(eb)
+            raw = np.ascontiguousarray(self.smem[byts]).view(NUM.STORAGE[t.dtype.name]).reshape(-1)
+            vals[ok] = NUM.from_storage(t.dtype, raw)
+            if prov is not None:
+                p = self.smem_prov[byts]
+                prov[ok] = np.where(np.all(p == p[:, :1], axis=1), p[:, 0], MIXED)
+            if self.checks:
+                self.check_shared_read(byts, np.repeat(th, eb).reshape(byts.shape), op)
+        return vals, prov
+
+    def write_tile(self, t: RTile, coords: Sequence[np.ndarray], vals: np.ndarray,
+                   prov: np.ndarray | None, threads: np.ndarray, op: Op,
+                   mask: np.ndarray | None = None, deferred: bool = False) -> Any:
+        n = np.shape(coords[0])[0]
+        m = np.ones(n, dtype=bool) if mask is None else mask
+        st = NUM.to_storage(t.dtype, vals)
+        if t.space == "global":
+            ten = t.tensor
+            tc = self.global_coords(t, coords)
+            inb = np.ones(n, dtype=bool)
+            for d, c in enumerate(tc):
+                inb &= (c >= 0) & (c < ten.shape[d])
+            bad = m & ~inb
+            if bad.any() and self.checks:
+                i = int(np.nonzero(bad)[0][0])
+                coord = tuple(int(c[i]) for c in tc)
+                self.report("AVE301", op, f"out-of-bounds write of {ten.name}{list(coord)} "
+                            f"(shape {list(ten.shape)})", [int(threads[i])],
+                            {"coordinates": {ten.name: list(coord)}})
+            ok = m & inb
+            flat = np.zeros(n, dtype=np.int64)
+            for d, c in enumerate(tc):
+                flat += np.where(ok, c, 0) * ten.strides[d]
+            ten.flat[flat[ok]] = st[ok]
+            return None
+        addr = self.shared_addresses(t, coords)
+        eb = t.dtype.bytes
+        inb = (addr >= t.alloc_lo) & (addr + eb <= t.alloc_hi)
+        bad = m & ~inb
+        if bad.any() and self.checks:
+            i = int(np.nonzero(bad)[0][0])
+            self.report("AVE302", op, f"shared-memory write outside `{t.alloc_name}` at byte "
+                        f"{int(addr[i])} (allocation bytes {t.alloc_lo}..{t.alloc_hi - 1})",
+                        [int(threads[i])], {"address": int(addr[i])})
+        ok = m & inb
+        a = addr[ok]
+        byts = a[:, None] + np.arange(eb)
+        raw = np.ascontiguousarray(st[ok]).view(np.uint8).reshape(-1, eb)
+        th = np.repeat(threads[ok], eb).reshape(byts.shape)
+        bprov = None
+        if prov is not None:
+            bprov = np.repeat(prov[ok], eb).reshape(byts.shape)
+        if deferred:
+            return (byts.reshape(-1), raw.reshape(-1), th.reshape(-1),
+                    None if bprov is None else bprov.reshape(-1))
+        self.commit_bytes(byts.reshape(-1), raw.reshape(-1), th.reshape(-1),
+                          None if bprov is None else bprov.reshape(-1), op, self.epoch)
+        return None
+
+    # ------------------------------------------------------------------ race / init checks
+
+    def check_shared_read(self, byts: np.ndarray, th: np.ndarray, op: Op) -> None:
+        b = byts.reshape(-1)
+        t = th.reshape(-1)
+        un = ~self.smem_written[b]
+        if un.any():
+            i = int(np.nonzero(un)[0][0])
+            self.report("AVE303", op, f"read of shared byte {int(b[i])} that nothing wrote",
+                        [int(t[i])], {"address": int(b[i])})
+        inflight = self.pending[b] > 0
+        if inflight.any():
+            i = int(np.nonzero(inflight)[0][0])
+            self.report("AVE304", op, f"data race: shared byte {int(b[i])} is read while an "
+                        "asynchronous copy into it is still in flight (missing wait_async?)",
+                        [int(t[i])], {"address": int(b[i])})
+        race = (self.w_epoch[b] == self.epoch) & (self.w_thread[b] != t) & (self.w_thread[b] >= 0)
+        if race.any():
+            i = int(np.nonzero(race)[0][0])
+            self.report("AVE304", op, f"data race on shared byte {int(b[i])}: written by thread "
+                        f"{int(self.w_thread[b[i]])} and read by thread {int(t[i])} with no "
+                        "barrier between", [int(self.w_thread[b[i]]), int(t[i])],
+                        {"address": int(b[i])})
+        # record readers (one reader per byte; a second distinct reader marks -2)
+        same = self.r_epoch[b] == self.epoch
+        prev = self.r_thread[b]
+        newr = np.where(same & (prev != t) & (prev != -1), -2, t)
+        self.r_epoch[b] = self.epoch
+        self.r_thread[b] = newr
+
+    def commit_bytes(self, b: np.ndarray, raw: np.ndarray, th: np.ndarray,
+                     prov: np.ndarray | None, op: Op, since_epoch: int) -> None:
+        if self.checks and b.size:
+            # write/read: another thread read these bytes in an epoch the write spans
+            rr = (self.r_epoch[b] >= since_epoch) & (self.r_thread[b] != th) & \
+                 (self.r_thread[b] != -1)
+            if rr.any():
+                i = int(np.nonzero(rr)[0][0])
+                other = int(self.r_thread[b[i]])
+                who = f"thread {other}" if other >= 0 else "other threads"
+                self.report("AVE304", op, f"data race on shared byte {int(b[i])}: read by {who} "
+                            f"and overwritten by thread {int(th[i])} with no barrier between",
+                            [int(th[i])] + ([other] if other >= 0 else []),
+                            {"address": int(b[i])})
+            ww = (self.w_epoch[b] >= since_epoch) & (self.w_thread[b] != th) & \
+                 (self.w_thread[b] >= 0) & (self.smem[b] != raw)
+            if ww.any():
+                i = int(np.nonzero(ww)[0][0])
+                self.report("AVE304", op, f"data race on shared byte {int(b[i])}: written by "
+                            f"threads {int(self.w_thread[b[i]])} and {int(th[i])} with "
+                            "different values and no barrier between",
+                            [int(self.w_thread[b[i]]), int(th[i])], {"address": int(b[i])})
+        self.smem[b] = raw
+        self.smem_written[b] = True
+        self.w_epoch[b] = self.epoch
+        self.w_thread[b] = th
+        if prov is not None and self.smem_prov is not None:
+            self.smem_prov[b] = prov
+
+    # ------------------------------------------------------------------ masks
+
+    def eval_mask(self, op: Op, coords: list[np.ndarray], threads: np.ndarray,
+                  tile: RTile) -> np.ndarray | None:
+        if not op.attrs.get("masked"):
+            return None
+        region = op.regions[0]
+        if tile.space == "global":
+            args = self.global_coords_unclipped(tile, coords)
+        else:
+            args = list(coords)
+        saved_env = self.env
+        env = _RegionEnv(saved_env, threads)
+        for a, c in zip(region.args, args):
+            env.local[a] = np.asarray(c, dtype=np.int32)
+        self.env = env
+        saved_T = self.T
+        try:
+            res = self.exec_region(region)
+        finally:
+            self.env = saved_env
+            self.T = saved_T
+        return np.broadcast_to(np.asarray(res[0]), threads.shape).astype(bool)
+
+    def global_coords_unclipped(self, t: RTile, coords):
+        tc = [np.full(np.shape(coords[0]), o, dtype=np.int64) for o in t.origin]
+        for ld, bd in enumerate(t.dims):
+            tc[bd] = tc[bd] + coords[ld]
+        if t.tensor.gather is not None:
+            gd, vals = t.tensor.gather
+            r = tc[gd]
+            ok = (r >= 0) & (r < len(vals))
+            tc[gd] = np.where(ok, vals[np.clip(r, 0, len(vals) - 1)], -1)
+        return tc
+
+    def exec_region(self, blk: Block) -> list:
+        """Evaluate a mask region elementwise (values of outer scalars per element thread)."""
+        env = self.env
+        for op in blk.ops:
+            if op.name == "ave.yield":
+                return [env[v] for v in op.operands]
+            if op.name == "arith.constant":
+                env.local[op.result] = np.asarray(op.attrs["value"],
+                                                  dtype=NUM.compute_dtype(op.attrs["dtype"]))
+                continue
+            h = getattr(self, "op_" + op.name.replace(".", "_"), None)
+            if h is None or not op.name.startswith(("arith.", "math.")):
+                raise InterpError(f"{op.name} is not allowed in a mask")
+            h(op)
+        raise InterpError("mask region without a yield")
+
+    # ------------------------------------------------------------------ data movement
+
+    def _copy_plan(self, op: Op, src: RTile) -> tuple[list[np.ndarray], np.ndarray]:
+        """Element coordinates (row-major) and the thread that moves each element."""
+        shape = src.shape
+        vb = op.attrs["vector_bytes"]
+        n_vec_elems = max(1, vb // src.dtype.bytes)
+        idx = np.indices(shape).reshape(len(shape), -1)
+        lin = np.arange(idx.shape[1])
+        vec = lin // n_vec_elems
+        nthreads = self.T
+        if op.attrs.get("threads") is not None:
+            nthreads = int(op.attrs["threads"].size)
+        thread = (vec % nthreads).astype(np.int64)
+        return [idx[d] for d in range(len(shape))], thread
+
+    def _copy_common(self, op: Op, deferred: bool) -> None:
+        src: RTile = self.val(op.operands[0])
+        dst: RTile = self.val(op.operands[1])
+        coords, thread = self._copy_plan(op, src)
+        act = self.active[thread]
+        coords = [c[act] for c in coords]
+        thread = thread[act]
+        if thread.size == 0:
+            return
+        mask = self.eval_mask(op, coords, thread, src)
+        vals, prov = self.read_tile(src, coords, thread, op, mask, op.attrs.get("other", 0))
+        if deferred:
+            plan = self.write_tile(dst, coords, vals, prov, thread, op, None, deferred=True)
+            b, raw, th, bp = plan
+            self.pending[b] += 1
+            self.open_group.append((b, raw, th, bp, op, self.epoch, tuple(self.loop_stack)))
+        else:
+            self.write_tile(dst, coords, vals, prov, thread, op, None)
+
+    def op_ave_copy(self, op):
+        self._copy_common(op, deferred=False)
+
+    def op_ave_copy_async(self, op):
+        self._copy_common(op, deferred=True)
+
+    def op_ave_commit_async(self, op):
+        self.groups.append(self.open_group)
+        self.open_group = []
+
+    def op_ave_wait_async(self, op):
+        self.retire(op.attrs["n"], op)
+
+    def retire(self, n: int, op: Op | None) -> None:
+        if op is None and self.open_group:
+            self.groups.append(self.open_group)
+            self.open_group = []
+        while len(self.groups) > n:
+            g = self.groups.pop(0)
+            for b, raw, th, bp, cop, ep, loops in g:
+                self.pending[b] -= 1
+                saved = self.loop_stack
+                self.loop_stack = list(loops)
+                self.commit_bytes(b, raw, th, bp, cop, ep)
+                self.loop_stack = saved
+
+    def op_ave_barrier(self, op):
+        if not self.active.all():
+            t = np.nonzero(~self.active)[0]
+            self.report("AVE305", op, "barrier reached by only some threads of the workgroup "
+                        "(a deadlock on the GPU)", [int(t[0])])
+        self.epoch += 1
+
+    def op_ave_load(self, op):
+        src: RTile = self.val(op.operands[0])
+        lay = op.attrs["layout"]
+        tab = self.table(lay)                       # (T, V, R)
+        T, V, R = tab.shape
+        coords = [tab[:, :, d].reshape(-1) for d in range(R)]
+        threads = np.repeat(np.arange(T), V)
+        act = self.active[threads]
+        mask = self.eval_mask(op, coords, threads, src)
+        m = act if mask is None else (act & mask)
+        vals, prov = self.read_tile(src, coords, threads, op, m, op.attrs.get("other", 0))
+        vals = vals.reshape(T, V)
+        prov = prov.reshape(T, V) if prov is not None else None
+        self.env[op.result] = RFrag(vals, prov)
+
+    def op_ave_store(self, op):
+        dst: RTile = self.val(op.operands[0])
+        fr: RFrag = self.val(op.operands[1])
+        lay = op.operands[1].type.layout
+        tab = self.table(lay)
+        T, V, R = tab.shape
+        coords = [tab[:, :, d].reshape(-1) for d in range(R)]
+        threads = np.repeat(np.arange(T), V)
+        act = self.active[threads]
+        mask = self.eval_mask(op, coords, threads, dst)
+        m = act if mask is None else (act & mask)
+        prov = fr.prov.reshape(-1) if fr.prov is not None else (
+            np.full(T * V, BOTTOM, dtype=np.int64) if self.prov_on else None)
+        self.write_tile(dst, coords, fr.vals.reshape(-1), prov, threads, op, m)
+
+    # ------------------------------------------------------------------ fragments
+
+    def op_ave_full(self, op):
+        t = op.result.type
+        shape = self._frag_shape(t)
+        if op.operands:
+            v = np.asarray(self.val(op.operands[0]))[:, None]
+        else:
+            v = op.attrs["value"]
+        vals = NUM.round_to(t.dtype, np.broadcast_to(np.asarray(v, dtype=np.float64
+                                                                  if t.dtype.is_float
+                                                                  else np.int64), shape))
+        prov = np.full(shape, BOTTOM, dtype=np.int64) if self.prov_on else None
+        self.env[op.result] = RFrag(np.array(vals), prov)
+
+    def _dense(self, fr: RFrag, layout: Any, shape: tuple[int, ...]):
+        tab = self.table(layout)
+        T, V, R = tab.shape
+        lin = np.ravel_multi_index(tuple(tab[:, :, d].reshape(-1) for d in range(R)), shape)
+        dense = np.zeros(int(np.prod(shape)), dtype=fr.vals.dtype)
+        # prefer the first holder of each element (reverse so first write wins)
+        dense[lin[::-1]] = fr.vals.reshape(-1)[::-1]
+        dprov = None
+        if fr.prov is not None:
+            dprov = np.full(int(np.prod(shape)), BOTTOM, dtype=np.int64)
+            dprov[lin[::-1]] = fr.prov.reshape(-1)[::-1]
+        return dense, dprov
+
+    def op_ave_convert(self, op):
+        fr: RFrag = self.val(op.operands[0])
+        src_t = op.operands[0].type
+        shape = src_t.shape
+        dense, dprov = self._dense(fr, src_t.layout, shape)
+        tab = self.table(op.attrs["layout"])
+        T, V, R = tab.shape
+        lin = np.ravel_multi_index(tuple(tab[:, :, d].reshape(-1) for d in range(R)), shape)
+        self.env[op.result] = RFrag(dense[lin].reshape(T, V),
+                                    dprov[lin].reshape(T, V) if dprov is not None else None)
+
+    def op_ave_reduce(self, op):
+        fr: RFrag = self.val(op.operands[0])
+        src_t = op.operands[0].type
+        axis = op.attrs["axis"]
+        tab = self.table(src_t.layout)
+        T, V, R = tab.shape
+        keep = [d for d in range(R) if d != axis]
+        kshape = tuple(src_t.shape[d] for d in keep)
+        key = np.ravel_multi_index(tuple(tab[:, :, d].reshape(-1) for d in keep), kshape) \
+            if keep else np.zeros(T * V, dtype=np.int64)
+        # each logical element once: dedupe replicated holders
+        full_lin = np.ravel_multi_index(tuple(tab[:, :, d].reshape(-1) for d in range(R)),
+                                        src_t.shape)
+        _, first = np.unique(full_lin, return_index=True)
+        vals = fr.vals.reshape(-1).astype(np.float64 if src_t.dtype.is_float else np.int64)
+        n = int(np.prod(kshape)) if kshape else 1
+        kind = op.attrs["op"]
+        if kind == "sum":
+            out = np.zeros(n)
+            np.add.at(out, key[first], vals[first])
+        elif kind == "max":
+            out = np.full(n, -np.inf)
+            np.maximum.at(out, key[first], vals[first])
+        else:
+            out = np.full(n, np.inf)
+            np.minimum.at(out, key[first], vals[first])
+        res = NUM.round_to(op.result.type.dtype, out[key]).reshape(T, V)
+        prov = None
+        if fr.prov is not None:
+            p = fr.prov.reshape(-1)
+            agg = np.full(n, BOTTOM, dtype=np.int64)
+            for k, pv in zip(key[first], p[first]):
+                a = agg[k]
+                agg[k] = pv if a == BOTTOM else (a if a == pv else MIXED)
+            prov = agg[key].reshape(T, V)
+        self.env[op.result] = RFrag(res, prov)
+
+    def op_ave_mma(self, op):
+        a: RFrag = self.val(op.operands[0])
+        b: RFrag = self.val(op.operands[1])
+        c: RFrag = self.val(op.operands[2])
+        tiled = op.attrs["tiled"]
+        BM, BN, BK = tiled.tile
+        ta, tb, tc = self.table(tiled.a), self.table(tiled.b), self.table(tiled.c)
+        atom_threads = tiled.atom.threads
+        out = c.vals.astype(np.float64).copy()
+        nwarps = self.T // atom_threads
+        for w in range(nwarps):
+            ts = slice(w * atom_threads, (w + 1) * atom_threads)
+            if not self.active[ts].any():
+                continue
+            A = np.zeros((BM, BK))
+            B = np.zeros((BK, BN))
+            ca = ta[ts].reshape(-1, 2)
+            cb = tb[ts].reshape(-1, 2)
+            A[ca[::-1, 0], ca[::-1, 1]] = a.vals[ts].reshape(-1)[::-1]
+            B[cb[::-1, 0], cb[::-1, 1]] = b.vals[ts].reshape(-1)[::-1]
+            cc = tc[ts]                                      # (32, Vc, 2)
+            prod = A @ B
+            out[ts] += prod[cc[:, :, 0], cc[:, :, 1]]
+        res = NUM.round_to(op.result.type.dtype, out)
+        self.env[op.result] = RFrag(res, c.prov.copy() if c.prov is not None else None)
+        if self.prov_on:
+            self.result.mma_trace.append(MMARecord(
+                op, tuple(self.block_id), tuple(self.loop_stack),
+                a.prov.copy() if a.prov is not None else np.full(a.vals.shape, BOTTOM),
+                b.prov.copy() if b.prov is not None else np.full(b.vals.shape, BOTTOM), tiled))
+
+    # ------------------------------------------------------------------ control flow
+
+    def op_scf_for(self, op):
+        lb = self.uniform(op.operands[0], op, "a loop bound")
+        ub = self.uniform(op.operands[1], op, "a loop bound")
+        st = self.uniform(op.operands[2], op, "a loop step")
+        cur = [self.val(v) for v in op.operands[3:]]
+        body = op.regions[0]
+        name = op.attrs.get("iv_name", "i")
+        it = 0
+        for i in range(lb, ub, st):
+            self.loop_stack.append((name, it))
+            self.env[body.args[0]] = np.full(self.T, i, dtype=np.int32)
+            for arg, v in zip(body.args[1:], cur):
+                self.env[arg] = v
+            cur = self.exec_block(body) or []
+            self.loop_stack.pop()
+            it += 1
+        for r, v in zip(op.results, cur):
+            self.env[r] = v
+
+    def op_scf_if(self, op):
+        c = np.asarray(self.val(op.operands[0])).astype(bool)
+        c = np.broadcast_to(c, (self.T,))
+        act = self.active
+        take_then = act & c
+        take_else = act & ~c
+        results = []
+        saved = self.active
+        outs = []
+        for mask, region in ((take_then, op.regions[0]), (take_else, op.regions[1])):
+            if not mask.any():
+                outs.append(None)
+                continue
+            self.active = mask
+            try:
+                outs.append(self.exec_block(region) or [])
+            finally:
+                self.active = saved
+        for i, r in enumerate(op.results):
+            tv = outs[0][i] if outs[0] is not None else None
+            ev = outs[1][i] if outs[1] is not None else None
+            if tv is None:
+                results.append(ev)
+            elif ev is None:
+                results.append(tv)
+            else:
+                results.append(_select_threads(take_then, tv, ev))
+        for r, v in zip(op.results, results):
+            self.env[r] = v
+
+
+def _select_threads(mask: np.ndarray, a: Any, b: Any) -> Any:
+    if isinstance(a, RFrag):
+        vals = np.where(mask[:, None], a.vals, b.vals)
+        prov = None
+        if a.prov is not None and b.prov is not None:
+            prov = np.where(mask[:, None], a.prov, b.prov)
+        return RFrag(vals, prov)
+    if isinstance(a, np.ndarray):
+        return np.where(mask, a, b)
+    return a
+
+
+class _RegionEnv(dict):
+    """Env for a mask region evaluated per element: outer per-thread scalars are indexed by
+    the thread that handles each element."""
+
+    def __init__(self, outer: dict, threads: np.ndarray) -> None:
+        super().__init__()
+        self.outer = outer
+        self.threads = threads
+        self.local: dict = {}
+
+    def __getitem__(self, k: Value) -> Any:
+        if k in self.local:
+            return self.local[k]
+        v = self.outer[k]
+        if isinstance(v, np.ndarray) and v.ndim == 1:
+            return v[self.threads]
+        return v
+
+    def __setitem__(self, k: Value, v: Any) -> None:
+        self.local[k] = v
+
+    def __contains__(self, k: object) -> bool:
+        return k in self.local or k in self.outer
