@@ -62,10 +62,16 @@ DEFAULT_WARP_SIZE: dict[str, int] = {"nvidia": 32, "amd": 64}
 #: Largest workgroup size (threads per block) on both NVIDIA and AMD CDNA3.
 MAX_THREADS = 1024
 
-_LAUNCH_MESSAGE = (
-    "launching Ave kernels (GPU JIT or CPU interpreter) is not available in this version; "
-    "use `ave-lsp --check` to check kernels"
+_GPU_LAUNCH_MESSAGE = (
+    "launching Ave kernels on a GPU (the MLIR JIT) is not available in this version; "
+    "pass CPU tensors (numpy arrays or torch CPU tensors) or set AVE_INTERPRET=1 to run "
+    "the kernel in the CPU interpreter"
 )
+
+
+def _on_gpu(x: Any) -> bool:
+    dev = getattr(x, "device", None)
+    return dev is not None and getattr(dev, "type", "cpu") != "cpu"
 
 
 def _outside(name: str) -> RuntimeError:
@@ -205,10 +211,24 @@ class KernelLauncher:
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         """Launch the kernel: ``kernel[grid](*args, **constexprs)``.
 
+        With ``AVE_INTERPRET=1`` in the environment, or when no argument lives on a GPU
+        (numpy arrays, torch CPU tensors), the kernel runs in the CPU reference interpreter
+        (:mod:`ave_core.interp`): outputs are written in place, and dynamic checks
+        (out-of-bounds, races, uninitialized shared memory) raise
+        ``ave_core.interp.KernelCheckError``.
+
         Raises:
-            NotImplementedError: always, in this version (no GPU JIT or CPU interpreter yet).
+            NotImplementedError: GPU tensors (the GPU JIT is not available in this version).
+            ave_core.compiler.frontend.SpecializationError: the kernel does not compile for
+                these constexprs.
+            TypeError, ValueError: arguments that do not match the kernel's parameters.
         """
-        raise NotImplementedError(_LAUNCH_MESSAGE)
+        import os
+        if os.environ.get("AVE_INTERPRET", "") not in ("", "0") or not any(
+                _on_gpu(a) for a in args):
+            from ave_core.interp import launch  # lazy: the interpreter needs numpy only
+            return launch(self.kernel, self.grid, args, kwargs)
+        raise NotImplementedError(_GPU_LAUNCH_MESSAGE)
 
     def __repr__(self) -> str:
         return f"<ave kernel launcher {self.kernel.name}[{self.grid}]>"

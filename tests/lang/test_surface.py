@@ -325,12 +325,14 @@ def test_launcher(grid, expected):
     k = ave.kernel(threads=128)(_gemm)
     launcher = k[grid]
     assert launcher.grid == expected and launcher.kernel is k
+
+    class _CudaTensor:  # anything whose .device is not the CPU
+        class device:
+            type = "cuda"
+
     with pytest.raises(NotImplementedError) as info:
-        launcher(None, None, 1.0, BM=64)
-    assert str(info.value) == (
-        "launching Ave kernels (GPU JIT or CPU interpreter) is not available in this "
-        "version; use `ave-lsp --check` to check kernels"
-    )
+        launcher(_CudaTensor(), None, 1.0, BM=64)
+    assert "GPU" in str(info.value) and "AVE_INTERPRET=1" in str(info.value)
 
 
 @pytest.mark.parametrize("grid, exc", [
