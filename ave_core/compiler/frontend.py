@@ -1346,10 +1346,13 @@ class KernelBuilder:
         lay = v.type.layout
         keep = tuple(i for i, s in enumerate(v.type.shape) if s != 1 or t.shape[i] == 1)
         if isinstance(lay, ProjectedLayout):
-            if lay.parent != t.layout or lay.keep != keep:
-                raise self.err("AVE116", "this broadcast needs data other threads hold: the "
-                               "reduced fragment was not reduced from a fragment with this "
-                               "layout", node)
+            if lay.keep != keep:
+                raise self.err("AVE116", f"cannot broadcast: the fragment keeps axes {lay.keep} "
+                               f"of its reduction but is broadcast along axes {keep}", node)
+            if lay.parent != t.layout and not _holds_projection(lay, t.layout, keep):
+                raise self.err("AVE116", "this broadcast needs data other threads hold: some "
+                               "thread needs a reduced element it does not hold (reduce a "
+                               "fragment distributed like the one you combine it with)", node)
         elif lay is not None:
             raise self.err("AVE116", f"cannot broadcast a fragment of shape {v.type.shape} "
                            f"to {t.shape} without a reduction layout", node)
@@ -1899,6 +1902,15 @@ class KernelBuilder:
             ops, val = [], value
         t = FragmentType(dtype, shape, lay)
         return self.emit("ave.full", ops, [t], node, {"value": val, "layout": lay}).result
+
+    def h_coord(self, node, sc, shape, axis, layout):
+        shape = self._shape(shape, _arg_node(node, "shape", 0))
+        if not _is_ct_int(axis) or not 0 <= axis < len(shape):
+            raise self.err("AVE120", f"axis must be a compile-time integer in 0..{len(shape) - 1}",
+                           _arg_node(node, "axis", 1) or node)
+        lay = self._tv(layout, shape, _arg_node(node, "layout", 2) or node, "ave.coord")
+        t = FragmentType(_dt.i32, shape, lay)
+        return self.emit("ave.coord", [], [t], node, {"axis": int(axis), "layout": lay}).result
 
     def _math(self, name, node, x):
         if not isinstance(x, Value):
@@ -2608,6 +2620,22 @@ def _reduction_scope(layout: Any, axis: int, warp_size: int) -> str:
                 return "block"
             scope = "warp"
     return scope
+
+
+def _holds_projection(proj: ProjectedLayout, target: Any, keep: tuple) -> bool:
+    """Whether every thread holds, in ``proj``, every kept coordinate that ``target``
+    gives it (so a broadcast of ``proj`` to ``target`` needs no communication)."""
+    try:
+        tp = proj.parent.coords_table()[:, :, list(keep)]
+        tt = target.coords_table()[:, :, list(keep)]
+    except Exception:
+        return False
+    if tp.shape[0] != tt.shape[0]:
+        return False
+    for t in range(tt.shape[0]):
+        if not set(map(tuple, tt[t].tolist())) <= set(map(tuple, tp[t].tolist())):
+            return False
+    return True
 
 
 def _same_holdings(a: Any, b: Any) -> bool:

@@ -422,7 +422,29 @@ class Machine:
         self.env[op.result] = self.val(op.operands[0])
 
     def op_ave_broadcast(self, op):
-        self.env[op.result] = self.val(op.operands[0])
+        x = self.val(op.operands[0])
+        src_t = op.operands[0].type
+        lay = src_t.layout
+        dst_lay = op.result.type.layout
+        if getattr(lay, "parent", None) is dst_lay or getattr(lay, "parent", None) == dst_lay:
+            self.env[op.result] = x           # same distribution: registers already in place
+            return
+        keep = list(op.attrs["keep"])
+        tp = self.table(lay.parent)[:, :, keep]           # (T, V1, k)
+        td = self.table(dst_lay)[:, :, keep]              # (T, V2, k)
+        rshape = tuple(op.result.type.shape[a] for a in keep)
+        T = tp.shape[0]
+        src_lin = np.ravel_multi_index(tuple(tp[:, :, i] for i in range(len(keep))), rshape)
+        dst_lin = np.ravel_multi_index(tuple(td[:, :, i] for i in range(len(keep))), rshape)
+        vals = np.empty(dst_lin.shape, dtype=x.vals.dtype)
+        prov = np.empty(dst_lin.shape, dtype=np.int64) if x.prov is not None else None
+        for t in range(T):
+            lookup = dict(zip(src_lin[t].tolist(), range(src_lin.shape[1])))
+            idx = [lookup[i] for i in dst_lin[t].tolist()]
+            vals[t] = x.vals[t, idx]
+            if prov is not None:
+                prov[t] = x.prov[t, idx]
+        self.env[op.result] = RFrag(vals, prov)
 
     # ------------------------------------------------------------------ tiles
 
@@ -854,6 +876,12 @@ class Machine:
                                                                   else np.int64), shape))
         prov = np.full(shape, BOTTOM, dtype=np.int64) if self.prov_on else None
         self.env[op.result] = RFrag(np.array(vals), prov)
+
+    def op_ave_coord(self, op):
+        tab = self.table(op.attrs["layout"])
+        vals = tab[:, :, op.attrs["axis"]].astype(np.int32)
+        prov = np.full(vals.shape, BOTTOM, dtype=np.int64) if self.prov_on else None
+        self.env[op.result] = RFrag(vals, prov)
 
     def _dense(self, fr: RFrag, layout: Any, shape: tuple[int, ...]):
         tab = self.table(layout)

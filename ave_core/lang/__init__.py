@@ -54,6 +54,7 @@ from .core import (
     commit_async,
     constexpr,
     convert,
+    coord,
     copy,
     copy_async,
     exp,
@@ -118,7 +119,7 @@ __all__ = [
     "copy", "copy_async", "commit_async", "wait_async", "load", "ldmatrix", "store",
     "barrier", "reset",
     # fragments and compute
-    "zeros", "full", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "maximum",
+    "zeros", "full", "coord", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "maximum",
     "minimum", "where", "cast", "reduce", "sum", "max", "min", "convert", "materialize",
     # matrix instructions
     "mma",

@@ -41,7 +41,7 @@ __all__ = [
     "copy", "copy_async", "commit_async", "wait_async", "load", "ldmatrix", "store",
     "barrier", "reset",
     # fragments and compute
-    "zeros", "full", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "maximum",
+    "zeros", "full", "coord", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "maximum",
     "minimum", "where", "cast", "reduce", "sum", "max", "min", "convert", "materialize",
     # matrix instructions
     "mma",
@@ -720,6 +720,24 @@ def full(shape, value, dtype, layout):
         layout: a TV layout over ``shape`` (AVE107 otherwise).
     """
     raise _outside("full")
+
+
+def coord(shape, axis, layout):
+    """An ``i32`` fragment whose element at coordinate ``c`` holds ``c[axis]``.
+
+    The fragment is distributed by the TV layout ``layout`` (so it combines elementwise
+    with fragments of that layout). Use it for masks computed in registers, e.g. padding
+    keys or causal masking in attention::
+
+        keys = n0 + ave.coord((BM, BN), 1, tiled.c)
+        s = ave.where(keys < S, s, -float("inf"))
+
+    Args:
+        shape: compile-time tuple (elements). axis: which coordinate (0 <= axis < rank).
+        layout: a TV layout over ``shape`` (AVE107 otherwise).
+    Constants carry no tag (⊥).
+    """
+    raise _outside("coord")
 
 
 def exp(x):

@@ -31,7 +31,7 @@ DSL_FUNCTIONS: frozenset[str] = frozenset({
     "copy", "copy_async", "commit_async", "wait_async", "load", "ldmatrix", "store",
     "barrier", "reset",
     # fragments and compute
-    "zeros", "full", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "maximum",
+    "zeros", "full", "coord", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "maximum",
     "minimum", "where", "cast", "reduce", "sum", "max", "min", "convert", "materialize",
     # matrix instructions
     "mma",

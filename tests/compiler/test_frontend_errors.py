@@ -47,9 +47,9 @@ def src(text: str) -> str:
     return textwrap.dedent(text)
 
 
-def compile_text(text: str, eol: str = "\n", path: str = "kernel.py", **kw):
-    """Compile ``text`` (written with ``\\n``) after converting its line ends to ``eol``."""
-    return compile_source(text.replace("\n", eol), path, **kw)
+def body(text: str) -> str:
+    """Kernel body lines: dedented, then indented by 4 spaces."""
+    return textwrap.indent(textwrap.dedent(text), "    ")
 
 
 def utf16_col(line: str, index: int) -> int:
@@ -188,19 +188,19 @@ CASES = [
 
         @ave.kernel(threads=128)
         def k(A: ave.Tensor[ave.f16, 2], B: ave.Tensor[ave.f16, 2]):
-        """) + MMA + src("""\
+        """) + MMA + body("""\
             a = ave.load(A[0:64, 0:32], t.a)
             b = ave.load(B[0:32, 0:64], t.b)
             c = ave.zeros((64, 64), ave.f32, t.c)
             c = ave.mma(a, b, c, t)
         """), "AVE105", (9, 16, 17), "the A operand is f16 but mma.sync.m16n8k16 takes bf16"),
-    Case("AVE105-bf16-plus-f32", H + MMA + src("""\
+    Case("AVE105-bf16-plus-f32", H + MMA + body("""\
             x = ave.load(A[0:64, 0:64], t.c)
             c = ave.zeros((64, 64), ave.f32, t.c)
             y = x + c
         """), "AVE105", (8, 8, 13), "different dtypes (bf16 and f32)"),
     # ---------------------------------------------------------------- AVE106
-    Case("AVE106-view", H + src("""\
+    Case("AVE106-view", H + body("""\
             s = ave.alloc((64, 32), ave.bf16)
             v = ave.view(s, (64, 32), ave.f32)
         """), "AVE106", (5, 8, 38), "4096 bytes"),
@@ -212,28 +212,28 @@ CASES = [
          "    a = ave.load(A[0:64, 0:64], t.a)\n",
          "AVE107", (6, 32, 35), "distributes a 64x32 tile but the tile is 64x64"),
     # ---------------------------------------------------------------- AVE108
-    Case("AVE108-20-bf16-row", H + src("""\
+    Case("AVE108-20-bf16-row", H + body("""\
             s = ave.alloc((16, 20), ave.bf16)
             ave.copy(A[0:16, 0:20], s, vector_bytes=16)
         """), "AVE108", (5, 44, 46), "rows of 20 x bf16 = 40 bytes"),
     # ---------------------------------------------------------------- AVE109
-    Case("AVE109-col-major-shared", H + src("""\
+    Case("AVE109-col-major-shared", H + body("""\
             s = ave.alloc((64, 32), ave.bf16, layout=ave.col_major((64, 32)))
             ave.copy(A[0:64, 0:32], s, vector_bytes=16)
         """), "AVE109", (5, 4, 47), "ave.copy destination"),
-    Case("AVE109-global-offset-plus-3", H + src("""\
+    Case("AVE109-global-offset-plus-3", H + body("""\
             s = ave.alloc((64, 32), ave.bf16)
             k0 = ave.program_id(0) * 32
             ave.copy(A[0:64, k0 + 3:k0 + 35], s)
         """), "AVE109", (6, 4, 40), "ave.copy source"),
     # ---------------------------------------------------------------- AVE110
-    Case("AVE110-b-as-a-shape", H + MMA + src("""\
+    Case("AVE110-b-as-a-shape", H + MMA + body("""\
             a = ave.load(A[0:64, 0:32], t.a)
             b = ave.load(A[0:32, 0:64], t.b)
             c = ave.zeros((64, 64), ave.f32, t.c)
             c = ave.mma(b, a, c, t)
         """), "AVE110", (9, 16, 17), "the A operand has shape 32x64"),
-    Case("AVE110-b-as-a-layout", H + src("""\
+    Case("AVE110-b-as-a-layout", H + body("""\
             atom = ave.mma_atom("m16n8k16", ave.bf16, ave.f32)
             t = ave.tiled_mma(atom, warps=(2, 2), tile=(64, 64, 64))
             a = ave.load(A[0:64, 0:64], t.a)
@@ -241,7 +241,7 @@ CASES = [
             c = ave.zeros((64, 64), ave.f32, t.c)
             c = ave.mma(b, a, c, t)
         """), "AVE110", (9, 16, 17), "the A operand is not distributed"),
-    Case("AVE110-wrong-tile-shape", H + MMA + src("""\
+    Case("AVE110-wrong-tile-shape", H + MMA + body("""\
             t16 = ave.tiled_mma(atom, warps=(2, 2), tile=(64, 64, 16))
             a = ave.load(A[0:64, 0:16], t16.a)
             b = ave.load(A[0:32, 0:64], t.b)
@@ -298,7 +298,7 @@ CASES = [
          "    for i in ave.static_range(n):\n        ave.barrier()\n",
          "AVE115", (4, 13, 32), "`stop` is a runtime value"),
     # ---------------------------------------------------------------- AVE116
-    Case("AVE116-copy-shapes", H + src("""\
+    Case("AVE116-copy-shapes", H + body("""\
             s = ave.alloc((64, 16), ave.bf16)
             ave.copy(A[0:64, 0:32], s)
         """), "AVE116", (5, 4, 30), "source shape (64, 32) and destination shape (64, 16)"),
@@ -311,7 +311,7 @@ CASES = [
             ave.barrier()
         """), "AVE117", (2, 33, 45), "configs[0] sets 'BX', which is not a constexpr of `k`"),
     # ---------------------------------------------------------------- AVE119
-    Case("AVE119-shared-slice", H + src("""\
+    Case("AVE119-shared-slice", H + body("""\
             s = ave.alloc((64, 32), ave.bf16)
             u = s[0:64, 16:48]
         """), "AVE119", (5, 16, 21), "slice 16:48 outside dimension 1 of extent 32"),
@@ -623,6 +623,19 @@ def test_helper_file_with_syntax_error(tmp_path) -> None:
     assert "cannot read or parse" in d.message
 
 
+def test_overlay_replaces_helper_file_text(workspace) -> None:
+    """An unsaved editor buffer of the helper file wins over the file on disk."""
+    hpath = str(workspace / "helpers.py")
+    overlay = {hpath: "import ave_core.lang as ave\n\ndef issue(a, b):\n    ave.barrier()\n"}
+    res = compile_source(_kernel_using("issue(A[0:64, 0:32], s)"), str(workspace / "kernel.py"),
+                         workspace=str(workspace), overlay=overlay)
+    assert res.diagnostics == []
+    (k,) = res.kernels
+    assert [op.name for op in k.walk()] == ["ave.alloc", "ave.global_tile", "ave.barrier"]
+    (bar,) = k.ops("ave.barrier")
+    assert bar.loc.file == hpath and loc_rng(bar.loc.range) == (3, 4, 17)
+
+
 # ============================================================================ module level never runs
 
 def test_module_level_code_never_runs(tmp_path, monkeypatch) -> None:
@@ -794,7 +807,7 @@ def test_bug_missing_threads_is_ave103(deco: str) -> None:
 @pytest.mark.xfail(strict=True, reason="front end bug: the index of ave.range(0, K, BK) is "
                    "modelled as an arbitrary integer, so A[:, k0:k0 + BK] is a false AVE109")
 def test_bug_range_step_index_is_aligned() -> None:
-    text = H + src("""\
+    text = H + body("""\
             s = ave.alloc((64, 32), ave.bf16)
             for k0 in ave.range(0, n, 32):
                 ave.copy(A[0:64, k0:k0 + 32], s)
@@ -894,3 +907,16 @@ def test_bug_nul_byte_position() -> None:
     d = one(compile_source(H + "    ave.barrier()\x00\n", "k.py"))
     # the NUL is after `    ave.barrier()`: line 4, column 17
     assert (d.code, rng(d)) == ("AVE100", (4, 17, 18))
+
+
+@pytest.mark.xfail(strict=True, reason="front end bug: a helper file that exists only as an "
+                   "overlay (unsaved editor buffer) is not found: resolve_from_import checks "
+                   "os.path.isfile before looking at the overlay")
+def test_bug_overlay_only_helper_file(tmp_path) -> None:
+    hpath = str(tmp_path / "helpers.py")
+    overlay = {hpath: "import ave_core.lang as ave\n\ndef issue(a, b):\n    ave.copy(a, b)\n"}
+    res = compile_source(_kernel_using("issue(A[0:64, 0:32], s)"), str(tmp_path / "kernel.py"),
+                         workspace=str(tmp_path), overlay=overlay)
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    assert [op.name for op in res.kernels[0].walk()] == \
+        ["ave.alloc", "ave.global_tile", "ave.copy"]
