@@ -45,6 +45,7 @@ MAX_STATIC_ITERATIONS = 4096
 MAX_OPS = 200_000
 MAX_INLINE_DEPTH = 32
 MAX_INT_BITS = 4096
+MAX_SEQUENCE = 1_000_000
 
 # ============================================================================ results
 
@@ -407,6 +408,8 @@ class KernelBuilder:
                 raise self.err("AVE118", f"unsupported annotation for `{a.arg}`: expected "
                                "ave.Tensor[dtype, rank], a dtype or ave.constexpr", a.annotation)
             v = self.block.add_arg(t, a.arg)
+            if isinstance(t, ScalarType) and t.dtype == _dt.i32:
+                v.affine = {v: 1}
             params.append(Param(a.arg, t, v, self.module.range_of(a)))
             scope.vars[a.arg] = v
         self.exec_body(fn.body, scope, top=True)
@@ -560,7 +563,9 @@ class KernelBuilder:
             # other compile-time values must not change in the body (checked below)
         body = Block()
         iv = body.add_arg(ScalarType(_dt.i32), st.target.id)
-        iv.affine = {iv: 1}
+        # iv = lb + step * i, with i a fresh iteration counter
+        iv.affine = _affine("add", lb.affine, {_IterCounter(st.target.id): int(step)}) \
+            if lb.affine is not None else None
         bargs = [body.add_arg(v.type, n) for n, v in zip(kept, inits)]
         inner = scope.child_copy()
         inner.vars[st.target.id] = iv
@@ -784,7 +789,7 @@ class KernelBuilder:
             return ExternalModule(modname + "." + attr) if modname != "math" else (
                 ("math", attr) if attr in _MATH_OK else ExternalModule("math." + attr))
         for cand in module.loader.resolve(module.path, level, modname):
-            if os.path.isfile(cand):
+            if os.path.isfile(cand) or os.path.abspath(cand) in module.loader.overlay:
                 ctx = module.loader.load(cand)
                 if ctx is None:
                     raise self.err("AVE113", f"cannot read or parse `{cand}` imported here", node)
@@ -926,6 +931,8 @@ class KernelBuilder:
             return base[idx]
         except (IndexError, KeyError) as e:
             raise self.err("AVE119", f"index {idx!r} out of range: {e}", idx_node) from None
+        except ValueError as e:
+            raise self.err("AVE120", f"invalid index {idx!r}: {e}", idx_node) from None
         except TypeError as e:
             raise self.err("AVE118", f"cannot index {type(base).__name__}: {e}", node) from None
 
@@ -1258,12 +1265,20 @@ class KernelBuilder:
                 raise self.err("AVE121", "integer power too large", node)
             if op == "shl" and _is_ct_int(b) and b > 256:
                 raise self.err("AVE121", "shift too large", node)
+            if op == "mul" and (isinstance(a, (tuple, list, str)) and _is_ct_int(b) or
+                                isinstance(b, (tuple, list, str)) and _is_ct_int(a)):
+                seq, n = (a, b) if _is_ct_int(b) else (b, a)
+                if len(seq) * max(0, int(n)) > MAX_SEQUENCE:
+                    raise self.err("AVE121", f"a compile-time sequence of "
+                                   f"{len(seq) * int(n)} elements (limit {MAX_SEQUENCE})", node)
             try:
                 r = _PY_BIN[op](a, b)
             except ZeroDivisionError:
                 raise self.err("AVE120", "division by zero at compile time", node) from None
             except TypeError as e:
                 raise self.err("AVE118", f"unsupported operand types: {e}", node) from None
+            except (ValueError, OverflowError, MemoryError) as e:
+                raise self.err("AVE120", f"invalid compile-time arithmetic: {e}", node) from None
             if _is_ct_int(r) and abs(int(r)).bit_length() > MAX_INT_BITS:
                 raise self.err("AVE121", "integer too large", node)
             return r
@@ -2230,6 +2245,16 @@ class KernelBuilder:
 _CMP_NAMES = {"lt", "le", "gt", "ge", "eq", "ne"}
 
 
+class _IterCounter:
+    """The iteration counter of a runtime loop (a symbol of affine forms)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"iter({self.name})"
+
+
 def _dsl_value(lang: Any, name: str) -> Any:
     """What ``ave.<name>`` is at compile time: dtypes are themselves, the rest DSLName."""
     obj = getattr(lang, name)
@@ -2700,12 +2725,12 @@ def _decorator_args(builder_module: ModuleContext, deco: ast.AST, fn: ast.Functi
     if deco.args:
         raise evaluator.err("AVE104", "@ave.kernel(...) takes keyword arguments only "
                             "(threads=..., configs=...)", deco.args[0])
+    if "threads" not in kw:
+        raise evaluator.err("AVE103", "@ave.kernel needs threads=<compile-time integer>", deco)
     try:
         sig.bind(None, **{k: None for k in kw})
     except TypeError as e:
         raise evaluator.err("AVE104", f"@ave.kernel(): {e}", deco) from None
-    if "threads" not in kw:
-        raise evaluator.err("AVE103", "@ave.kernel needs threads=<compile-time integer>", deco)
     out: dict = {}
     try:
         threads = evaluator.eval(kw["threads"], scope)
@@ -2783,18 +2808,30 @@ def compile_source(text: str, path: str, *, workspace: str | None = None,
         ``uses_ave=False`` and nothing else. Never raises on bad input: syntax errors and
         every user error become diagnostics; an internal failure becomes AVE900.
     """
+    if text.startswith("\ufeff"):
+        text = text[1:]            # a UTF-8 BOM is not part of the document (LSP, Python)
     source = SourceText(text, path)
     try:
         tree = ast.parse(text, filename=path)
     except SyntaxError as e:
         if "ave_core" not in text:
             return FrontendResult(False)
+        if "\x00" in text and "null bytes" in str(e.msg):
+            pos = source.offset_to_position(text.index("\x00"))
+            return FrontendResult(True, [Diagnostic(
+                "AVE100", f"syntax error: {e.msg}", path,
+                Range(pos, pos.__class__(pos.line, pos.character + 1)))], files=[path])
         line0 = max(0, (e.lineno or 1) - 1)
         col = max(0, (e.offset or 1) - 1)
+        line_text = source.line(line0)
+        if col > len(line_text) or (e.text is not None and col > len(e.text.rstrip("\r\n"))):
+            # some tokenizer errors count UTF-8 bytes, not code points
+            col = len(line_text.encode("utf-8")[:col].decode("utf-8", errors="ignore"))
         start = source.position_from_char(line0, col)
         end_line0 = max(line0, (getattr(e, "end_lineno", None) or e.lineno or 1) - 1)
         end_col = getattr(e, "end_offset", None)
-        if end_col is not None and end_col > (e.offset or 0) and end_line0 == line0:
+        if end_col is not None and end_col > (e.offset or 0) and end_line0 == line0 and \
+                end_col - 1 <= len(source.line(end_line0)):
             end = source.position_from_char(end_line0, end_col - 1)
         else:
             end = source.position_from_char(line0, col + 1)
@@ -2817,13 +2854,22 @@ def compile_source(text: str, path: str, *, workspace: str | None = None,
     result = FrontendResult(module.uses_ave, files=[path])
     if not module.uses_ave:
         return result
-    seen: set[tuple] = set()
+    seen: dict[tuple, Diagnostic] = {}
 
     def add(d: Diagnostic) -> None:
         key = (d.code, d.file, d.range, d.message)
         if key not in seen:
-            seen.add(key)
+            seen[key] = d
             result.diagnostics.append(d)
+            return
+        old = seen[key]
+        new_cfg = [n for n in d.notes if n.startswith("in the specialization")]
+        if new_cfg:
+            for i, n in enumerate(old.notes):
+                if n.startswith("in the specialization"):
+                    old.notes[i] = n.replace("in the specialization ", "in the specializations ",
+                                             1) + "; " + new_cfg[0].split(" ", 3)[3]
+                    break
 
     for node in tree.body:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -2900,7 +2946,7 @@ def compile_file(path: str, *, workspace: str | None = None) -> FrontendResult:
     Raises:
         OSError: the file cannot be read.
     """
-    with open(path, encoding="utf-8") as f:
+    with open(path, encoding="utf-8-sig") as f:
         text = f.read()
     return compile_source(text, path, workspace=workspace)
 

@@ -6,7 +6,7 @@ literally: ``(line, start_character, end_character)`` for a one-line range, or
 columns (LSP). Kernel bodies use the header ``H`` (4 lines), so the first body line is
 line 4.
 
-Front-end bugs found while writing these tests are the ``xfail(strict=True)`` tests at
+Front-end bugs found while writing these tests (now fixed) are the regression tests at
 the end of the file.
 """
 
@@ -791,10 +791,8 @@ def test_nul_byte_in_ave_file_is_a_syntax_error() -> None:
     assert "null bytes" in d.message
 
 
-# ============================================================================ front-end bugs
+# ============================================================================ regressions (front-end bugs found by these tests, fixed)
 
-@pytest.mark.xfail(strict=True, reason="front end bug: @ave.kernel() without threads= is "
-                   "AVE104 (signature bind fails first), not AVE103")
 @pytest.mark.parametrize("deco", ["@ave.kernel()", "@ave.kernel(configs=[dict(BK=32)])"])
 def test_bug_missing_threads_is_ave103(deco: str) -> None:
     text = f"import ave_core.lang as ave\n\n{deco}\n" \
@@ -804,8 +802,6 @@ def test_bug_missing_threads_is_ave103(deco: str) -> None:
     assert (d.code, rng(d)) == ("AVE103", (2, 1, len(deco)))
 
 
-@pytest.mark.xfail(strict=True, reason="front end bug: the index of ave.range(0, K, BK) is "
-                   "modelled as an arbitrary integer, so A[:, k0:k0 + BK] is a false AVE109")
 def test_bug_range_step_index_is_aligned() -> None:
     text = H + body("""\
             s = ave.alloc((64, 32), ave.bf16)
@@ -816,9 +812,6 @@ def test_bug_range_step_index_is_aligned() -> None:
     assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
 
 
-@pytest.mark.xfail(strict=True, reason="front end bug: runtime scalar parameters have no "
-                   "affine form, so `A[:, k0 + 3:k0 + 35]` with `k0: ave.i32` is AVE115 "
-                   "(extent not constant) instead of AVE109")
 def test_bug_scalar_parameter_offset() -> None:
     text = src("""\
         import ave_core.lang as ave
@@ -832,9 +825,6 @@ def test_bug_scalar_parameter_offset() -> None:
     assert (d.code, rng(d)) == ("AVE109", (5, 4, 40))
 
 
-@pytest.mark.xfail(strict=True, reason="front end bug: CPython 3.11 reports some tokenizer "
-                   "errors (leading zeros) with a UTF-8 byte offset; the front end takes it as "
-                   "a code-point offset, so the range lands past the end of the line")
 def test_bug_syntax_error_byte_offset_after_non_ascii() -> None:
     text = H + "    s = 'é😀'; x = 09\n"
     d = one(compile_source(text, "k.py"))
@@ -844,9 +834,6 @@ def test_bug_syntax_error_byte_offset_after_non_ascii() -> None:
     assert d.range.end.line == 4 and 19 < d.range.end.character <= 21
 
 
-@pytest.mark.xfail(strict=True, reason="front end bug: a UTF-8 BOM (valid for Python) makes "
-                   "compile_file/compile_source report AVE100 'invalid non-printable character "
-                   "U+FEFF'")
 def test_bug_utf8_bom(tmp_path) -> None:
     p = tmp_path / "k.py"
     p.write_bytes(b"\xef\xbb\xbf" + (H + "    ave.barrier()\n").encode("utf-8"))
@@ -854,9 +841,6 @@ def test_bug_utf8_bom(tmp_path) -> None:
     assert res.diagnostics == [] and len(res.kernels) == 1
 
 
-@pytest.mark.xfail(strict=True, reason="front end bug: Python errors other than ZeroDivision/"
-                   "TypeError in compile-time arithmetic/indexing escape as AVE900 internal "
-                   "errors instead of user diagnostics")
 @pytest.mark.parametrize("expr", ["1 << -1", "1 >> -1", "2.0 ** 2000", "(1, 2)[::0]"])
 def test_bug_compile_time_errors_are_not_internal(expr: str) -> None:
     d = one(compile_source(H + f"    x = {expr}\n", "k.py"))
@@ -876,8 +860,6 @@ print(' '.join(d.code for d in fe.compile_source(src, 'k.py').diagnostics))
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc and RLIMIT_AS")
-@pytest.mark.xfail(strict=True, reason="front end bug: compile-time sequence repetition is "
-                   "unbounded: `(0,) * 10 ** 9` allocates 8 GB (23 s) instead of AVE121")
 def test_bug_unbounded_sequence_repetition() -> None:
     text = H + "    x = (0,) * 10 ** 9\n"
     out = subprocess.run([sys.executable, "-c", _REPEAT_SCRIPT], input=text, text=True,
@@ -886,8 +868,6 @@ def test_bug_unbounded_sequence_repetition() -> None:
     assert out.stdout.split() == ["AVE121"], out.stdout + out.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="front end bug: a diagnostic shared by several configs is "
-                   "deduplicated and its note names only the first config")
 def test_bug_note_names_every_failing_config() -> None:
     text = src("""\
         import ave_core.lang as ave
@@ -901,17 +881,12 @@ def test_bug_note_names_every_failing_config() -> None:
     assert any("configs[1]" in n for n in d.notes), d.notes
 
 
-@pytest.mark.xfail(strict=True, reason="front end bug: a NUL byte is reported at line 0 "
-                   "column 0 (Python gives no position), not where the NUL is")
 def test_bug_nul_byte_position() -> None:
     d = one(compile_source(H + "    ave.barrier()\x00\n", "k.py"))
     # the NUL is after `    ave.barrier()`: line 4, column 17
     assert (d.code, rng(d)) == ("AVE100", (4, 17, 18))
 
 
-@pytest.mark.xfail(strict=True, reason="front end bug: a helper file that exists only as an "
-                   "overlay (unsaved editor buffer) is not found: resolve_from_import checks "
-                   "os.path.isfile before looking at the overlay")
 def test_bug_overlay_only_helper_file(tmp_path) -> None:
     hpath = str(tmp_path / "helpers.py")
     overlay = {hpath: "import ave_core.lang as ave\n\ndef issue(a, b):\n    ave.copy(a, b)\n"}
