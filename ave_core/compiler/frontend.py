@@ -1779,13 +1779,15 @@ class KernelBuilder:
     def _copy(self, name, node, scope, src, dst, vector_bytes, threads, mask, other, async_):
         s, d = self._check_copy(node, src, dst, vector_bytes, f"ave.{name}", async_)
         thr = self._threads_layout(threads, _arg_node(node, "threads", 3) or node)
-        region = self.mask_region(mask, s, _arg_node(node, "mask", 4) or node, f"ave.{name}")
-        if mask is not None and s.type.space != "global":
-            pass
+        # the mask guards the global side: masked global reads give `other`, masked global
+        # writes are skipped; its lambda takes that side's coordinates
+        side = d if d.type.space == "global" and s.type.space != "global" else s
+        region = self.mask_region(mask, side, _arg_node(node, "mask", 4) or node, f"ave.{name}")
         other = self._fill(other, s.type.dtype, node)
         self.emit(f"ave.{name}", [s, d], [], node,
                   {"vector_bytes": vector_bytes, "threads": thr, "other": other,
-                   "masked": region is not None}, [region] if region is not None else [])
+                   "masked": region is not None,
+                   "mask_side": "dst" if side is d and side is not s else "src"}, [region] if region is not None else [])
         return None
 
     def _fill(self, other: Any, dtype: DType, node: ast.AST) -> Any:

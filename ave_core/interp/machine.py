@@ -789,15 +789,17 @@ class Machine:
         thread = thread[act]
         if thread.size == 0:
             return
-        mask = self.eval_mask(op, coords, thread, src)
-        vals, prov = self.read_tile(src, coords, thread, op, mask, op.attrs.get("other", 0))
+        on_dst = op.attrs.get("mask_side") == "dst"
+        mask = self.eval_mask(op, coords, thread, dst if on_dst else src)
+        rmask, wmask = (None, mask) if on_dst else (mask, None)
+        vals, prov = self.read_tile(src, coords, thread, op, rmask, op.attrs.get("other", 0))
         if deferred:
             plan = self.write_tile(dst, coords, vals, prov, thread, op, None, deferred=True)
             b, raw, th, bp = plan
             self.pending[b] += 1
             self.open_group.append((b, raw, th, bp, op, self.epoch, tuple(self.loop_stack)))
         else:
-            self.write_tile(dst, coords, vals, prov, thread, op, None)
+            self.write_tile(dst, coords, vals, prov, thread, op, wmask)
 
     def op_ave_copy(self, op):
         self._copy_common(op, deferred=False)

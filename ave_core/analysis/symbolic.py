@@ -1,0 +1,313 @@
+"""Symbolic integers of the analysis: a concrete part per element plus a symbolic part.
+
+After full unrolling, almost everything about a kernel is concrete — thread ids, loop
+indices, shared-memory addresses — except a few *program-level* unknowns: program ids,
+tensor shapes and strides, runtime scalars, and values read from global memory (a gather's
+row indices). A value is therefore represented, for many elements at once (one per thread,
+or one per tile element), as
+
+    value[e] = LIN[key[e]] + conc[e]
+
+where ``conc`` is a numpy ``int64`` array and ``key`` indexes a hash-consed table of linear
+forms ``Σ coeff * atom`` over atoms (a program id, a runtime scalar, or an opaque term such
+as ``pid1 % H``). Most arithmetic stays in numpy; the few comparisons whose symbolic parts
+differ become SMT queries (:mod:`ave_core.analysis.smt`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Atom:
+    """An opaque integer unknown.
+
+    ``kind``: ``"pid"`` (args: axis), ``"nprog"`` (axis), ``"param"`` (name),
+    ``"dim"``/``"stride"`` (tensor name, axis), ``"load"`` (op id, element index: a value
+    read from global memory), ``"op"`` (name, (key_a, conc_a), (key_b, conc_b)): an integer
+    operation the linear forms cannot express (``floordiv``, ``mod``, ``mul`` of two
+    unknowns...).
+    """
+
+    kind: str
+    args: tuple
+
+    def __str__(self) -> str:
+        if self.kind == "pid":
+            return f"program_id({self.args[0]})"
+        if self.kind == "nprog":
+            return f"num_programs({self.args[0]})"
+        if self.kind == "param":
+            return str(self.args[0])
+        if self.kind in ("dim", "stride"):
+            return f"{self.args[0]}.{'shape' if self.kind == 'dim' else 'stride'}[{self.args[1]}]"
+        if self.kind == "load":
+            return f"loaded[{self.args[0]}:{self.args[1]}]"
+        return f"{self.kind}{self.args}"
+
+
+class SymTable:
+    """Hash-consed atoms and linear forms. Key 0 is the zero form."""
+
+    def __init__(self) -> None:
+        self.atoms: list[Atom] = []
+        self.atom_ids: dict[Atom, int] = {}
+        self.lins: list[tuple[tuple[int, int], ...]] = [()]
+        self.lin_ids: dict[tuple, int] = {(): 0}
+        self._add_cache: dict[tuple[int, int], int] = {}
+        self._scale_cache: dict[tuple[int, int], int] = {}
+
+    def atom(self, a: Atom) -> int:
+        """Key of the form ``1 * a``."""
+        i = self.atom_ids.get(a)
+        if i is None:
+            i = len(self.atoms)
+            self.atoms.append(a)
+            self.atom_ids[a] = i
+        return self.lin(((i, 1),))
+
+    def lin(self, terms: tuple[tuple[int, int], ...]) -> int:
+        acc: dict[int, int] = {}
+        for a, c in terms:
+            acc[a] = acc.get(a, 0) + c
+        t = tuple(sorted((a, c) for a, c in acc.items() if c != 0))
+        k = self.lin_ids.get(t)
+        if k is None:
+            k = len(self.lins)
+            self.lins.append(t)
+            self.lin_ids[t] = k
+        return k
+
+    def add(self, ka: int, kb: int, sign: int = 1) -> int:
+        if kb == 0:
+            return ka
+        if ka == 0 and sign == 1:
+            return kb
+        key = (ka, kb * sign)
+        r = self._add_cache.get(key)
+        if r is None:
+            r = self.lin(self.lins[ka] + tuple((a, sign * c) for a, c in self.lins[kb]))
+            self._add_cache[key] = r
+        return r
+
+    def scale(self, k: int, c: int) -> int:
+        if k == 0 or c == 1:
+            return k
+        if c == 0:
+            return 0
+        key = (k, c)
+        r = self._scale_cache.get(key)
+        if r is None:
+            r = self.lin(tuple((a, co * c) for a, co in self.lins[k]))
+            self._scale_cache[key] = r
+        return r
+
+    def divisible(self, k: int, d: int) -> bool:
+        return all(c % d == 0 for _, c in self.lins[k])
+
+    def div_exact(self, k: int, d: int) -> int:
+        return self.lin(tuple((a, c // d) for a, c in self.lins[k]))
+
+    def format(self, k: int, c: int = 0) -> str:
+        parts = []
+        for a, co in self.lins[k]:
+            s = str(self.atoms[a])
+            parts.append(s if co == 1 else f"{co}*{s}")
+        if c or not parts:
+            parts.append(str(int(c)))
+        return " + ".join(parts).replace("+ -", "- ")
+
+
+class SymInt:
+    """Many symbolic integers at once: ``LIN[key] + conc`` elementwise (same shapes)."""
+
+    __slots__ = ("key", "conc")
+
+    def __init__(self, key: np.ndarray, conc: np.ndarray) -> None:
+        self.key = key
+        self.conc = conc
+
+    @staticmethod
+    def const(c: Any, shape: tuple = ()) -> "SymInt":
+        conc = np.broadcast_to(np.asarray(c, dtype=np.int64), shape).copy() if shape else \
+            np.asarray(c, dtype=np.int64)
+        return SymInt(np.zeros(np.shape(conc), dtype=np.int32), conc)
+
+    @property
+    def shape(self) -> tuple:
+        return self.conc.shape
+
+    def is_concrete(self) -> bool:
+        return not np.any(self.key)
+
+    def take(self, idx: Any) -> "SymInt":
+        return SymInt(self.key[idx], self.conc[idx])
+
+    def broadcast(self, shape: tuple) -> "SymInt":
+        return SymInt(np.broadcast_to(self.key, shape), np.broadcast_to(self.conc, shape))
+
+
+def _pairwise(tab: SymTable, ka: np.ndarray, kb: np.ndarray, f) -> np.ndarray:
+    """Apply ``f(key_a, key_b) -> key`` over the unique pairs of two key arrays."""
+    ka, kb = np.broadcast_arrays(ka, kb)
+    if not ka.any() and not kb.any():
+        return np.zeros(ka.shape, dtype=np.int32)
+    pairs = np.stack([ka.reshape(-1), kb.reshape(-1)], axis=1)
+    uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
+    out = np.array([f(int(a), int(b)) for a, b in uniq], dtype=np.int32)
+    return out[inv.reshape(-1)].reshape(ka.shape)
+
+
+def sym_add(tab: SymTable, a: SymInt, b: SymInt, sign: int = 1) -> SymInt:
+    key = _pairwise(tab, a.key, b.key, lambda x, y: tab.add(x, y, sign))
+    conc = a.conc + sign * b.conc if sign == 1 else a.conc - b.conc
+    return SymInt(key, np.asarray(conc, dtype=np.int64))
+
+
+def _opaque(tab: SymTable, name: str, a: SymInt, b: SymInt) -> SymInt:
+    ka, ca, kb, cb = np.broadcast_arrays(a.key, a.conc, b.key, b.conc)
+    rows = np.stack([ka.reshape(-1), ca.reshape(-1), kb.reshape(-1), cb.reshape(-1)], axis=1)
+    uniq, inv = np.unique(rows, axis=0, return_inverse=True)
+    keys = np.array([tab.atom(Atom("op", (name, (int(r[0]), int(r[1])), (int(r[2]), int(r[3])))))
+                     for r in uniq], dtype=np.int32)
+    return SymInt(keys[inv.reshape(-1)].reshape(ka.shape), np.zeros(ka.shape, dtype=np.int64))
+
+
+def sym_mul(tab: SymTable, a: SymInt, b: SymInt) -> SymInt:
+    ac, bc = a.is_concrete(), b.is_concrete()
+    if ac and bc:
+        return SymInt.const(a.conc * b.conc, np.broadcast_shapes(a.shape, b.shape))
+    if bc or ac:
+        s, c = (a, b) if bc else (b, a)
+        key = _pairwise(tab, s.key, c.conc, lambda k, co: tab.scale(k, co))
+        return SymInt(key, np.asarray(s.conc * c.conc, dtype=np.int64))
+    return _opaque(tab, "mul", a, b)
+
+
+def sym_floordiv_mod(tab: SymTable, a: SymInt, b: SymInt, op: str) -> SymInt:
+    """``a // b`` or ``a % b`` (floor semantics)."""
+    if a.is_concrete() and b.is_concrete():
+        d = np.where(b.conc == 0, 1, b.conc)
+        r = np.floor_divide(a.conc, d) if op == "floordiv" else np.mod(a.conc, d)
+        return SymInt.const(r, np.broadcast_shapes(a.shape, b.shape))
+    if b.is_concrete():
+        # (d*q + c) // d == q + c // d and (d*q + c) % d == c % d when d divides every
+        # coefficient of the symbolic part
+        ka, ca, dc = np.broadcast_arrays(a.key, a.conc, b.conc)
+        ok = np.ones(ka.shape, dtype=bool)
+        uniq = np.unique(np.stack([ka.reshape(-1), dc.reshape(-1)], axis=1), axis=0)
+        good = {(int(k), int(d)) for k, d in uniq if d != 0 and tab.divisible(int(k), int(d))}
+        if len(good) == len(uniq):
+            d = np.where(dc == 0, 1, dc)
+            if op == "mod":
+                return SymInt(np.zeros(ka.shape, dtype=np.int32), np.mod(ca, d))
+            key = _pairwise(tab, ka, dc, lambda k, dd: tab.div_exact(k, dd))
+            return SymInt(key, np.floor_divide(ca, d))
+        del ok
+    return _opaque(tab, op, a, b)
+
+
+def sym_neg(tab: SymTable, a: SymInt) -> SymInt:
+    return sym_mul(tab, a, SymInt.const(-1))
+
+
+def sym_binop(tab: SymTable, name: str, a: SymInt, b: SymInt) -> SymInt:
+    """The integer ops of the IR on symbolic integers."""
+    if name == "add":
+        return sym_add(tab, a, b)
+    if name == "sub":
+        return sym_add(tab, a, b, -1)
+    if name == "mul":
+        return sym_mul(tab, a, b)
+    if name in ("floordiv", "mod"):
+        return sym_floordiv_mod(tab, a, b, name)
+    if a.is_concrete() and b.is_concrete():
+        f = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+             "shl": np.left_shift, "shr": np.right_shift, "min": np.minimum,
+             "max": np.maximum}.get(name)
+        if f is not None:
+            return SymInt.const(f(a.conc, b.conc), np.broadcast_shapes(a.shape, b.shape))
+    return _opaque(tab, name, a, b)
+
+
+# ----------------------------------------------------------------------------- conditions
+
+@dataclass(frozen=True)
+class Cond:
+    """``LIN[key] + conc  <pred>  0`` (pred in lt le gt ge eq ne), or a conjunction."""
+
+    pred: str
+    key: int
+    conc: int
+
+
+class CondTable:
+    """Hash-consed conjunctions of :class:`Cond`. Id 0 = true, id 1 = false."""
+
+    def __init__(self) -> None:
+        self.sets: list[frozenset[Cond] | None] = [frozenset(), None]
+        self.ids: dict[frozenset[Cond], int] = {frozenset(): 0}
+        self._and: dict[tuple[int, int], int] = {}
+
+    def of(self, conds: frozenset[Cond]) -> int:
+        i = self.ids.get(conds)
+        if i is None:
+            i = len(self.sets)
+            self.sets.append(conds)
+            self.ids[conds] = i
+        return i
+
+    def conj(self, a: int, b: int) -> int:
+        if a == 0 or a == b:
+            return b
+        if b == 0:
+            return a
+        if a == 1 or b == 1:
+            return 1
+        k = (min(a, b), max(a, b))
+        r = self._and.get(k)
+        if r is None:
+            r = self.of(self.sets[a] | self.sets[b])  # type: ignore[operator]
+            self._and[k] = r
+        return r
+
+    def conj_arrays(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        a, b = np.broadcast_arrays(a, b)
+        if not a.any():
+            return b.copy()
+        if not b.any():
+            return a.copy()
+        return _pairwise_cond(self, a, b)
+
+
+def _pairwise_cond(ct: CondTable, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    pairs = np.stack([a.reshape(-1), b.reshape(-1)], axis=1)
+    uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
+    out = np.array([ct.conj(int(x), int(y)) for x, y in uniq], dtype=np.int32)
+    return out[inv.reshape(-1)].reshape(a.shape)
+
+
+_CMP = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+        "eq": np.equal, "ne": np.not_equal}
+
+
+def sym_compare(tab: SymTable, ct: CondTable, pred: str, a: SymInt, b: SymInt) -> np.ndarray:
+    """Condition ids (0 true, 1 false, else symbolic) of ``a <pred> b`` elementwise."""
+    d = sym_add(tab, a, b, -1)
+    shape = d.shape
+    out = np.zeros(shape, dtype=np.int32)
+    conc_mask = d.key == 0
+    if conc_mask.any():
+        truth = _CMP[pred](d.conc[conc_mask], 0)
+        out[conc_mask] = np.where(truth, 0, 1)
+    sym = ~conc_mask
+    if sym.any():
+        ks, cs = d.key[sym], d.conc[sym]
+        rows = np.unique(np.stack([ks, cs], axis=1), axis=0)
+        m = {(int(k), int(c)): ct.of(frozenset([Cond(pred, int(k), int(c))])) for k, c in rows}
+        out[sym] = np.array([m[(int(k), int(c))] for k, c in zip(ks, cs)], dtype=np.int32)
+    return out
