@@ -113,6 +113,19 @@ CODES: dict[str, CodeInfo] = {
         _c("AVE121", "resource limit", _E,
            "The kernel exceeds a front-end limit (unrolled iterations, IR size, inlining "
            "depth) that keeps checking fast and bounded."),
+        _c("AVE201", "operand pairing violated", _E,
+           "An ave.mma's operands, or the two sides of an ave.assert_conform, pair elements "
+           "whose tags disagree; the witness names the thread, iteration and coordinates."),
+        _c("AVE202", "disjointness violated", _E,
+           "The two tiles of an ave.assert_disjoint share bytes of shared memory."),
+        _c("AVE203", "uninitialized shared-memory read", _W,
+           "A shared-memory read of bytes nothing wrote since the kernel started or the last "
+           "ave.reset (found statically, for every thread)."),
+        _c("AVE204", "vacuous assertion", _W,
+           "Every element an assertion compares is untagged (⊥): it proves nothing."),
+        _c("AVE205", "assertion unknown", _E,
+           "The checker could not decide an assertion (solver budget, a construct it does not "
+           "model, too many unrolled variants); unknown is a finding, never a silent pass."),
         _c("AVE301", "global out-of-bounds access", _E,
            "The interpreter saw a load or store of a global tensor element outside its shape."),
         _c("AVE302", "shared memory outside its allocation", _E,

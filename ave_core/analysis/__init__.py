@@ -1,1 +1,229 @@
-"""ave_core/analysis."""
+"""The tag analysis: propagation over unrolled kernels, assertion checks, witnesses.
+
+:func:`analyze` takes one kernel specialization from the front end, unrolls it for every
+runtime trip count ``1..T`` (``T = STAGES + 2`` by default), propagates tags through each
+variant (:mod:`~ave_core.analysis.engine`), and returns one :class:`AssertionResult` per
+assertion of the source (every ``ave.mma`` is an implicit operand-pairing assertion):
+``proved``, ``violated`` (with a witness), ``unknown`` (with the reason) or ``vacuous``,
+and its coverage — the fraction of compared element pairs whose tags are concrete.
+
+Documented limits (as in the paper, §5): global-memory writes are not tracked; a value
+read from global memory (a gather's index) is an opaque unknown; branches on runtime values
+other than thread/warp ids are merged path-insensitively; results hold for trip counts
+``<= T``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ave_core.compiler.ir import KernelIR, Loc
+from ave_core.compiler.unroll import UnrollError, default_trip_bound, unrolled_variants
+from ave_core.diagnostics import Diagnostic, Location, Related
+
+__all__ = ["analyze", "AssertionResult", "KernelAnalysis", "AnalysisOptions"]
+
+
+@dataclass
+class AnalysisOptions:
+    """Knobs of the analysis (``[tool.ave]`` / editor settings map onto these).
+
+    Attributes:
+        trip_bound: runtime loops are unrolled for trip counts 1..trip_bound
+            (default: the kernel's ``STAGES`` + 2).
+        solver_timeout_ms: budget of one SMT query (ms); past it the assertion is unknown.
+    """
+
+    trip_bound: int | None = None
+    solver_timeout_ms: int = 2000
+
+
+@dataclass
+class AssertionResult:
+    """The verdict on one assertion of the source, over every unrolled variant."""
+
+    kind: str                         # "mma" | "assert_conform" | "assert_disjoint"
+    loc: Loc
+    status: str                       # proved | violated | unknown | vacuous
+    compared: int = 0
+    covered: int = 0
+    witness: dict | None = None
+    reason: str = ""
+    trip_bound: int | None = None
+
+    @property
+    def coverage(self) -> float:
+        return self.covered / self.compared if self.compared else 0.0
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "line": self.loc.range.start.line,
+                "range": self.loc.range.to_json(), "status": self.status,
+                "coverage": round(self.coverage, 4), "compared": self.compared,
+                "trip_bound": self.trip_bound}
+
+
+@dataclass
+class KernelAnalysis:
+    kernel: KernelIR
+    assertions: list[AssertionResult] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    timings: dict = field(default_factory=dict)
+    variants: int = 0
+
+
+def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelAnalysis:
+    """Check every assertion of one kernel specialization; never raises on user input."""
+    from ave_core.analysis.engine import AnalysisLimit, Engine
+    from ave_core.analysis.smt import Solver
+    from ave_core.analysis.symbolic import CondTable, SymTable
+
+    opts = options or AnalysisOptions()
+    out = KernelAnalysis(kernel)
+    t0 = time.perf_counter()
+    fields: list[str] = []
+    for op in kernel.walk():
+        if op.name == "ave.tag":
+            for f in op.attrs["fields"]:
+                if f not in fields:
+                    fields.append(f)
+    bound = opts.trip_bound if opts.trip_bound is not None else default_trip_bound(kernel)
+    results: dict[tuple, AssertionResult] = {}
+    uninit: dict[tuple, tuple] = {}
+    tab, conds = SymTable(), CondTable()
+    solver = Solver(tab, conds, opts.solver_timeout_ms)
+    t_unroll = t_prop = 0.0
+    try:
+        variants = unrolled_variants(kernel, bound)
+        while True:
+            ta = time.perf_counter()
+            try:
+                trips, uk = next(variants)
+            except StopIteration:
+                break
+            tb = time.perf_counter()
+            t_unroll += tb - ta
+            out.variants += 1
+            eng = Engine(uk, tab, conds, solver, fields)
+            try:
+                eng.run()
+            except AnalysisLimit as e:
+                loc = e.op.loc if e.op is not None else Loc(kernel.file, kernel.range)
+                key = ("limit", loc.file, loc.range)
+                results.setdefault(key, AssertionResult("analysis", loc, "unknown",
+                                                        reason=str(e), trip_bound=bound))
+            t_prop += time.perf_counter() - tb
+            for chk in eng.checks:
+                key = (chk.kind, chk.op.loc.file, chk.op.loc.range)
+                r = results.get(key)
+                if r is None:
+                    r = results[key] = AssertionResult(chk.kind, chk.op.loc, "proved",
+                                                       trip_bound=bound)
+                r.compared += chk.compared
+                r.covered += chk.covered
+                if chk.violation is not None and r.witness is None:
+                    r.status = "violated"
+                    chk.violation["trip_counts"] = trips
+                    r.witness = chk.violation
+                elif chk.unknown is not None and r.status == "proved":
+                    r.status = "unknown"
+                    r.reason = chk.unknown
+            for op, loops, thread, byte in eng.uninit:
+                key = (op.loc.file, op.loc.range)
+                uninit.setdefault(key, (op, loops, thread, byte, trips))
+    except UnrollError as e:
+        loc = Loc(kernel.file, kernel.range)
+        results[("limit",)] = AssertionResult("analysis", loc, "unknown", reason=str(e),
+                                              trip_bound=bound)
+    for r in results.values():
+        if r.status == "proved" and r.compared and r.covered == 0:
+            r.status = "vacuous"
+    out.assertions = sorted(results.values(), key=lambda r: (r.loc.range.start, r.kind))
+    out.diagnostics = [d for r in out.assertions for d in _diagnose(kernel, r)]
+    for (f, rng), (op, loops, thread, byte, trips) in sorted(uninit.items(),
+                                                              key=lambda kv: kv[0][1].start):
+        where = ", ".join(f"{k}={v}" for k, v in loops)
+        out.diagnostics.append(Diagnostic(
+            "AVE203", f"reads shared byte {byte} that nothing wrote (thread {thread}"
+            + (f", {where}" if where else "") + ")", f, rng,
+            witness={"block": [0, 0, 0], "threads": [_thr(thread, kernel.warp_size)],
+                     "loop_indices": dict(loops), "byte": byte, "trip_counts": trips,
+                     "program_points": []}))
+    out.timings = {"unroll_s": t_unroll, "propagate_s": t_prop,
+                   "total_s": time.perf_counter() - t0, "solver_queries": solver.queries}
+    return out
+
+
+def _thr(t: int, ws: int) -> dict:
+    return {"thread": t, "warp": t // ws, "lane": t % ws}
+
+
+def _fmt_threads(w: dict) -> str:
+    ts = w.get("threads") or []
+    if not ts:
+        return ""
+    t = ts[0]
+    return f"thread {t['thread']} (warp {t['warp']}, lane {t['lane']})"
+
+
+def _diagnose(kernel: KernelIR, r: AssertionResult) -> list[Diagnostic]:
+    spec = ""
+    if r.status == "violated":
+        w = r.witness or {}
+        if r.kind == "assert_disjoint":
+            loops = ", ".join(f"{k}={v}" for k, v in w.get("loop_indices", {}).items())
+            msg = (f"assert_disjoint violated{': ' + loops if loops else ''}: both tiles cover "
+                   f"shared byte {w.get('byte')} ({w.get('overlap_bytes')} bytes overlap; "
+                   f"x{w['coordinates']['x']} and y{w['coordinates']['y']})")
+            return [Diagnostic("AVE202", msg, r.loc.file, r.loc.range, witness=_schema_witness(w))]
+        ops = w.get("operands", {})
+        x, y = ops.get("x", {}), ops.get("y", {})
+        f = w.get("field")
+        xn = x.get("tensor") or ("A" if r.kind == "mma" else "x")
+        yn = y.get("tensor") or ("B" if r.kind == "mma" else "y")
+        xv = x.get("tags", {}).get(f, "nothing")
+        yv = y.get("tags", {}).get(f, "nothing")
+        loops = ", ".join(f"{k}={v}" for k, v in w.get("loop_indices", {}).items())
+        what = "MMA operand pairing violated" if r.kind == "mma" else "assert_conform violated"
+        msg = f"{what}: {_fmt_threads(w)}{', ' + loops if loops else ''}: " \
+              f"{'A' if r.kind == 'mma' else 'x'} holds {xn} {f}={xv} but " \
+              f"{'B' if r.kind == 'mma' else 'y'} holds {yn} {f}={yv}"
+        related = [Related(Location(p["file"], _range(p["range"])), p["label"])
+                   for p in w.get("program_points", [])]
+        notes = [f"x = {xn}{x.get('tags')} (slot {x.get('slot')}, thread {x.get('thread')}), "
+                 f"y = {yn}{y.get('tags')} (slot {y.get('slot')}, thread {y.get('thread')})"]
+        if w.get("model"):
+            notes.append("for " + ", ".join(f"{k} = {v}" for k, v in w["model"].items()))
+        notes.append(f"found with runtime trip counts {w.get('trip_counts')}")
+        return [Diagnostic("AVE201", msg, r.loc.file, r.loc.range, notes=notes,
+                           related=related, witness=_schema_witness(w))]
+    if r.status == "unknown":
+        return [Diagnostic("AVE205", f"{r.kind} could not be decided: {r.reason}", r.loc.file,
+                           r.loc.range)]
+    if r.status == "vacuous":
+        return [Diagnostic("AVE204", f"{r.kind} compares only untagged (⊥) elements: it proves "
+                           "nothing (tag the tensors its operands come from)", r.loc.file,
+                           r.loc.range)]
+    del spec
+    return []
+
+
+def _range(j: dict):
+    from ave_core.diagnostics import Range
+    return Range.of(j["start"]["line"], j["start"]["character"], j["end"]["line"],
+                    j["end"]["character"])
+
+
+def _schema_witness(w: dict) -> dict:
+    """The witness as the JSON schema describes it (extra keys kept)."""
+    ops = w.get("operands", {})
+    coords = {k: v.get("tags") for k, v in ops.items()} if ops else w.get("coordinates", {})
+    tags = {k: v.get("tags") for k, v in ops.items()} if ops else {}
+    out = {"block": w.get("block", [0, 0, 0]), "threads": w.get("threads", []),
+           "loop_indices": w.get("loop_indices", {}), "coordinates": coords, "tags": tags,
+           "program_points": w.get("program_points", [])}
+    for k, v in w.items():
+        if k not in out:
+            out[k] = v
+    return out

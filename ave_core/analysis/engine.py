@@ -1,0 +1,1183 @@
+"""Tag propagation over an unrolled kernel, and the checks of its assertions.
+
+The engine executes one unrolled specialization abstractly, vectorized over the threads of
+the workgroup (the workgroup size is a compile-time constant, so every thread is
+enumerated exactly — registers are arrays indexed by thread id, as in the paper, §5):
+
+* every element carries a **tag**: one value per named field (``row``, ``k``, ``head``
+  ...), each either absent (⊥ for that field), a symbolic integer
+  (:mod:`~ave_core.analysis.symbolic`) or ⊤ (conflict); plus the guard under which it holds
+  (masks over runtime sizes) and where it came from (the ``ave.tag`` and the last op that
+  moved it: the witness' related locations);
+* shared memory is tracked per **byte** (vector accesses, packed types and views behave
+  as on the hardware); async copies land at the ``wait_async`` that retires their group;
+  ``ave.reset`` forgets tags; barriers never clear tags; global writes are not tracked;
+* compute follows DESIGN §2: an elementwise op or a reduction keeps the fields its inputs
+  agree on; an MMA result takes A's row fields and B's column fields; joins (branches on
+  runtime values, ``ave.where``) keep identical values, let ⊥ conform and make
+  disagreements ⊤.
+
+Comparisons whose symbolic parts differ, and guards over runtime sizes, go to z3
+(:mod:`~ave_core.analysis.smt`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from ave_core.analysis.symbolic import (Atom, CondTable, SymInt, SymTable, sym_binop,
+                                        sym_compare)
+from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Op, ScalarType, TensorType,
+                                  TileType, Value)
+
+
+class AnalysisLimit(Exception):
+    """A construct the analysis cannot model precisely (reported as ``unknown``)."""
+
+    def __init__(self, message: str, op: Op | None = None) -> None:
+        super().__init__(message)
+        self.op = op
+
+
+# ============================================================================ tag arrays
+
+@dataclass
+class Tags:
+    """Tags of N elements over F fields (see the module docstring)."""
+
+    pres: np.ndarray   # (N, F) bool
+    top: np.ndarray    # (N, F) bool
+    key: np.ndarray    # (N, F) int32
+    conc: np.ndarray   # (N, F) int64
+    cond: np.ndarray   # (N,) int32 guard id
+    src: np.ndarray    # (N,) int32 index of the ave.tag op (-1 none, -2 mixed)
+    moved: np.ndarray  # (N,) int32 index of the exec record that last moved it (-1 none)
+
+    @staticmethod
+    def bottom(n: int, f: int) -> "Tags":
+        return Tags(np.zeros((n, f), bool), np.zeros((n, f), bool), np.zeros((n, f), np.int32),
+                    np.zeros((n, f), np.int64), np.zeros(n, np.int32), np.full(n, -1, np.int32),
+                    np.full(n, -1, np.int32))
+
+    @property
+    def n(self) -> int:
+        return self.pres.shape[0]
+
+    def take(self, idx: Any) -> "Tags":
+        return Tags(self.pres[idx], self.top[idx], self.key[idx], self.conc[idx],
+                    self.cond[idx], self.src[idx], self.moved[idx])
+
+    def copy(self) -> "Tags":
+        return Tags(self.pres.copy(), self.top.copy(), self.key.copy(), self.conc.copy(),
+                    self.cond.copy(), self.src.copy(), self.moved.copy())
+
+    def put(self, idx: Any, other: "Tags") -> None:
+        self.pres[idx] = other.pres
+        self.top[idx] = other.top
+        self.key[idx] = other.key
+        self.conc[idx] = other.conc
+        self.cond[idx] = other.cond
+        self.src[idx] = other.src
+        self.moved[idx] = other.moved
+
+
+def agree(tags: Sequence[Tags], conds: CondTable) -> Tags:
+    """Elementwise compute: keep the fields on which every input that has them agrees."""
+    base = tags[0].copy()
+    for t in tags[1:]:
+        both = base.pres & t.pres
+        same = both & ~base.top & ~t.top & (base.key == t.key) & (base.conc == t.conc)
+        only_t = t.pres & ~base.pres
+        base.pres = (base.pres & ~both) | same | only_t
+        base.top = np.where(only_t, t.top, base.top & base.pres)
+        base.key = np.where(only_t, t.key, base.key)
+        base.conc = np.where(only_t, t.conc, base.conc)
+        base.cond = conds.conj_arrays(base.cond, t.cond)
+        base.src = np.where(base.src == t.src, base.src,
+                            np.where(base.src < 0, t.src, np.where(t.src < 0, base.src, -2)))
+        base.moved = np.maximum(base.moved, t.moved)
+    return base
+
+
+def join(a: Tags, b: Tags, conds: CondTable) -> Tags:
+    """Control-flow join: identical stay, ⊥ conforms, differing become ⊤."""
+    out = a.copy()
+    both = a.pres & b.pres
+    same = both & ~a.top & ~b.top & (a.key == b.key) & (a.conc == b.conc)
+    only_b = b.pres & ~a.pres
+    out.pres = a.pres | b.pres
+    out.top = np.where(only_b, b.top, np.where(both & ~same, True, a.top))
+    out.key = np.where(only_b, b.key, a.key)
+    out.conc = np.where(only_b, b.conc, a.conc)
+    out.src = np.where(a.src == b.src, a.src, np.where(a.src < 0, b.src,
+                                                      np.where(b.src < 0, a.src, -2)))
+    out.moved = np.maximum(a.moved, b.moved)
+    return out
+
+
+# ============================================================================ runtime objects
+
+@dataclass
+class TensorVal:
+    name: str
+    rank: int
+    tag_op: int | None = None           # index into Engine.tag_ops
+    gather: tuple[int, SymInt] | None = None
+
+
+@dataclass
+class TileVal:
+    space: str
+    dtype: Any
+    shape: tuple[int, ...]
+    tensor: TensorVal | None = None
+    origin: tuple = ()                  # per tensor/base dim: (key, conc) for global; int for shared
+    dims: tuple[int, ...] = ()
+    base: int = 0
+    layout: Any = None
+    lo: int = 0
+    hi: int = 0
+    name: str = ""
+
+
+@dataclass
+class FragVal:
+    tags: Tags                          # N = T * V
+    V: int
+    ival: SymInt | None = None          # integer values (T*V,), for index fragments
+
+
+@dataclass
+class ExecRecord:
+    op: Op
+    loops: tuple
+
+
+@dataclass
+class PairCheck:
+    """The outcome of one assertion execution."""
+
+    op: Op
+    kind: str                           # "mma" | "assert_conform" | "assert_disjoint"
+    compared: int = 0
+    covered: int = 0
+    violation: dict | None = None
+    unknown: str | None = None
+
+
+# ============================================================================ the engine
+
+class Engine:
+    """Abstract execution of one unrolled kernel (see the module docstring)."""
+
+    def __init__(self, kernel: KernelIR, tab: SymTable, conds: CondTable, solver: Any,
+                 fields: list[str]) -> None:
+        self.k = kernel
+        self.T = kernel.threads
+        self.ws = kernel.warp_size
+        self.tab = tab
+        self.conds = conds
+        self.solver = solver
+        self.fields = fields
+        self.F = len(fields)
+        self.tag_ops: list[Op] = []
+        self.tag_names: list[str] = []
+        self.records: list[ExecRecord] = []
+        self.checks: list[PairCheck] = []
+        self.uninit: list[tuple[Op, tuple, int, int]] = []
+        self._tables: dict[int, np.ndarray] = {}
+        self.loops: tuple = ()
+        self.tileds = []
+        for op in kernel.walk():
+            if op.name == "ave.mma" and op.attrs["tiled"] not in self.tileds:
+                self.tileds.append(op.attrs["tiled"])
+
+    # ------------------------------------------------------------------ helpers
+
+    def table(self, layout: Any) -> np.ndarray:
+        k = id(layout)
+        t = self._tables.get(k)
+        if t is None:
+            t = np.asarray(layout.coords_table(), dtype=np.int64)
+            self._tables[k] = t
+        return t
+
+    def record(self, op: Op) -> int:
+        self.records.append(ExecRecord(op, op.attrs.get("loop_indices", ())))
+        return len(self.records) - 1
+
+    def scalar(self, v: Value) -> Any:
+        return self.env[v]
+
+    def uniform(self, v: Value, op: Op, what: str) -> tuple[int, int]:
+        """(key, conc) of a scalar that must be the same for every thread."""
+        s = self.env[v]
+        if not isinstance(s, SymInt):
+            raise AnalysisLimit(f"{what} is not an integer the analysis can follow", op)
+        k, c = s.key.reshape(-1), s.conc.reshape(-1)
+        if np.any(k != k[0]) or np.any(c != c[0]):
+            raise AnalysisLimit(f"{what} differs across threads (a collective operation "
+                                "needs one value)", op)
+        return int(k[0]), int(c[0])
+
+    def concrete(self, v: Value, op: Op, what: str) -> int:
+        k, c = self.uniform(v, op, what)
+        if k != 0:
+            raise AnalysisLimit(f"{what} depends on a runtime value "
+                                f"({self.tab.format(k, c)}); shared-memory addresses must be "
+                                "known after unrolling", op)
+        return c
+
+    # ------------------------------------------------------------------ run
+
+    def run(self) -> None:
+        T = self.T
+        self.env: dict[Value, Any] = {}
+        for p in self.k.params:
+            if isinstance(p.type, TensorType):
+                self.env[p.value] = TensorVal(p.name, p.type.rank)
+            elif isinstance(p.type, ScalarType) and p.type.dtype.is_int:
+                key = self.tab.atom(Atom("param", (p.name,)))
+                self.env[p.value] = SymInt(np.full(T, key, np.int32), np.zeros(T, np.int64))
+            else:
+                self.env[p.value] = None
+        size = 0
+        self.allocs: dict[int, tuple[int, int]] = {}
+        for op in self.k.walk():
+            if op.name == "ave.alloc" and op.attrs["space"] == "shared":
+                size = (size + 127) // 128 * 128
+                self.allocs[id(op)] = (size, size + op.attrs["bytes"])
+                size += op.attrs["bytes"]
+        self.smem = Tags.bottom(max(size, 1), self.F)
+        self.written = np.zeros(max(size, 1), bool)
+        self.active = np.ones(T, bool)
+        self.groups: list[list] = []
+        self.open_group: list = []
+        self.exec_block(self.k.body)
+
+    def exec_block(self, blk: Block) -> list | None:
+        for op in blk.ops:
+            if op.name in ("scf.yield", "ave.yield"):
+                return [self.env.get(v) for v in op.operands]
+            self.loops = op.attrs.get("loop_indices", ())
+            h = getattr(self, "op_" + op.name.replace(".", "_"), None)
+            if h is None:
+                raise AnalysisLimit(f"the analysis does not support {op.name}", op)
+            h(op)
+        return None
+
+    # ------------------------------------------------------------------ scalars
+
+    def op_arith_constant(self, op):
+        v = op.attrs["value"]
+        dt = op.attrs["dtype"]
+        if dt.name == "i1":
+            self.env[op.result] = np.full(self.T, 0 if v else 1, np.int32)
+        elif dt.is_int:
+            self.env[op.result] = SymInt.const(int(v), (self.T,))
+        else:
+            self.env[op.result] = None
+
+    def _int_or_frag(self, x: Any) -> Any:
+        return x
+
+    def _bin(self, op: Op, name: str) -> None:
+        a, b = (self.env.get(v) for v in op.operands)
+        rt = op.result.type
+        if isinstance(rt, FragmentType):
+            self.env[op.result] = self._frag_elementwise(op, [a, b], name)
+            return
+        if rt.dtype.name == "i1" and name in ("and", "or", "xor"):
+            self.env[op.result] = self._bool_op(name, a, b)
+            return
+        if isinstance(a, SymInt) and isinstance(b, SymInt):
+            self.env[op.result] = sym_binop(self.tab, name, a, b)
+        else:
+            self.env[op.result] = None
+
+    def _bool_op(self, name: str, a: Any, b: Any) -> Any:
+        if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
+            return None
+        if name == "and":
+            return self.conds.conj_arrays(a, b)
+        if name == "or":
+            # true if either is concretely true; false if both false; else unknown-true
+            return np.where((a == 0) | (b == 0), 0, np.where((a == 1) & (b == 1), 1, 0))
+        # xor with true (not)
+        return np.where(b == 0, np.where(a == 0, 1, np.where(a == 1, 0, 0)), a)
+
+    for _n in ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "and", "or", "xor", "shl",
+               "shr", "min", "max"):
+        locals()["op_arith_" + _n] = (lambda n: lambda self, op: self._bin(op, n))(_n)
+    del _n
+
+    def op_arith_cmp(self, op):
+        a, b = (self.env.get(v) for v in op.operands)
+        if isinstance(op.result.type, FragmentType):
+            self.env[op.result] = self._frag_elementwise(op, [a, b], "cmp")
+            return
+        if isinstance(a, SymInt) and isinstance(b, SymInt):
+            self.env[op.result] = sym_compare(self.tab, self.conds, op.attrs["pred"], a, b)
+        else:
+            self.env[op.result] = np.zeros(self.T, np.int32)   # unknown: may be true
+
+    def _unary(self, op):
+        x = self.env.get(op.operands[0])
+        if isinstance(op.result.type, FragmentType):
+            self.env[op.result] = self._frag_elementwise(op, [x], op.name)
+        elif isinstance(x, SymInt) and op.name == "arith.neg":
+            self.env[op.result] = sym_binop(self.tab, "mul", x, SymInt.const(-1))
+        else:
+            self.env[op.result] = None
+
+    op_arith_neg = op_math_exp = op_math_exp2 = op_math_log = op_math_log2 = _unary
+    op_math_sqrt = op_math_rsqrt = op_math_abs = op_arith_cast = _unary
+
+    def op_arith_select(self, op):
+        c, a, b = (self.env.get(v) for v in op.operands)
+        if isinstance(op.result.type, FragmentType):
+            fa, fb = self._as_frag(a, op), self._as_frag(b, op)
+            self.env[op.result] = FragVal(join(fa.tags, fb.tags, self.conds), fa.V)
+            return
+        if isinstance(a, SymInt) and isinstance(b, SymInt) and isinstance(c, np.ndarray):
+            if np.all(c == 0):
+                self.env[op.result] = a
+            elif np.all(c == 1):
+                self.env[op.result] = b
+            else:
+                self.env[op.result] = sym_binop(self.tab, "select", a, b)
+        else:
+            self.env[op.result] = None
+
+    # ------------------------------------------------------------------ ids
+
+    def _id(self, op, conc):
+        self.env[op.result] = SymInt(np.zeros(self.T, np.int32), conc.astype(np.int64))
+
+    def op_ave_thread_id(self, op): self._id(op, np.arange(self.T))
+    def op_ave_warp_id(self, op): self._id(op, np.arange(self.T) // self.ws)
+    def op_ave_lane_id(self, op): self._id(op, np.arange(self.T) % self.ws)
+    def op_ave_warp_group_id(self, op): self._id(op, np.arange(self.T) // 128)
+
+    def _atom_scalar(self, op, atom):
+        key = self.tab.atom(atom)
+        self.env[op.result] = SymInt(np.full(self.T, key, np.int32), np.zeros(self.T, np.int64))
+
+    def op_ave_program_id(self, op):
+        self.tab.atom(Atom("nprog", (op.attrs["axis"],)))
+        self._atom_scalar(op, Atom("pid", (op.attrs["axis"],)))
+
+    def op_ave_num_programs(self, op):
+        self._atom_scalar(op, Atom("nprog", (op.attrs["axis"],)))
+
+    def op_ave_dim(self, op):
+        t = self.env[op.operands[0]]
+        self._atom_scalar(op, Atom("dim", (t.name, op.attrs["axis"])))
+
+    def op_ave_stride(self, op):
+        t = self.env[op.operands[0]]
+        self._atom_scalar(op, Atom("stride", (t.name, op.attrs["axis"])))
+
+    # ------------------------------------------------------------------ tensors and tiles
+
+    def op_ave_tag(self, op):
+        t = self.env[op.operands[0]]
+        if not isinstance(t, TensorVal):
+            raise AnalysisLimit("ave.tag of a tile is not supported by the analysis yet", op)
+        self.tag_ops.append(op)
+        self.tag_names.append(t.name)
+        self.env[op.result] = TensorVal(t.name, t.rank, len(self.tag_ops) - 1, t.gather)
+
+    def op_ave_gather(self, op):
+        t: TensorVal = self.env[op.operands[0]]
+        idx = self.env[op.operands[1]]
+        rows = op.attrs["rows"]
+        vals = self._index_values(idx, op, rows)
+        self.env[op.result] = TensorVal(t.name, t.rank, t.tag_op, (op.attrs["dim"], vals))
+
+    op_ave_scatter = op_ave_gather
+
+    def _index_values(self, idx: Any, op: Op, rows: int) -> SymInt:
+        if isinstance(idx, FragVal) and idx.ival is not None:
+            lay = op.operands[1].type.layout
+            tab = self.table(lay)[:, :, 0].reshape(-1)
+            key = np.zeros(rows, np.int32)
+            conc = np.zeros(rows, np.int64)
+            key[tab] = idx.ival.key
+            conc[tab] = idx.ival.conc
+            return SymInt(key, conc)
+        if isinstance(idx, TileVal) and idx.space == "global":
+            coords = [np.arange(rows)]
+            return self._loaded_values(idx, coords, op)
+        # values from shared memory: opaque per row
+        keys = np.array([self.tab.atom(Atom("load", (id(op), r))) for r in range(rows)],
+                        np.int32)
+        return SymInt(keys, np.zeros(rows, np.int64))
+
+    def _loaded_values(self, tile: TileVal, coords: list[np.ndarray], op: Op) -> SymInt:
+        """Values read from a global integer tensor: opaque atoms per element."""
+        tc = self.global_coords(tile, coords)
+        n = len(coords[0])
+        keys = np.empty(n, np.int32)
+        for i in range(n):
+            keys[i] = self.tab.atom(Atom("load", (tile.tensor.name,) + tuple(
+                (int(c.key[i]), int(c.conc[i])) for c in tc)))
+        return SymInt(keys, np.zeros(n, np.int64))
+
+    def op_ave_global_tile(self, op):
+        src: TensorVal = self.env[op.operands[0]]
+        dyn = [self.uniform(v, op, "a tile offset") for v in op.operands[1:]]
+        offs = tuple(dyn[o[1]] if isinstance(o, tuple) else (0, int(o))
+                     for o in op.attrs["offsets"])
+        self.env[op.result] = TileVal("global", op.result.type.dtype, op.attrs["shape"], src,
+                                      offs, tuple(op.attrs["keep"]))
+
+    def op_ave_subtile(self, op):
+        src: TileVal = self.env[op.operands[0]]
+        keep = op.attrs["keep"]
+        origin = list(src.origin)
+        if src.space == "global":
+            dyn = [self.uniform(v, op, "a tile offset") for v in op.operands[1:]]
+            for ld, o in enumerate(op.attrs["offsets"]):
+                k, c = dyn[o[1]] if isinstance(o, tuple) else (0, int(o))
+                bd = src.dims[ld]
+                ok, oc = origin[bd]
+                origin[bd] = (self.tab.add(ok, k), oc + c)
+        else:
+            dyn = [self.concrete(v, op, "a shared tile offset") for v in op.operands[1:]]
+            for ld, o in enumerate(op.attrs["offsets"]):
+                origin[src.dims[ld]] += dyn[o[1]] if isinstance(o, tuple) else int(o)
+        dims = tuple(src.dims[ld] for ld in keep)
+        self.env[op.result] = TileVal(src.space, src.dtype, op.attrs["shape"], src.tensor,
+                                      tuple(origin), dims, src.base, src.layout, src.lo, src.hi,
+                                      src.name)
+
+    def op_ave_transpose(self, op):
+        src: TileVal = self.env[op.operands[0]]
+        perm = op.attrs["perm"]
+        self.env[op.result] = TileVal(src.space, src.dtype, tuple(src.shape[p] for p in perm),
+                                      src.tensor, src.origin, tuple(src.dims[p] for p in perm),
+                                      src.base, src.layout, src.lo, src.hi, src.name)
+
+    def op_ave_alloc(self, op):
+        if op.attrs["space"] != "shared":
+            raise AnalysisLimit("register tiles are not supported by the analysis yet", op)
+        lo, hi = self.allocs[id(op)]
+        shape = op.attrs["shape"]
+        self.env[op.result] = TileVal("shared", op.attrs["dtype"], shape, None,
+                                      (0,) * len(shape), tuple(range(len(shape))), lo,
+                                      op.attrs["layout"], lo, hi, op.results[0].name or "smem")
+
+    def op_ave_view(self, op):
+        src: TileVal = self.env[op.operands[0]]
+        zero = [np.zeros(1, np.int64) for _ in src.shape]
+        addr = int(self.shared_addresses(src, zero)[0])
+        shape = op.attrs["shape"]
+        self.env[op.result] = TileVal("shared", op.attrs["dtype"], shape, None,
+                                      (0,) * len(shape), tuple(range(len(shape))), addr,
+                                      op.attrs["layout"], src.lo, src.hi, src.name)
+
+    # ------------------------------------------------------------------ addressing and tags
+
+    def shared_addresses(self, t: TileVal, coords: Sequence[np.ndarray]) -> np.ndarray:
+        n = np.shape(coords[0])
+        base = [np.full(n, o, np.int64) for o in t.origin]
+        for ld, bd in enumerate(t.dims):
+            base[bd] = base[bd] + coords[ld]
+        off = np.asarray(t.layout(tuple(base)), dtype=np.int64)
+        return t.base + off * t.dtype.bytes
+
+    def global_coords(self, t: TileVal, coords: Sequence[np.ndarray]) -> list[SymInt]:
+        n = np.shape(coords[0])
+        out = []
+        for d, (k, c) in enumerate(t.origin):
+            out.append(SymInt(np.full(n, k, np.int32), np.full(n, c, np.int64)))
+        for ld, bd in enumerate(t.dims):
+            out[bd] = SymInt(out[bd].key, out[bd].conc + coords[ld])
+        if t.tensor.gather is not None:
+            gd, vals = t.tensor.gather
+            r = out[gd]
+            if np.any(r.key != 0):
+                raise AnalysisLimit("a gathered row index with a runtime offset")
+            rr = np.clip(r.conc, 0, len(vals.conc) - 1)
+            out[gd] = SymInt(vals.key[rr], vals.conc[rr])
+        return out
+
+    def tensor_tags(self, t: TensorVal, coords: list[SymInt], n: int) -> Tags:
+        tags = Tags.bottom(n, self.F)
+        if t.tag_op is None:
+            return tags
+        op = self.tag_ops[t.tag_op]
+        region = op.regions[0]
+        env = dict(zip(region.args, coords))
+        for rop in region.ops:
+            if rop.name == "ave.yield":
+                for fname, v in zip(op.attrs["fields"], rop.operands):
+                    f = self.fields.index(fname)
+                    s: SymInt = env[v]
+                    s = s.broadcast((n,))
+                    tags.pres[:, f] = True
+                    tags.key[:, f] = s.key
+                    tags.conc[:, f] = s.conc
+                break
+            if rop.name == "arith.constant":
+                env[rop.result] = SymInt.const(int(rop.attrs["value"]))
+            elif rop.name == "arith.neg":
+                env[rop.result] = sym_binop(self.tab, "mul", env[rop.operands[0]],
+                                            SymInt.const(-1))
+            else:
+                name = rop.name.split(".", 1)[1]
+                env[rop.result] = sym_binop(self.tab, name, env[rop.operands[0]],
+                                            env[rop.operands[1]])
+        tags.src[:] = t.tag_op
+        return tags
+
+    def eval_mask(self, op: Op, coords: list[np.ndarray], tile: TileVal, n: int) -> np.ndarray:
+        """Guard ids (N,) of a masked access (0 = always, 1 = never)."""
+        if not op.attrs.get("masked"):
+            return np.zeros(n, np.int32)
+        region = op.regions[0]
+        if tile.space == "global":
+            args = self.global_coords(tile, coords)
+        else:
+            args = [SymInt.const(c) for c in coords]
+        env = dict(self.env)
+        for a, c in zip(region.args, args):
+            env[a] = c
+        saved = self.env
+        self.env = env
+        try:
+            for rop in region.ops:
+                if rop.name == "ave.yield":
+                    r = self.env[rop.operands[0]]
+                    break
+                if rop.name == "arith.constant":
+                    v = rop.attrs["value"]
+                    self.env[rop.result] = (np.full(n, 0 if v else 1, np.int32)
+                                            if rop.attrs["dtype"].name == "i1"
+                                            else SymInt.const(v) if rop.attrs["dtype"].is_int
+                                            else None)
+                    continue
+                h = getattr(self, "op_" + rop.name.replace(".", "_"))
+                # outer per-thread scalars are uniform in masks of collective ops
+                for v in rop.operands:
+                    x = self.env.get(v)
+                    if isinstance(x, SymInt) and x.shape == (self.T,) and n != self.T:
+                        self.env[v] = SymInt(x.key[:1], x.conc[:1])
+                    elif isinstance(x, np.ndarray) and x.shape == (self.T,) and n != self.T:
+                        self.env[v] = x[:1]
+                h(rop)
+            else:
+                r = None
+        finally:
+            self.env = saved
+        if r is None:
+            return np.zeros(n, np.int32)
+        return np.broadcast_to(np.asarray(r, np.int32), (n,)).copy()
+
+    def read_tags(self, tile: TileVal, coords: list[np.ndarray], op: Op, guard: np.ndarray,
+                  threads: np.ndarray) -> Tags:
+        n = len(coords[0])
+        if tile.space == "global":
+            gc = self.global_coords(tile, coords)
+            tags = self.tensor_tags(tile.tensor, gc, n)
+            tags.cond = guard.copy()
+            off = guard == 1
+            tags.pres[off] = False
+            tags.top[off] = False
+            return tags
+        addr = self.shared_addresses(tile, coords)
+        eb = tile.dtype.bytes
+        if np.any(addr < tile.lo) or np.any(addr + eb > tile.hi):
+            raise AnalysisLimit(f"a shared-memory access outside `{tile.name}`", op)
+        byts = addr[:, None] + np.arange(eb)
+        first = byts[:, 0]
+        tags = self.smem.take(first)
+        if eb > 1:
+            for j in range(1, eb):
+                other = self.smem.take(byts[:, j])
+                diff = (other.pres != tags.pres) | (other.key != tags.key) | \
+                       (other.conc != tags.conc) | (other.top != tags.top)
+                if diff.any():
+                    tags = join(tags, other, self.conds)
+        wr = self.written[byts].all(axis=1)
+        if not wr.all():
+            i = int(np.nonzero(~wr)[0][0])
+            self.uninit.append((op, self.loops, int(threads[i]), int(first[i])))
+        return tags
+
+    def write_bytes(self, tile: TileVal, coords: list[np.ndarray], tags: Tags, op: Op,
+                    deferred: bool) -> Any:
+        addr = self.shared_addresses(tile, coords)
+        eb = tile.dtype.bytes
+        if np.any(addr < tile.lo) or np.any(addr + eb > tile.hi):
+            raise AnalysisLimit(f"a shared-memory access outside `{tile.name}`", op)
+        byts = (addr[:, None] + np.arange(eb)).reshape(-1)
+        rep = np.repeat(np.arange(tags.n), eb)
+        t = tags.take(rep)
+        if deferred:
+            return byts, t
+        self.smem.put(byts, t)
+        self.written[byts] = True
+        return None
+
+    # ------------------------------------------------------------------ movement
+
+    def _copy_plan(self, op: Op, src: TileVal) -> tuple[list[np.ndarray], np.ndarray]:
+        shape = src.shape
+        vb = op.attrs["vector_bytes"]
+        nv = max(1, vb // src.dtype.bytes)
+        idx = np.indices(shape).reshape(len(shape), -1)
+        lin = np.arange(idx.shape[1])
+        nthreads = self.T if op.attrs.get("threads") is None else int(op.attrs["threads"].size)
+        thread = (lin // nv) % nthreads
+        return [idx[d] for d in range(len(shape))], thread
+
+    def _copy(self, op: Op, deferred: bool) -> None:
+        src: TileVal = self.env[op.operands[0]]
+        dst: TileVal = self.env[op.operands[1]]
+        coords, thread = self._copy_plan(op, src)
+        act = self.active[thread]
+        coords = [c[act] for c in coords]
+        thread = thread[act]
+        n = len(thread)
+        if n == 0:
+            return
+        on_dst = op.attrs.get("mask_side") == "dst"
+        guard = self.eval_mask(op, coords, dst if on_dst else src, n)
+        if dst.space == "global":
+            if src.space == "shared":
+                self.read_tags(src, coords, op, np.zeros(n, np.int32), thread)
+            return                                    # global writes are not tracked
+        tags = self.read_tags(src, coords, op, np.zeros(n, np.int32) if on_dst else guard,
+                              thread)
+        rec = self.record(op)
+        tags.moved[:] = rec
+        plan = self.write_bytes(dst, coords, tags, op, deferred)
+        if deferred:
+            self.open_group.append(plan)
+
+    def op_ave_copy(self, op): self._copy(op, False)
+    def op_ave_copy_async(self, op): self._copy(op, True)
+
+    def op_ave_commit_async(self, op):
+        self.groups.append(self.open_group)
+        self.open_group = []
+
+    def op_ave_wait_async(self, op):
+        n = op.attrs["n"]
+        while len(self.groups) > n:
+            for byts, t in self.groups.pop(0):
+                self.smem.put(byts, t)
+                self.written[byts] = True
+
+    def op_ave_barrier(self, op): pass
+    def op_ave_sched_barrier(self, op): pass
+
+    def op_ave_reset(self, op):
+        t: TileVal = self.env[op.operands[0]]
+        coords = [c.reshape(-1) for c in np.indices(t.shape)]
+        addr = self.shared_addresses(t, coords)
+        byts = (addr[:, None] + np.arange(t.dtype.bytes)).reshape(-1)
+        self.smem.put(byts, Tags.bottom(len(byts), self.F))
+
+    def op_ave_load(self, op):
+        src: TileVal = self.env[op.operands[0]]
+        lay = op.attrs["layout"]
+        tab = self.table(lay)
+        T, V, R = tab.shape
+        coords = [tab[:, :, d].reshape(-1) for d in range(R)]
+        threads = np.repeat(np.arange(T), V)
+        n = T * V
+        guard = self.eval_mask(op, coords, src, n)
+        tags = self.read_tags(src, coords, op, guard, threads)
+        rec = self.record(op)
+        tags.moved[:] = rec
+        ival = None
+        if op.result.type.dtype.is_int and src.space == "global":
+            ival = self._loaded_values(src, coords, op)
+        self.env[op.result] = FragVal(tags, V, ival)
+
+    def op_ave_store(self, op):
+        dst: TileVal = self.env[op.operands[0]]
+        fr: FragVal = self.env[op.operands[1]]
+        if dst.space == "global":
+            return
+        lay = op.operands[1].type.layout
+        tab = self.table(lay)
+        T, V, R = tab.shape
+        coords = [tab[:, :, d].reshape(-1) for d in range(R)]
+        act = np.repeat(self.active, V)
+        tags = fr.tags.copy()
+        tags.moved[:] = self.record(op)
+        self.write_bytes(dst, [c[act] for c in coords], tags.take(act), op, False)
+
+    # ------------------------------------------------------------------ fragments
+
+    def _as_frag(self, x: Any, op: Op) -> FragVal:
+        if isinstance(x, FragVal):
+            return x
+        V = 1
+        for v in op.results:
+            t = v.type
+            if isinstance(t, FragmentType) and t.layout is not None:
+                V = t.layout.num_values
+        return FragVal(Tags.bottom(self.T * V, self.F), V)
+
+    def _frag_elementwise(self, op: Op, xs: list, name: str) -> FragVal:
+        frs = [x for x in xs if isinstance(x, FragVal)]
+        V = frs[0].V if frs else 1
+        if not frs:
+            return self._as_frag(None, op)
+        tags = agree([f.tags for f in frs], self.conds)
+        ival = None
+        if op.result.type.dtype.is_int and all(
+                isinstance(x, FragVal) and x.ival is not None or isinstance(x, SymInt)
+                for x in xs) and name in ("add", "sub", "mul", "floordiv", "mod"):
+            vals = []
+            for x in xs:
+                if isinstance(x, FragVal):
+                    vals.append(x.ival)
+                else:
+                    vals.append(SymInt(np.repeat(x.key, V), np.repeat(x.conc, V)))
+            ival = sym_binop(self.tab, name, vals[0], vals[1])
+        return FragVal(tags, V, ival)
+
+    def op_ave_full(self, op):
+        V = op.attrs["layout"].num_values
+        self.env[op.result] = FragVal(Tags.bottom(self.T * V, self.F), V)
+
+    def op_ave_coord(self, op):
+        tab = self.table(op.attrs["layout"])
+        T, V, _ = tab.shape
+        vals = tab[:, :, op.attrs["axis"]].reshape(-1)
+        self.env[op.result] = FragVal(Tags.bottom(T * V, self.F), V, SymInt.const(vals))
+
+    def op_ave_materialize(self, op):
+        self.env[op.result] = self.env[op.operands[0]]
+
+    op_ave_expand_dims = op_ave_materialize
+
+    def op_ave_broadcast(self, op):
+        x: FragVal = self.env[op.operands[0]]
+        lay = op.operands[0].type.layout
+        dst = op.result.type.layout
+        if getattr(lay, "parent", None) == dst:
+            self.env[op.result] = x
+            return
+        keep = list(op.attrs["keep"])
+        tp = self.table(lay.parent)[:, :, keep]
+        td = self.table(dst)[:, :, keep]
+        rshape = tuple(op.result.type.shape[a] for a in keep)
+        T = tp.shape[0]
+        sl = np.ravel_multi_index(tuple(tp[:, :, i] for i in range(len(keep))), rshape)
+        dl = np.ravel_multi_index(tuple(td[:, :, i] for i in range(len(keep))), rshape)
+        V1, V2 = sl.shape[1], dl.shape[1]
+        idx = np.empty((T, V2), np.int64)
+        for t in range(T):
+            lookup = dict(zip(sl[t].tolist(), range(V1)))
+            idx[t] = [t * V1 + lookup[i] for i in dl[t].tolist()]
+        self.env[op.result] = FragVal(x.tags.take(idx.reshape(-1)), V2)
+
+    def _dense_index(self, layout: Any, shape: tuple) -> np.ndarray:
+        tab = self.table(layout)
+        T, V, R = tab.shape
+        return np.ravel_multi_index(tuple(tab[:, :, d].reshape(-1) for d in range(R)), shape)
+
+    def op_ave_convert(self, op):
+        x: FragVal = self.env[op.operands[0]]
+        shape = op.operands[0].type.shape
+        src_lin = self._dense_index(op.operands[0].type.layout, shape)
+        dst_lin = self._dense_index(op.attrs["layout"], shape)
+        T = self.T
+        V1 = x.V
+        V2 = op.attrs["layout"].num_values
+        # prefer a holder in the same thread (register-only conversions), else any holder
+        first_any = np.full(int(np.prod(shape)), -1, np.int64)
+        first_any[src_lin[::-1]] = np.arange(len(src_lin))[::-1]
+        idx = first_any[dst_lin].reshape(T, V2)
+        st = src_lin.reshape(T, V1)
+        dt = dst_lin.reshape(T, V2)
+        for t in range(T):
+            lookup = dict(zip(st[t].tolist(), range(V1)))
+            for j, c in enumerate(dt[t].tolist()):
+                i = lookup.get(c)
+                if i is not None:
+                    idx[t, j] = t * V1 + i
+        self.env[op.result] = FragVal(x.tags.take(idx.reshape(-1)), V2,
+                                      x.ival.take(idx.reshape(-1)) if x.ival is not None else None)
+
+    def op_ave_reduce(self, op):
+        x: FragVal = self.env[op.operands[0]]
+        src_t = op.operands[0].type
+        axis = op.attrs["axis"]
+        tab = self.table(src_t.layout)
+        T, V, R = tab.shape
+        keep = [d for d in range(R) if d != axis]
+        kshape = tuple(src_t.shape[d] for d in keep)
+        key = np.ravel_multi_index(tuple(tab[:, :, d].reshape(-1) for d in keep), kshape) \
+            if keep else np.zeros(T * V, np.int64)
+        t = x.tags
+        n = int(np.prod(kshape)) if kshape else 1
+        F = self.F
+        # a field survives for a reduced element iff every contributing element has it
+        # with one value
+        agree_f = np.ones((n, F), bool)
+        for f in range(F):
+            pres = t.pres[:, f] & ~t.top[:, f]
+            cnt = np.bincount(key, minlength=n)
+            cntp = np.bincount(key, weights=pres, minlength=n)
+            kmin = np.full(n, np.iinfo(np.int64).max)
+            kmax = np.full(n, np.iinfo(np.int64).min)
+            np.minimum.at(kmin, key, t.key[:, f].astype(np.int64))
+            np.maximum.at(kmax, key, t.key[:, f].astype(np.int64))
+            cmin = np.full(n, np.iinfo(np.int64).max)
+            cmax = np.full(n, np.iinfo(np.int64).min)
+            np.minimum.at(cmin, key, t.conc[:, f])
+            np.maximum.at(cmax, key, t.conc[:, f])
+            agree_f[:, f] = (cnt == cntp) & (kmin == kmax) & (cmin == cmax)
+        out = t.copy()
+        out.pres = t.pres & agree_f[key]
+        out.top = np.zeros_like(t.top)
+        self.env[op.result] = FragVal(out, V)
+
+    # ------------------------------------------------------------------ MMA
+
+    def op_ave_mma(self, op):
+        a: FragVal = self.env[op.operands[0]]
+        b: FragVal = self.env[op.operands[1]]
+        c: FragVal = self.env[op.operands[2]]
+        tiled = op.attrs["tiled"]
+        ta, tb, tc = self.table(tiled.a), self.table(tiled.b), self.table(tiled.c)
+        BM, BN, BK = tiled.tile
+        at = tiled.atom.threads
+        F = self.F
+        check = PairCheck(op, "mma")
+        out = c.tags.copy()
+        for w in range(self.T // at):
+            ts = np.arange(w * at, (w + 1) * at)
+            if not self.active[ts].any():
+                continue
+            A = self._warp_dense(a, ta, ts, (BM, BK))
+            B = self._warp_dense(b, tb, ts, (BK, BN))
+            self._pair(check, A, B, (1, 0), None, op)
+            # result tags of the warp's C elements: A's fields constant along k (row
+            # fields), B's fields constant along k (column fields)
+            row = self._constant_along(A, axis=1)          # per m
+            col = self._constant_along(B, axis=0)          # per n
+            cc = tc[ts].reshape(-1, 2)
+            flat = (ts[:, None] * c.V + np.arange(c.V)[None, :]).reshape(-1)
+            rt = row.take(cc[:, 0])
+            ct = col.take(cc[:, 1])
+            new = agree([rt, ct], self.conds)
+            cur = out.take(flat)
+            merged = agree([cur, new], self.conds) if cur.pres.any() else new
+            merged.moved[:] = -1
+            out.put(flat, merged)
+        self.checks.append(check)
+        self.env[op.result] = FragVal(out, c.V)
+
+    def _warp_dense(self, x: FragVal, tab: np.ndarray, ts: np.ndarray, shape: tuple) -> dict:
+        """Dense (shape) tags of the elements the warp's threads hold (+ holder thread)."""
+        V = x.V
+        coords = tab[ts].reshape(-1, 2)
+        flat = (ts[:, None] * V + np.arange(V)[None, :]).reshape(-1)
+        lin = coords[:, 0] * shape[1] + coords[:, 1]
+        n = shape[0] * shape[1]
+        order = np.arange(len(lin))[::-1]
+        pick = np.full(n, -1, np.int64)
+        pick[lin[order]] = flat[order]
+        held = pick >= 0
+        tags = x.tags.take(np.where(held, pick, 0))
+        tags.pres &= held[:, None]
+        holder = np.where(held, pick // V, -1)
+        reg = np.where(held, pick % V, -1)
+        return {"tags": tags, "holder": holder, "reg": reg, "held": held, "shape": shape}
+
+    def _constant_along(self, D: dict, axis: int) -> Tags:
+        t: Tags = D["tags"]
+        rows, cols = D["shape"]
+        F = self.F
+        shp = (rows, cols)
+        pres = t.pres.reshape(rows, cols, F)
+        top = t.top.reshape(rows, cols, F)
+        key = t.key.reshape(rows, cols, F)
+        conc = t.conc.reshape(rows, cols, F)
+        held = D["held"].reshape(shp)
+        if axis == 1:
+            idx0 = np.argmax(held, axis=1)
+            r = np.arange(rows)
+            ok = np.all(~held[:, :, None] | (pres & ~top & (key == key[r, idx0][:, None]) &
+                                             (conc == conc[r, idx0][:, None])), axis=1)
+            base = t.take(r * cols + idx0)
+        else:
+            idx0 = np.argmax(held, axis=0)
+            cidx = np.arange(cols)
+            ok = np.all(~held[:, :, None] | (pres & ~top & (key == key[idx0, cidx][None, :]) &
+                                             (conc == conc[idx0, cidx][None, :])), axis=0)
+            base = t.take(idx0 * cols + cidx)
+        base.pres = base.pres & ok
+        base.top = base.top & ok
+        return base
+
+    # ------------------------------------------------------------------ pairing checks
+
+    def _pair(self, check: PairCheck, X: dict, Y: dict, contract: tuple | None,
+              fields: tuple | None, op: Op) -> None:
+        """Compare paired elements of two dense operands (see assert_conform)."""
+        if check.violation is not None or check.unknown is not None:
+            # still count coverage cheaply
+            pass
+        tx, ty = X["tags"], Y["tags"]
+        F = self.F
+        fmask = np.ones(F, bool) if fields is None else np.array(
+            [f in fields for f in self.fields])
+        if contract is None:
+            px = np.arange(tx.n)
+            py = np.arange(ty.n)
+            ix, iy = px, py
+        else:
+            i, j = contract
+            sx, sy = X["shape"], Y["shape"]
+            # x: (a, k) with k on axis i; y: (k, b) with k on axis j  (2-D operands)
+            kx = sx[i]
+            ox = sx[1 - i]
+            oy = sy[1 - j]
+            a_idx = np.arange(ox)
+            b_idx = np.arange(oy)
+            k_idx = np.arange(kx)
+            A, K, Bi = np.meshgrid(a_idx, k_idx, b_idx, indexing="ij")
+            ix = (A * sx[1] + K) if i == 1 else (K * sx[1] + A)
+            iy = (K * sy[1] + Bi) if j == 0 else (Bi * sy[1] + K)
+            ix, iy = ix.reshape(-1), iy.reshape(-1)
+        valid = X["held"][ix] & Y["held"][iy]
+        ix, iy = ix[valid], iy[valid]
+        pres_x = tx.pres[ix]
+        pres_y = ty.pres[iy]
+        common = pres_x & pres_y & fmask[None, :]
+        # a field compared only where both sides have it; the pair is covered when every
+        # compared field (the common fields of the two tags) is present on both
+        named = fmask[None, :] & (tx.pres[ix] | ty.pres[iy]) if fields is not None else None
+        if fields is not None:
+            covered = np.all(~named | common, axis=1) & np.any(common, axis=1)
+        else:
+            covered = np.any(common, axis=1)
+        check.compared += len(ix)
+        check.covered += int(covered.sum())
+        if check.violation is not None:
+            return
+        topv = common & (tx.top[ix] | ty.top[iy])
+        diffk = common & ~topv & (tx.key[ix] != ty.key[iy])
+        diffc = common & ~topv & (tx.key[ix] == ty.key[iy]) & (tx.conc[ix] != ty.conc[iy])
+        guard_x, guard_y = tx.cond[ix], ty.cond[iy]
+        cand = np.any(topv | diffk | diffc, axis=1)
+        if not cand.any():
+            return
+        # order candidates by (holder of x, holder of y, x index, y index): minimal witness
+        hx = X["holder"][ix]
+        hy = Y["holder"][iy]
+        cidx = np.nonzero(cand)[0]
+        order = np.lexsort((iy[cidx], ix[cidx], hy[cidx], hx[cidx]))
+        for p in cidx[order][:64]:
+            for f in np.nonzero(topv[p] | diffk[p] | diffc[p])[0]:
+                g = self.conds.conj(int(guard_x[p]), int(guard_y[p]))
+                if g == 1:
+                    continue
+                if topv[p, f]:
+                    res = self.solver.satisfiable(g)
+                    why = "top"
+                elif diffk[p, f]:
+                    res = self.solver.differ(int(tx.key[ix[p], f]), int(tx.conc[ix[p], f]),
+                                             int(ty.key[iy[p], f]), int(ty.conc[iy[p], f]), g)
+                    why = "differ"
+                else:
+                    res = self.solver.satisfiable(g)
+                    why = "differ"
+                if res.status == "unsat":
+                    continue
+                if res.status == "unknown":
+                    check.unknown = res.reason
+                    return
+                check.violation = self._witness(op, X, Y, int(ix[p]), int(iy[p]), int(f),
+                                                res.model, why)
+                return
+
+    def _witness(self, op: Op, X: dict, Y: dict, ix: int, iy: int, f: int, model: dict,
+                 why: str) -> dict:
+        tx, ty = X["tags"], Y["tags"]
+
+        def val(t: Tags, i: int, ff: int) -> Any:
+            if not t.pres[i, ff]:
+                return None
+            if t.top[i, ff]:
+                return "⊤"
+            return self._concretize(int(t.key[i, ff]), int(t.conc[i, ff]), model)
+
+        def fields_of(t: Tags, i: int) -> dict:
+            return {name: val(t, i, ff) for ff, name in enumerate(self.fields)
+                    if t.pres[i, ff]}
+
+        hx, hy = int(X["holder"][ix]), int(Y["holder"][iy])
+        threads = []
+        for h in (hx, hy):
+            if h >= 0 and h not in [x["thread"] for x in threads]:
+                threads.append({"thread": h, "warp": h // self.ws, "lane": h % self.ws})
+        cx = np.unravel_index(ix, X["shape"])
+        cy = np.unravel_index(iy, Y["shape"])
+        points = []
+        for t, i, label in ((tx, ix, "x"), (ty, iy, "y")):
+            s = int(t.src[i])
+            if s >= 0:
+                top = self.tag_ops[s]
+                points.append({"file": top.loc.file, "range": top.loc.range.to_json(),
+                               "label": f"{label}: tag introduced ({self.tag_names[s]})"})
+            m = int(t.moved[i])
+            if m >= 0:
+                rec = self.records[m]
+                loops = ", ".join(f"{k}={v}" for k, v in rec.loops)
+                points.append({"file": rec.op.loc.file, "range": rec.op.loc.range.to_json(),
+                               "label": f"{label}: last moved by {rec.op.name}"
+                                        + (f" ({loops})" if loops else "")})
+        block = [int(model.get(f"program_id({a})", 0)) for a in range(3)]
+        sx, sy = int(tx.src[ix]), int(ty.src[iy])
+        return {
+            "block": block,
+            "threads": threads,
+            "loop_indices": {k: v for k, v in self.loops},
+            "field": self.fields[f],
+            "why": why,
+            "operands": {
+                "x": {"tensor": self.tag_names[sx] if sx >= 0 else None,
+                      "slot": [int(c) for c in cx], "thread": hx,
+                      "register": int(X["reg"][ix]) if "reg" in X else None,
+                      "tags": fields_of(tx, ix)},
+                "y": {"tensor": self.tag_names[sy] if sy >= 0 else None,
+                      "slot": [int(c) for c in cy], "thread": hy,
+                      "register": int(Y["reg"][iy]) if "reg" in Y else None,
+                      "tags": fields_of(ty, iy)},
+            },
+            "program_points": points,
+            "model": {k: v for k, v in model.items() if not k.startswith("__")},
+        }
+
+    def _concretize(self, key: int, conc: int, model: dict) -> int | str:
+        if key == 0:
+            return int(conc)
+        total = int(conc)
+        for a, c in self.tab.lins[key]:
+            name = str(self.tab.atoms[a])
+            if name not in model:
+                return self.tab.format(key, conc)
+            total += c * int(model[name])
+        return total
+
+    # ------------------------------------------------------------------ assertions
+
+    def _dense_frag(self, x: Any, vtype: Any) -> dict:
+        if isinstance(x, FragVal):
+            lay = vtype.layout
+            tab = self.table(lay)
+            T, V, R = tab.shape
+            shape = vtype.shape
+            lin = np.ravel_multi_index(tuple(tab[:, :, d].reshape(-1) for d in range(R)), shape)
+            n = int(np.prod(shape))
+            pick = np.full(n, -1, np.int64)
+            order = np.arange(len(lin))[::-1]
+            pick[lin[order]] = order
+            held = pick >= 0
+            tags = x.tags.take(np.where(held, pick, 0))
+            return {"tags": tags, "holder": np.where(held, pick // V, -1),
+                    "reg": np.where(held, pick % V, -1), "held": held, "shape": shape}
+        raise AnalysisLimit("assert_conform on tiles is not supported by the analysis yet")
+
+    def op_ave_assert_conform(self, op):
+        x, y = (self.env[v] for v in op.operands)
+        check = PairCheck(op, "assert_conform")
+        tx, ty = op.operands[0].type, op.operands[1].type
+        contract = op.attrs.get("contract")
+        fields = op.attrs.get("fields")
+        lx, ly = getattr(tx, "layout", None), getattr(ty, "layout", None)
+        tiled = next((t for t in self.tileds if t.a == lx and t.b == ly), None) \
+            if lx is not None and ly is not None and contract == (1, 0) else None
+        if tiled is not None and contract == (1, 0):
+            at = tiled.atom.threads
+            for w in range(self.T // at):
+                ts = np.arange(w * at, (w + 1) * at)
+                X = self._warp_dense(x, self.table(lx), ts, tx.shape)
+                Y = self._warp_dense(y, self.table(ly), ts, ty.shape)
+                self._pair(check, X, Y, contract, fields, op)
+        else:
+            X = self._dense_frag(x, tx)
+            Y = self._dense_frag(y, ty)
+            self._pair(check, X, Y, contract, fields, op)
+        self.checks.append(check)
+
+    def op_ave_assert_disjoint(self, op):
+        x, y = (self.env[v] for v in op.operands)
+        check = PairCheck(op, "assert_disjoint")
+        if x.space != "shared" or y.space != "shared":
+            check.unknown = "assert_disjoint of global tiles is not modelled"
+            self.checks.append(check)
+            return
+        cx = [c.reshape(-1) for c in np.indices(x.shape)]
+        cy = [c.reshape(-1) for c in np.indices(y.shape)]
+        ax = self.shared_addresses(x, cx)
+        ay = self.shared_addresses(y, cy)
+        bx = (ax[:, None] + np.arange(x.dtype.bytes)).reshape(-1)
+        by = (ay[:, None] + np.arange(y.dtype.bytes)).reshape(-1)
+        common = np.intersect1d(bx, by)
+        check.compared = 1
+        check.covered = 1
+        if common.size:
+            byte = int(common[0])
+            i = int(np.nonzero(bx == byte)[0][0]) // x.dtype.bytes
+            j = int(np.nonzero(by == byte)[0][0]) // y.dtype.bytes
+            check.violation = {
+                "block": [0, 0, 0], "threads": [], "loop_indices": dict(self.loops),
+                "byte": byte, "overlap_bytes": int(common.size),
+                "coordinates": {"x": [int(c[i]) for c in cx], "y": [int(c[j]) for c in cy]},
+                "program_points": [], "tags": {},
+            }
+        self.checks.append(check)
+
+    # ------------------------------------------------------------------ control flow
+
+    def op_scf_if(self, op):
+        c = self.env.get(op.operands[0])
+        c = np.broadcast_to(np.asarray(c if c is not None else 0), (self.T,))
+        then_m = self.active & (c == 0)
+        else_m = self.active & (c == 1)
+        sym = self.active & (c > 1)
+        outs = []
+        saved = self.active
+        for mask, region in ((then_m | sym, op.regions[0]), (else_m | sym, op.regions[1])):
+            if not mask.any():
+                outs.append(None)
+                continue
+            self.active = mask
+            try:
+                outs.append(self.exec_block(region) or [])
+            finally:
+                self.active = saved
+        for i, r in enumerate(op.results):
+            tv = outs[0][i] if outs[0] is not None else None
+            ev = outs[1][i] if outs[1] is not None else None
+            if tv is None or ev is None:
+                self.env[r] = tv if ev is None else ev
+            elif isinstance(tv, FragVal) and isinstance(ev, FragVal):
+                self.env[r] = FragVal(join(tv.tags, ev.tags, self.conds), tv.V)
+            else:
+                self.env[r] = tv if _same_sym(tv, ev) else None
+
+    def op_scf_for(self, op):
+        raise AnalysisLimit("a loop survived unrolling", op)
+
+
+def _same_sym(a: Any, b: Any) -> bool:
+    if isinstance(a, SymInt) and isinstance(b, SymInt):
+        return bool(np.array_equal(a.key, b.key) and np.array_equal(a.conc, b.conc))
+    return a is b
+
