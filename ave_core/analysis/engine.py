@@ -927,82 +927,119 @@ class Engine:
 
     def _pair(self, check: PairCheck, X: dict, Y: dict, contract: tuple | None,
               fields: tuple | None, op: Op) -> None:
-        """Compare paired elements of two dense operands (see assert_conform)."""
-        if check.violation is not None or check.unknown is not None:
-            # still count coverage cheaply
-            pass
-        tx, ty = X["tags"], Y["tags"]
+        """Compare paired elements of two dense operands (see assert_conform).
+
+        Without ``contract`` element c of x pairs with element c of y. With
+        ``contract=(i, j)`` (2-D operands), x's element (.., c_i, ..) pairs with every element
+        of y whose coordinate j is c_i. Per contracted index, the check is O(rows + cols):
+        when the x values of a compared field are all equal along the other axis, and so are
+        the y values, one comparison decides every pair; only a violating index is expanded
+        pair by pair, to find the minimal witness (lowest threads).
+        """
         F = self.F
-        fmask = np.ones(F, bool) if fields is None else np.array(
+        tx, ty = X["tags"], Y["tags"]
+        fsel = np.ones(F, bool) if fields is None else np.array(
             [f in fields for f in self.fields])
+        fx = np.any(tx.pres[X["held"]], axis=0) if X["held"].any() else np.zeros(F, bool)
+        fy = np.any(ty.pres[Y["held"]], axis=0) if Y["held"].any() else np.zeros(F, bool)
+        common = fsel & fx & fy
         if contract is None:
-            px = np.arange(tx.n)
-            py = np.arange(ty.n)
-            ix, iy = px, py
-        else:
-            i, j = contract
-            sx, sy = X["shape"], Y["shape"]
-            # x: (a, k) with k on axis i; y: (k, b) with k on axis j  (2-D operands)
-            kx = sx[i]
-            ox = sx[1 - i]
-            oy = sy[1 - j]
-            a_idx = np.arange(ox)
-            b_idx = np.arange(oy)
-            k_idx = np.arange(kx)
-            A, K, Bi = np.meshgrid(a_idx, k_idx, b_idx, indexing="ij")
-            ix = (A * sx[1] + K) if i == 1 else (K * sx[1] + A)
-            iy = (K * sy[1] + Bi) if j == 0 else (Bi * sy[1] + K)
-            ix, iy = ix.reshape(-1), iy.reshape(-1)
-        valid = X["held"][ix] & Y["held"][iy]
-        ix, iy = ix[valid], iy[valid]
-        pres_x = tx.pres[ix]
-        pres_y = ty.pres[iy]
-        common = pres_x & pres_y & fmask[None, :]
-        # a field compared only where both sides have it; the pair is covered when every
-        # compared field (the common fields of the two tags) is present on both
-        named = fmask[None, :] & (tx.pres[ix] | ty.pres[iy]) if fields is not None else None
-        if fields is not None:
-            covered = np.all(~named | common, axis=1) & np.any(common, axis=1)
-        else:
-            covered = np.any(common, axis=1)
-        check.compared += len(ix)
-        check.covered += int(covered.sum())
-        if check.violation is not None:
+            ix = np.nonzero(X["held"] & Y["held"])[0]
+            iy = ix
+            check.compared += len(ix)
+            cov = np.all(tx.pres[ix][:, common] & ty.pres[iy][:, common], axis=1) \
+                if common.any() else np.zeros(len(ix), bool)
+            check.covered += int(cov.sum())
+            if check.violation is None and check.unknown is None and common.any():
+                self._find(check, X, Y, ix, iy, common, op)
             return
-        topv = common & (tx.top[ix] | ty.top[iy])
-        diffk = common & ~topv & (tx.key[ix] != ty.key[iy])
-        diffc = common & ~topv & (tx.key[ix] == ty.key[iy]) & (tx.conc[ix] != ty.conc[iy])
-        guard_x, guard_y = tx.cond[ix], ty.cond[iy]
+        i, j = contract
+        sx, sy = X["shape"], Y["shape"]
+        ox, kx = (sx[0], sx[1]) if i == 1 else (sx[1], sx[0])
+        oy = sy[1] if j == 0 else sy[0]
+        # index grids: xi[a, k], yi[k, b] -> flat indices into the dense operands
+        a_ = np.arange(ox)[:, None]
+        k_ = np.arange(kx)[None, :]
+        xi = (a_ * sx[1] + k_) if i == 1 else (k_ * sx[1] + a_)
+        kk = np.arange(kx)[:, None]
+        b_ = np.arange(oy)[None, :]
+        yi = (kk * sy[1] + b_) if j == 0 else (b_ * sy[1] + kk)
+        hx = X["held"][xi]                     # (ox, kx)
+        hy = Y["held"][yi]                     # (kx, oy)
+        nx = hx.sum(axis=0)
+        ny = hy.sum(axis=1)
+        check.compared += int((nx * ny).sum())
+        if not common.any():
+            return
+        cx = hx & np.all(tx.pres[xi][:, :, common], axis=2)
+        cy = hy & np.all(ty.pres[yi][:, :, common], axis=2)
+        check.covered += int((cx.sum(axis=0) * cy.sum(axis=1)).sum())
+        if check.violation is not None or check.unknown is not None:
+            return
+        bad_k = np.zeros(kx, bool)
+        for f in np.nonzero(common)[0]:
+            px = tx.pres[xi, f] & hx
+            py = ty.pres[yi, f] & hy
+            anyx, anyy = px.any(axis=0), py.any(axis=1)
+            topx = (tx.top[xi, f] & px).any(axis=0)
+            topy = (ty.top[yi, f] & py).any(axis=1)
+            big = np.iinfo(np.int64).max
+            kxv = np.where(px, tx.key[xi, f], -1).astype(np.int64)
+            cxv = np.where(px, tx.conc[xi, f], 0)
+            kyv = np.where(py, ty.key[yi, f], -1).astype(np.int64)
+            cyv = np.where(py, ty.conc[yi, f], 0)
+            kxmin = np.where(px, kxv, big).min(axis=0)
+            kxmax = np.where(px, kxv, -big).max(axis=0)
+            cxmin = np.where(px, cxv, big).min(axis=0)
+            cxmax = np.where(px, cxv, -big).max(axis=0)
+            kymin = np.where(py, kyv, big).min(axis=1)
+            kymax = np.where(py, kyv, -big).max(axis=1)
+            cymin = np.where(py, cyv, big).min(axis=1)
+            cymax = np.where(py, cyv, -big).max(axis=1)
+            const = (kxmin == kxmax) & (cxmin == cxmax) & (kymin == kymax) & (cymin == cymax)
+            same = const & (kxmin == kymin) & (cxmin == cymin)
+            bad_k |= anyx & anyy & (topx | topy | ~same)
+        for k in np.nonzero(bad_k)[0]:
+            mx = np.nonzero(hx[:, k])[0]
+            my = np.nonzero(hy[k, :])[0]
+            ix = np.repeat(xi[mx, k], len(my))
+            iy = np.tile(yi[k, my], len(mx))
+            self._find(check, X, Y, ix, iy, common, op)
+            if check.violation is not None or check.unknown is not None:
+                return
+
+    def _find(self, check: PairCheck, X: dict, Y: dict, ix: np.ndarray, iy: np.ndarray,
+              common: np.ndarray, op: Op) -> None:
+        """Among explicit pairs, find the minimal one whose tags can differ (SMT if needed)."""
+        tx, ty = X["tags"], Y["tags"]
+        both = tx.pres[ix] & ty.pres[iy] & common[None, :]
+        topv = both & (tx.top[ix] | ty.top[iy])
+        diffk = both & ~topv & (tx.key[ix] != ty.key[iy])
+        diffc = both & ~topv & (tx.key[ix] == ty.key[iy]) & (tx.conc[ix] != ty.conc[iy])
         cand = np.any(topv | diffk | diffc, axis=1)
         if not cand.any():
             return
-        # order candidates by (holder of x, holder of y, x index, y index): minimal witness
         hx = X["holder"][ix]
         hy = Y["holder"][iy]
         cidx = np.nonzero(cand)[0]
         order = np.lexsort((iy[cidx], ix[cidx], hy[cidx], hx[cidx]))
         for p in cidx[order][:64]:
             for f in np.nonzero(topv[p] | diffk[p] | diffc[p])[0]:
-                g = self.conds.conj(int(guard_x[p]), int(guard_y[p]))
+                g = self.conds.conj(int(tx.cond[ix[p]]), int(ty.cond[iy[p]]))
                 if g == 1:
                     continue
-                if topv[p, f]:
-                    res = self.solver.satisfiable(g)
-                    why = "top"
-                elif diffk[p, f]:
+                if diffk[p, f]:
                     res = self.solver.differ(int(tx.key[ix[p], f]), int(tx.conc[ix[p], f]),
                                              int(ty.key[iy[p], f]), int(ty.conc[iy[p], f]), g)
-                    why = "differ"
                 else:
                     res = self.solver.satisfiable(g)
-                    why = "differ"
                 if res.status == "unsat":
                     continue
                 if res.status == "unknown":
                     check.unknown = res.reason
                     return
                 check.violation = self._witness(op, X, Y, int(ix[p]), int(iy[p]), int(f),
-                                                res.model, why)
+                                                res.model, "top" if topv[p, f] else "differ")
                 return
 
     def _witness(self, op: Op, X: dict, Y: dict, ix: int, iy: int, f: int, model: dict,

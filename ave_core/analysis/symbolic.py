@@ -276,12 +276,12 @@ class CondTable:
         return r
 
     def conj_arrays(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Elementwise conjunction, approximated: false if either is false, else one of the
+        symbolic guards (the first). Guards only decide whether a witness' elements can be
+        unmasked together; every guard the front end builds (``i < size``) is satisfiable
+        on its own, and a dropped conjunct can only make a witness query easier."""
         a, b = np.broadcast_arrays(a, b)
-        if not a.any():
-            return b.copy()
-        if not b.any():
-            return a.copy()
-        return _pairwise_cond(self, a, b)
+        return np.where((a == 1) | (b == 1), 1, np.where(a != 0, a, b)).astype(np.int32)
 
 
 def _pairwise_cond(ct: CondTable, a: np.ndarray, b: np.ndarray) -> np.ndarray:
