@@ -180,15 +180,21 @@ def _diagnose(kernel: KernelIR, r: AssertionResult) -> list[Diagnostic]:
         ops = w.get("operands", {})
         x, y = ops.get("x", {}), ops.get("y", {})
         f = w.get("field")
-        xn = x.get("tensor") or ("A" if r.kind == "mma" else "x")
-        yn = y.get("tensor") or ("B" if r.kind == "mma" else "y")
+        xn = x.get("tensor") or "computed"
+        yn = y.get("tensor") or "computed"
         xv = x.get("tags", {}).get(f, "nothing")
         yv = y.get("tags", {}).get(f, "nothing")
         loops = ", ".join(f"{k}={v}" for k, v in w.get("loop_indices", {}).items())
         what = "MMA operand pairing violated" if r.kind == "mma" else "assert_conform violated"
+        la, lb = ("A", "B") if r.kind == "mma" else ("x", "y")
+
+        def desc(label: str, name: str, tags: dict) -> str:
+            inner = ", ".join(f"{k}={v}" for k, v in tags.items())
+            return f"{name}[{inner}]" if inner else name
+
         msg = f"{what}: {_fmt_threads(w)}{', ' + loops if loops else ''}: " \
-              f"{'A' if r.kind == 'mma' else 'x'} holds {xn} {f}={xv} but " \
-              f"{'B' if r.kind == 'mma' else 'y'} holds {yn} {f}={yv}"
+              f"{la} holds {f}={xv} ({desc(la, xn, x.get('tags', {}))}) but " \
+              f"{lb} holds {f}={yv} ({desc(lb, yn, y.get('tags', {}))})"
         related = [Related(Location(p["file"], _range(p["range"])), p["label"])
                    for p in w.get("program_points", [])]
         notes = [f"x = {xn}{x.get('tags')} (slot {x.get('slot')}, thread {x.get('thread')}), "

@@ -1107,7 +1107,10 @@ class Engine:
         for a, c in self.tab.lins[key]:
             name = str(self.tab.atoms[a])
             if name not in model:
-                return self.tab.format(key, conc)
+                if self.tab.atoms[a].kind == "pid":
+                    model[name] = 0          # the witness' block: lowest program ids
+                else:
+                    return self.tab.format(key, conc)
             total += c * int(model[name])
         return total
 
