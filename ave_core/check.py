@@ -146,13 +146,16 @@ def group_kernels(kernels: Iterable[Any]) -> list[dict]:
     return out
 
 
-def check_file(path: str, text: str | None = None, *, workspace: str | None = None) -> FileReport:
+def check_file(path: str, text: str | None = None, *, workspace: str | None = None,
+               analyze: bool = True, options: Any = None) -> FileReport:
     """Check one file.
 
     Args:
         path: the file's path (used in diagnostics as given).
         text: its contents, when already known (an editor buffer); read from disk if None.
         workspace: the workspace root, where imported helper files are looked up.
+        analyze: run the tag analysis on every specialization the front end compiled.
+        options: :class:`ave_core.analysis.AnalysisOptions` (trip bound, solver budget).
 
     Returns:
         A :class:`FileReport`. Never raises for a problem in the file or in Ave itself
@@ -166,13 +169,63 @@ def check_file(path: str, text: str | None = None, *, workspace: str | None = No
         from ave_core.compiler.frontend import compile_source
 
         result = compile_source(text, path, workspace=workspace)
-        return FileReport(path, bool(result.uses_ave), group_kernels(result.kernels),
-                          list(result.diagnostics))
+        kernels = group_kernels(result.kernels)
+        diags = list(result.diagnostics)
+        if analyze and result.kernels:
+            from ave_core.compiler.ir import KernelIR
+            irs = [k for k in result.kernels if isinstance(k, KernelIR)]
+            if irs:
+                _analyze_into(irs, kernels, diags, options)
+        return FileReport(path, bool(result.uses_ave), kernels, diags)
     except AveError as e:
         # A user error that escaped the front end's own collection: still the user's error.
         return FileReport(path, True, [], [e.to_diagnostic(SourceText(text, path))])
     except Exception as e:  # noqa: BLE001 - anything else is an Ave bug, reported, not raised
         return FileReport(path, _mentions_ave(text), [], [internal_error(path, e)])
+
+
+_STATUS_ORDER = {"proved": 0, "vacuous": 1, "unknown": 2, "violated": 3}
+
+
+def _analyze_into(kernel_irs: list, kernels: list[dict], diags: list[Diagnostic],
+                  options: Any) -> None:
+    """Run the analysis on every specialization; fill statuses and add diagnostics
+    (a finding shared by several specializations is reported once, with a note)."""
+    from ave_core.analysis import analyze as run_analysis
+
+    by_key = {}
+    for entry in kernels:
+        for spec in entry["specializations"]:
+            by_key[(entry["name"], entry["line"], tuple(sorted(spec["constexprs"].items())))] = spec
+    seen: dict[tuple, Diagnostic] = {}
+    for k in kernel_irs:
+        spec = by_key.get((str(k.name), int(k.line), tuple(sorted(
+            (str(n), json_scalar(v)) for n, v in k.constexprs.items()))))
+        try:
+            ka = run_analysis(k, options)
+        except Exception as e:  # noqa: BLE001 - an Ave bug: reported, the rest goes on
+            d = internal_error(k.file, e)
+            d.range = k.range
+            diags.append(d)
+            if spec is not None:
+                spec["status"] = "unknown"
+            continue
+        statuses = [a.status for a in ka.assertions]
+        if spec is not None:
+            spec["status"] = max(statuses, key=_STATUS_ORDER.get) if statuses else "proved"
+            spec["trip_bound"] = next((a.trip_bound for a in ka.assertions if a.trip_bound),
+                                      None) or 1
+            spec["assertions"] = [a.to_json() for a in ka.assertions]
+        cfg = "defaults" if k.config_index is None else f"configs[{k.config_index}]"
+        for d in ka.diagnostics:
+            key = (d.code, d.file, d.range)
+            if key in seen:
+                seen[key].notes.append(f"also in the specialization {cfg}")
+                continue
+            d.notes.append(f"in the specialization {cfg} = "
+                           + ", ".join(f"{n}={v!r}" for n, v in k.constexprs.items()))
+            seen[key] = d
+            diags.append(d)
 
 
 def _mentions_ave(text: str) -> bool:
@@ -215,21 +268,34 @@ def iter_python_files(paths: Iterable[str]) -> list[str]:
     return out
 
 
-def check_files(paths: Iterable[str], *, workspace: str | None = None) -> list[FileReport]:
+def check_files(paths: Iterable[str], *, workspace: str | None = None, analyze: bool = True,
+                options: Any = None) -> list[FileReport]:
     """:func:`check_file` on every file :func:`iter_python_files` finds under ``paths``."""
-    return [check_file(p, workspace=workspace) for p in iter_python_files(paths)]
+    return [check_file(p, workspace=workspace, analyze=analyze, options=options)
+            for p in iter_python_files(paths)]
 
 
 def build_report(reports: Iterable[FileReport]) -> dict:
-    """The JSON report of checked files (summary adds ``specializations``)."""
+    """The JSON report of checked files (summary adds ``specializations`` and the count of
+    assertion verdicts ``proved``/``violated``/``unknown``/``vacuous``, counted once per
+    assertion and specialization)."""
     reports = list(reports)
+    counts = {"proved": 0, "violated": 0, "unknown": 0, "vacuous": 0}
+    for r in reports:
+        for k in r.kernels:
+            for spec in k["specializations"]:
+                for a in spec.get("assertions", []):
+                    counts[a["status"]] = counts.get(a["status"], 0) + 1
     return make_report(
         [r.to_json() for r in reports],
         [d for r in reports for d in r.diagnostics],
-        summary_extra={"specializations": sum(r.specialization_count for r in reports)},
+        summary_extra={"specializations": sum(r.specialization_count for r in reports),
+                       **counts},
     )
 
 
-def check_paths(paths: Iterable[str], *, workspace: str | None = None) -> dict:
+def check_paths(paths: Iterable[str], *, workspace: str | None = None, analyze: bool = True,
+                options: Any = None) -> dict:
     """Check files and directories; return the report (schema ``check-output.v1``)."""
-    return build_report(check_files(paths, workspace=workspace))
+    return build_report(check_files(paths, workspace=workspace, analyze=analyze,
+                                    options=options))

@@ -27,7 +27,7 @@ from importlib import resources
 from typing import Any, Iterable, Sequence
 
 #: Version of the JSON output schema (``"version"`` in the report).
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
 
 
 class Severity(enum.IntEnum):

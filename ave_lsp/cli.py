@@ -73,6 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write the output to FILE instead of standard output")
     p.add_argument("--workspace", metavar="DIR",
                    help="workspace root where imported helper files are looked up")
+    p.add_argument("--trip-bound", type=int, metavar="T",
+                   help="unroll runtime loops for trip counts 1..T (default: STAGES + 2)")
+    p.add_argument("--solver-timeout-ms", type=int, default=2000, metavar="MS",
+                   help="budget of one SMT query; past it an assertion is unknown")
+    p.add_argument("--no-analysis", action="store_true",
+                   help="front end only: no tag analysis")
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     return p
 
@@ -92,6 +98,9 @@ def summary_line(report: dict) -> str:
             f"{_plural(s['errors'], 'error')}, {_plural(s['warnings'], 'warning')}")
     if s.get("infos"):
         line += f", {_plural(s['infos'], 'info')}"
+    verdicts = [(s.get(k, 0), k) for k in ("proved", "violated", "unknown", "vacuous")]
+    if any(n for n, _ in verdicts):
+        line += "; assertions: " + ", ".join(f"{n} {k}" for n, k in verdicts)
     return line
 
 
@@ -139,7 +148,16 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return EXIT_USAGE
     from ave_core.check import check_paths
 
-    report = check_paths(args.paths, workspace=args.workspace)
+    options = None
+    if not args.no_analysis:
+        from ave_core.analysis import AnalysisOptions
+        if args.trip_bound is not None and args.trip_bound < 1:
+            print("ave-lsp: --trip-bound must be >= 1", file=sys.stderr)
+            return EXIT_USAGE
+        options = AnalysisOptions(trip_bound=args.trip_bound,
+                                  solver_timeout_ms=args.solver_timeout_ms)
+    report = check_paths(args.paths, workspace=args.workspace,
+                         analyze=not args.no_analysis, options=options)
     text = format_json(report) if args.format == "json" else format_text(report)
     try:
         _write(text, args.output, stdout)

@@ -203,4 +203,4 @@ def flash_attention(Q: ave.Tensor[ave.bf16, 4], K: ave.Tensor[ave.bf16, 4],
     ave.store(sQ[0:BR, DH:D], ave.cast(o_hi * inv[:, None], ave.bf16), vector_bytes=4)
     ave.barrier()
     ave.copy(sQ, O[b, h, m0:m0 + BR, 0:D], vector_bytes=16,
-             mask=lambda r, d: m0 + r < S_Q)      # coordinates of the source tile sQ
+             mask=lambda bb, hh, m, d: m < S_Q)   # masked rows are not written

@@ -280,7 +280,8 @@ def test_check_paths_report_validates(fake_frontend, tmp_path):
     report = check_paths([str(tmp_path)])
     validate_report(report)
     assert report["summary"] == {"files": 2, "kernels": 2, "errors": 0, "warnings": 1,
-                                 "infos": 0, "specializations": 3}
+                                 "infos": 0, "specializations": 3, "proved": 0,
+                                 "violated": 0, "unknown": 0, "vacuous": 0}
     assert [f["uses_ave"] for f in report["files"]] == [True, False]
 
 
@@ -340,7 +341,7 @@ def test_json_output_validates(fake_frontend, tmp_path, capsys):
     jsonschema.validate(report, report_schema())
     assert report["summary"]["errors"] == 1 and report["summary"]["warnings"] == 1
     assert [d["code"] for d in report["diagnostics"]] == ["AVE106", "AVE105"]
-    assert out.startswith('{\n  "version": "1.0"')
+    assert out.startswith('{\n  "version": "1.1"')
 
 
 def test_fail_on_warning(fake_frontend, tmp_path, capsys):
