@@ -151,15 +151,30 @@ class SymInt:
         return SymInt(np.broadcast_to(self.key, shape), np.broadcast_to(self.conc, shape))
 
 
+def _unique_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unique rows of equally shaped integer columns (1-D fast path: no structured sort)."""
+    flat = [np.asarray(c).reshape(-1).astype(np.int64) for c in cols]
+    if len(flat) == 1:
+        u, inv = np.unique(flat[0], return_inverse=True)
+        return u[:, None], inv.reshape(-1)
+    first = flat[0]
+    if all(np.all(c == c[0]) for c in flat) if first.size else True:
+        return np.array([[c[0] for c in flat]]) if first.size else np.zeros((0, len(flat)),
+                                                                          np.int64), \
+            np.zeros(first.size, np.int64)
+    rows = np.stack(flat, axis=1)
+    u, inv = np.unique(rows, axis=0, return_inverse=True)
+    return u, inv.reshape(-1)
+
+
 def _pairwise(tab: SymTable, ka: np.ndarray, kb: np.ndarray, f) -> np.ndarray:
     """Apply ``f(key_a, key_b) -> key`` over the unique pairs of two key arrays."""
     ka, kb = np.broadcast_arrays(ka, kb)
     if not ka.any() and not kb.any():
         return np.zeros(ka.shape, dtype=np.int32)
-    pairs = np.stack([ka.reshape(-1), kb.reshape(-1)], axis=1)
-    uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
+    uniq, inv = _unique_rows(ka, kb)
     out = np.array([f(int(a), int(b)) for a, b in uniq], dtype=np.int32)
-    return out[inv.reshape(-1)].reshape(ka.shape)
+    return out[inv].reshape(ka.shape)
 
 
 def sym_add(tab: SymTable, a: SymInt, b: SymInt, sign: int = 1) -> SymInt:
@@ -170,8 +185,7 @@ def sym_add(tab: SymTable, a: SymInt, b: SymInt, sign: int = 1) -> SymInt:
 
 def _opaque(tab: SymTable, name: str, a: SymInt, b: SymInt) -> SymInt:
     ka, ca, kb, cb = np.broadcast_arrays(a.key, a.conc, b.key, b.conc)
-    rows = np.stack([ka.reshape(-1), ca.reshape(-1), kb.reshape(-1), cb.reshape(-1)], axis=1)
-    uniq, inv = np.unique(rows, axis=0, return_inverse=True)
+    uniq, inv = _unique_rows(ka, ca, kb, cb)
     keys = np.array([tab.atom(Atom("op", (name, (int(r[0]), int(r[1])), (int(r[2]), int(r[3])))))
                      for r in uniq], dtype=np.int32)
     return SymInt(keys[inv.reshape(-1)].reshape(ka.shape), np.zeros(ka.shape, dtype=np.int64))
@@ -307,7 +321,8 @@ def sym_compare(tab: SymTable, ct: CondTable, pred: str, a: SymInt, b: SymInt) -
     sym = ~conc_mask
     if sym.any():
         ks, cs = d.key[sym], d.conc[sym]
-        rows = np.unique(np.stack([ks, cs], axis=1), axis=0)
-        m = {(int(k), int(c)): ct.of(frozenset([Cond(pred, int(k), int(c))])) for k, c in rows}
-        out[sym] = np.array([m[(int(k), int(c))] for k, c in zip(ks, cs)], dtype=np.int32)
+        rows, inv = _unique_rows(ks, cs)
+        ids = np.array([ct.of(frozenset([Cond(pred, int(k), int(c))])) for k, c in rows],
+                       dtype=np.int32)
+        out[sym] = ids[inv]
     return out
