@@ -178,7 +178,7 @@ def flash_attention(Q: ave.Tensor[ave.bf16, 4], K: ave.Tensor[ave.bf16, 4],
             acc = ave.mma(q, k, acc, tqk)
 
         # Online softmax in the log2 domain.
-        x = acc * qk_scale
+        x = ave.where(j * BC + ave.coord((BR, BC), 1, tqk.c) < S_KV, acc * qk_scale, NEG_BIG)
         m_new = ave.maximum(m_i, ave.max(x, axis=1))
         p = ave.exp2(x - m_new[:, None])
         alpha = ave.exp2(m_i - m_new)
