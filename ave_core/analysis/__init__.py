@@ -125,6 +125,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 if chk.violation is not None and r.witness is None:
                     r.status = "violated"
                     chk.violation["trip_counts"] = trips
+                    chk.violation["occurrence"] = chk.occurrence
                     r.witness = chk.violation
                 elif chk.unknown is not None and r.status == "proved":
                     r.status = "unknown"

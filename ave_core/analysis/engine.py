@@ -162,6 +162,7 @@ class PairCheck:
 
     op: Op
     kind: str                           # "mma" | "assert_conform" | "assert_disjoint"
+    occurrence: int = 0                 # how many times this op ran before, same loop indices
     compared: int = 0
     covered: int = 0
     violation: dict | None = None
@@ -190,6 +191,7 @@ class Engine:
         self.uninit: list[tuple[Op, tuple, int, int]] = []
         self._tables: dict[int, np.ndarray] = {}
         self.loops: tuple = ()
+        self.occurrence: dict[tuple, int] = {}
         self.tileds = []
         for op in kernel.walk():
             if op.name == "ave.mma" and op.attrs["tiled"] not in self.tileds:
@@ -204,6 +206,12 @@ class Engine:
             t = np.asarray(layout.coords_table(), dtype=np.int64)
             self._tables[k] = t
         return t
+
+    def new_check(self, op: Op, kind: str) -> PairCheck:
+        key = (op.loc.file, op.loc.range, tuple(op.attrs.get("loop_indices", ())))
+        n = self.occurrence.get(key, 0)
+        self.occurrence[key] = n + 1
+        return PairCheck(op, kind, n)
 
     def record(self, op: Op) -> int:
         self.records.append(ExecRecord(op, op.attrs.get("loop_indices", ())))
@@ -855,7 +863,7 @@ class Engine:
         BM, BN, BK = tiled.tile
         at = tiled.atom.threads
         F = self.F
-        check = PairCheck(op, "mma")
+        check = self.new_check(op, "mma")
         out = c.tags.copy()
         for w in range(self.T // at):
             ts = np.arange(w * at, (w + 1) * at)
@@ -1135,7 +1143,7 @@ class Engine:
 
     def op_ave_assert_conform(self, op):
         x, y = (self.env[v] for v in op.operands)
-        check = PairCheck(op, "assert_conform")
+        check = self.new_check(op, "assert_conform")
         tx, ty = op.operands[0].type, op.operands[1].type
         contract = op.attrs.get("contract")
         fields = op.attrs.get("fields")
@@ -1157,7 +1165,7 @@ class Engine:
 
     def op_ave_assert_disjoint(self, op):
         x, y = (self.env[v] for v in op.operands)
-        check = PairCheck(op, "assert_disjoint")
+        check = self.new_check(op, "assert_disjoint")
         if x.space != "shared" or y.space != "shared":
             check.unknown = "assert_disjoint of global tiles is not modelled"
             self.checks.append(check)

@@ -83,6 +83,9 @@ class RTile:
 class RFrag:
     vals: np.ndarray                      # (T, V) compute dtype
     prov: np.ndarray | None = None        # (T, V) int64
+    # For MMA results and what is computed from them: ``prov`` is the source of the A
+    # element (m, k=0) and ``prov2`` of the B element (k=0, n) an element was computed from.
+    prov2: np.ndarray | None = None
 
 
 @dataclass
@@ -95,6 +98,19 @@ class MMARecord:
     a_prov: np.ndarray        # (T, Va)
     b_prov: np.ndarray        # (T, Vb)
     tiled: Any
+    a_prov2: np.ndarray | None = None
+    b_prov2: np.ndarray | None = None
+
+
+@dataclass
+class ConformRecord:
+    """One execution of an ``ave.assert_conform`` (provenance mode)."""
+
+    op: Op
+    block: tuple[int, ...]
+    loop_indices: tuple
+    x: "RFrag"
+    y: "RFrag"
 
 
 @dataclass
@@ -110,6 +126,7 @@ class RunResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     mma_trace: list[MMARecord] = field(default_factory=list)
     tensors: list[RTensor] = field(default_factory=list)
+    conform_trace: list[ConformRecord] = field(default_factory=list)
 
     def decode(self, pid: int) -> tuple[str, tuple[int, ...]] | None:
         """A provenance id -> (tensor name, logical coordinates), or None for ⊥/mixed."""
@@ -275,8 +292,15 @@ class Machine:
         rt = op.result.type
         r = NUM.round_to(rt.dtype, r) if rt.dtype != D.i1 else r.astype(bool)
         if isinstance(rt, FragmentType):
-            prov = _merge_prov(*self._align_prov(ap, bp, r.shape)) if self.prov_on else None
-            self.env[op.result] = RFrag(np.broadcast_to(r, self._frag_shape(rt)).copy(), prov)
+            prov = prov2 = None
+            if self.prov_on:
+                prov = _merge_prov(*self._align_prov(ap, bp, r.shape))
+                a2 = a.prov2 if isinstance(a, RFrag) else None
+                b2 = b.prov2 if isinstance(b, RFrag) else None
+                if a2 is not None or b2 is not None:
+                    prov2 = _merge_prov(*self._align_prov(a2, b2, r.shape))
+            self.env[op.result] = RFrag(np.broadcast_to(r, self._frag_shape(rt)).copy(), prov,
+                                        prov2)
         else:
             self.env[op.result] = r
 
@@ -339,7 +363,8 @@ class Machine:
                   else xv)
         rt = op.result.type
         r = NUM.round_to(rt.dtype, r)
-        self.env[op.result] = RFrag(r, xp) if isinstance(rt, FragmentType) else r
+        self.env[op.result] = RFrag(r, xp, x.prov2 if isinstance(x, RFrag) else None) \
+            if isinstance(rt, FragmentType) else r
 
     def op_arith_neg(self, op): self._un(op, lambda a: -a)
     def op_math_exp(self, op): self._un(op, np.exp)
@@ -364,11 +389,16 @@ class Machine:
             cv, av, bv = (np.broadcast_to(x[:, None] if x.ndim == 1 else x, shape)
                           for x in (cv, av, bv))
             r = np.where(cv, av, bv)
-            prov = None
+            prov = prov2 = None
             if self.prov_on:
                 pa, pb = self._align_prov(ap, bp, shape)
                 prov = np.where(cv, pa, pb)
-            self.env[op.result] = RFrag(NUM.round_to(rt.dtype, r), prov)
+                a2 = a.prov2 if isinstance(a, RFrag) else None
+                b2 = b.prov2 if isinstance(b, RFrag) else None
+                if a2 is not None or b2 is not None:
+                    pa2, pb2 = self._align_prov(a2, b2, shape)
+                    prov2 = np.where(cv, pa2, pb2)
+            self.env[op.result] = RFrag(NUM.round_to(rt.dtype, r), prov, prov2)
         else:
             self.env[op.result] = np.where(cv, av, bv)
 
@@ -404,7 +434,12 @@ class Machine:
         self.env[op.result] = self.val(op.operands[0])
 
     def op_ave_assert_conform(self, op):
-        pass  # checked statically by the analysis
+        # checked statically by the analysis; in provenance mode, recorded for replay
+        if self.prov_on:
+            x, y = (self.val(v) for v in op.operands)
+            if isinstance(x, RFrag) and isinstance(y, RFrag):
+                self.result.conform_trace.append(ConformRecord(
+                    op, tuple(self.block_id), tuple(self.loop_stack), x, y))
 
     def op_ave_assert_disjoint(self, op):
         pass
@@ -438,13 +473,16 @@ class Machine:
         dst_lin = np.ravel_multi_index(tuple(td[:, :, i] for i in range(len(keep))), rshape)
         vals = np.empty(dst_lin.shape, dtype=x.vals.dtype)
         prov = np.empty(dst_lin.shape, dtype=np.int64) if x.prov is not None else None
+        prov2 = np.empty(dst_lin.shape, dtype=np.int64) if x.prov2 is not None else None
         for t in range(T):
             lookup = dict(zip(src_lin[t].tolist(), range(src_lin.shape[1])))
             idx = [lookup[i] for i in dst_lin[t].tolist()]
             vals[t] = x.vals[t, idx]
             if prov is not None:
                 prov[t] = x.prov[t, idx]
-        self.env[op.result] = RFrag(vals, prov)
+            if prov2 is not None:
+                prov2[t] = x.prov2[t, idx]
+        self.env[op.result] = RFrag(vals, prov, prov2)
 
     # ------------------------------------------------------------------ tiles
 
@@ -906,8 +944,13 @@ class Machine:
         tab = self.table(op.attrs["layout"])
         T, V, R = tab.shape
         lin = np.ravel_multi_index(tuple(tab[:, :, d].reshape(-1) for d in range(R)), shape)
+        prov2 = None
+        if fr.prov2 is not None:
+            _, d2 = self._dense(RFrag(fr.vals, fr.prov2), src_t.layout, shape)
+            prov2 = d2[lin].reshape(T, V)
         self.env[op.result] = RFrag(dense[lin].reshape(T, V),
-                                    dprov[lin].reshape(T, V) if dprov is not None else None)
+                                    dprov[lin].reshape(T, V) if dprov is not None else None,
+                                    prov2)
 
     def op_ave_reduce(self, op):
         fr: RFrag = self.val(op.operands[0])
@@ -955,6 +998,8 @@ class Machine:
         ta, tb, tc = self.table(tiled.a), self.table(tiled.b), self.table(tiled.c)
         atom_threads = tiled.atom.threads
         out = c.vals.astype(np.float64).copy()
+        rowp = np.full(c.vals.shape, BOTTOM, dtype=np.int64)
+        colp = np.full(c.vals.shape, BOTTOM, dtype=np.int64)
         nwarps = self.T // atom_threads
         for w in range(nwarps):
             ts = slice(w * atom_threads, (w + 1) * atom_threads)
@@ -969,13 +1014,26 @@ class Machine:
             cc = tc[ts]                                      # (32, Vc, 2)
             prod = A @ B
             out[ts] += prod[cc[:, :, 0], cc[:, :, 1]]
+            if self.prov_on and a.prov is not None and b.prov is not None:
+                Ap = np.full((BM, BK), BOTTOM, dtype=np.int64)
+                Bp = np.full((BK, BN), BOTTOM, dtype=np.int64)
+                Ap[ca[::-1, 0], ca[::-1, 1]] = a.prov[ts].reshape(-1)[::-1]
+                Bp[cb[::-1, 0], cb[::-1, 1]] = b.prov[ts].reshape(-1)[::-1]
+                rowp[ts] = Ap[cc[:, :, 0], 0]
+                colp[ts] = Bp[0, cc[:, :, 1]]
         res = NUM.round_to(op.result.type.dtype, out)
-        self.env[op.result] = RFrag(res, c.prov.copy() if c.prov is not None else None)
+        prov = prov2 = None
+        if self.prov_on:
+            prov = _merge_prov(c.prov, rowp) if c.prov is not None else rowp
+            prov2 = _merge_prov(c.prov2, colp) if c.prov2 is not None else colp
+        self.env[op.result] = RFrag(res, prov, prov2)
         if self.prov_on:
             self.result.mma_trace.append(MMARecord(
                 op, tuple(self.block_id), tuple(self.loop_stack),
                 a.prov.copy() if a.prov is not None else np.full(a.vals.shape, BOTTOM),
-                b.prov.copy() if b.prov is not None else np.full(b.vals.shape, BOTTOM), tiled))
+                b.prov.copy() if b.prov is not None else np.full(b.vals.shape, BOTTOM), tiled,
+                a.prov2.copy() if a.prov2 is not None else None,
+                b.prov2.copy() if b.prov2 is not None else None))
 
     # ------------------------------------------------------------------ control flow
 
@@ -1032,10 +1090,12 @@ class Machine:
 def _select_threads(mask: np.ndarray, a: Any, b: Any) -> Any:
     if isinstance(a, RFrag):
         vals = np.where(mask[:, None], a.vals, b.vals)
-        prov = None
+        prov = prov2 = None
         if a.prov is not None and b.prov is not None:
             prov = np.where(mask[:, None], a.prov, b.prov)
-        return RFrag(vals, prov)
+        if a.prov2 is not None and b.prov2 is not None:
+            prov2 = np.where(mask[:, None], a.prov2, b.prov2)
+        return RFrag(vals, prov, prov2)
     if isinstance(a, np.ndarray):
         return np.where(mask, a, b)
     return a
