@@ -1024,8 +1024,10 @@ class Machine:
         res = NUM.round_to(op.result.type.dtype, out)
         prov = prov2 = None
         if self.prov_on:
-            prov = _merge_prov(c.prov, rowp) if c.prov is not None else rowp
-            prov2 = _merge_prov(c.prov2, colp) if c.prov2 is not None else colp
+            # an accumulator keeps the sources of its first product (later k steps read
+            # other columns of the same A row and rows of the same B column)
+            prov = np.where(c.prov >= 0, c.prov, rowp) if c.prov is not None else rowp
+            prov2 = np.where(c.prov2 >= 0, c.prov2, colp) if c.prov2 is not None else colp
         self.env[op.result] = RFrag(res, prov, prov2)
         if self.prov_on:
             self.result.mma_trace.append(MMARecord(
