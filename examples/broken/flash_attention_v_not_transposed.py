@@ -9,11 +9,12 @@ The correct kernel's description follows.
 Flash attention forward (FA2-style) for the NVIDIA H200 (sm_90), mma.sync path, d = 128.
 
 Problem
-    O = softmax(Q K^T * sm_scale) V per (batch, head), non-causal.
+    O = softmax(Q K^T * sm_scale [+ causal mask]) V per (batch, head).
     Q, O: (B, H, S_Q, D) bf16; K, V: (B, H_KV, S_KV, D) bf16 (contiguous); D = 128;
     grouped-query attention with GROUP = H / H_KV query heads per K/V head (GROUP = 1:
-    ordinary multi-head attention). Any S_Q (the row tail is masked); S_KV % BC == 0
-    (see "Limits").
+    ordinary multi-head attention). Any S_Q and S_KV. CAUSAL (a constexpr): query row i
+    sees the keys n <= i + S_KV - S_Q (bottom-right aligned, as FlashAttention >= 2.1;
+    needs S_Q <= S_KV).
 
 Algorithm
     One program owns BR query rows of one (batch, head): grid = (cdiv(S_Q, BR), B, H),
@@ -22,20 +23,26 @@ Algorithm
     (online softmax). Scores are kept in the log2 domain: x = S * (sm_scale * log2(e)),
     p = exp2(x - m_new), alpha = exp2(m_old - m_new) -- one FFMA + ex2.approx per score
     instead of a multiply by log2(e) inside every exp. At the end O / l is stored as bf16.
+    Masking costs nothing in most blocks: only a block holding keys past S_KV (the last
+    one) or, when CAUSAL, crossing the diagonal takes the runtime branch that builds the key
+    (and row) index of each score with ``ave.coord`` and sets the masked scores to a finite
+    "minus infinity" (exp2 of it is 0, and no inf - inf). A causal program stops after the
+    last block its last row can see: about half the work.
 
 Why these tile sizes on an H200 (the paper's MI300X kernel: 512 threads, Br = 256,
 Bc = 64, i.e. 8 wavefronts of 64 lanes, 32 rows each)
     The NVIDIA equivalent is FlashAttention-2's sm80/sm90 forward configuration for
     d = 128: 128 threads = 4 warps, Br = 128, Bc = 64. Each warp owns 32 rows (as each
     MI300X wavefront does), but a warp has 32 lanes, not 64, so the same rows cost twice
-    the registers per lane: O = 32 x 128 f32 / 32 lanes = 128 registers, S = 64,
-    P (bf16) = 32, a V operand = 64; with Q re-read from shared memory every iteration
-    (FA2's default: keeping Q in registers would add 64 and spill) this stays under the
-    255-register limit. 2 CTAs per SM: 2 x 128 x 255 registers fill the 64 K register
-    file, and 2 x 96 KB of shared memory fit in the 228 KB. A wider Bc (128) would double S
-    and the V operand and spill; 8 warps x 32 rows (Br = 256) leaves one CTA per SM and no
-    overlap between CTAs. The third configuration (Br = 64, 16 rows per warp) is for
-    short sequences: twice the programs to fill 132 SMs.
+    the registers per lane: O = 32 x 128 f32 / 32 lanes = 128 registers. Live at once:
+    during S = Q K^T, O + S (64) + one k-step of Q and K fragments (8 + 16); during P V,
+    O + P (bf16, 32) + a V operand (64 keys x 64 columns, 64): about 225 either way, under
+    the 255 limit -- with Q re-read from shared memory every iteration (FA2's default:
+    Q in registers would add 64 and spill). 2 CTAs per SM: 2 x 128 x 255 registers fill the
+    64 K register file, and 2 x 96 KB of shared memory fit in the 228 KB. A wider Bc (128)
+    would double S and the V operand and spill; 8 warps x 32 rows (Br = 256) leaves one CTA
+    per SM and no overlap between CTAs. The third configuration (Br = 64, 16 rows per warp)
+    is for short sequences: twice the programs to fill 132 SMs.
 
 Thread organisation
     Two tiled MMAs of m16n8k16 atoms, warps (4, 1) (warp w owns rows [w * BR/4, (w+1) * BR/4)):
@@ -73,15 +80,16 @@ head, key, k = d); V -> (batch, head, key, col = d))
       program id, a swizzle or slice error in the d direction all fail it).
     * P V pairing: ``assert_conform(p, v, fields=("batch", "head", "key"), contract=(1, 0))``
       -- P's column (the key its score came from: S takes the key field from K^T's column)
-      meets the V row of the same key: a V read without the transpose, or from the wrong
-      stage, fails it. Both mma calls check their pairing again by themselves.
+      meets the V row of the same key: a V read without the transpose, from the wrong
+      stage, or before its copy has landed (a wrong wait count) fails it. Every mma checks
+      its pairing again by itself.
     * stage separation: the K (V) stage refilled in iteration j never overlaps the stage
       read in iteration j (``assert_disjoint``).
 
-Limits
-    S_KV % BC == 0: masking individual scores (the key tail, or a causal mask) needs the
-    coordinates of a fragment's elements in registers (an iota), which the DSL does not
-    offer yet; K/V tiles past the end are still masked, so no out-of-bounds read happens.
+Configurations
+    0: multi-head attention; 1: GQA (e.g. Llama-3-70B: 64 query heads over 8 K/V heads);
+    2: Br = 64 for short sequences. CAUSAL = True specialises any of them (a launch
+    argument, like Triton's constexprs).
 """
 
 import ave_core.lang as ave
@@ -110,7 +118,7 @@ def flash_attention(Q: ave.Tensor[ave.bf16, 4], K: ave.Tensor[ave.bf16, 4],
                     V: ave.Tensor[ave.bf16, 4], O: ave.Tensor[ave.bf16, 4],
                     sm_scale: ave.f32,
                     BR: ave.constexpr = 128, BC: ave.constexpr = 64, D: ave.constexpr = 128,
-                    GROUP: ave.constexpr = 1):
+                    GROUP: ave.constexpr = 1, CAUSAL: ave.constexpr = False):
     # Query head h reads K/V head h // GROUP: that is the head a Q element must meet.
     Q = ave.tag(Q, lambda b, h, m, d: ave.label(batch=b, head=h // GROUP, row=m, k=d))
     K = ave.tag(K, lambda b, h, n, d: ave.label(batch=b, head=h, key=n, k=d))
@@ -161,7 +169,13 @@ def flash_attention(Q: ave.Tensor[ave.bf16, 4], K: ave.Tensor[ave.bf16, 4],
     o_hi = ave.zeros((BR, DH), ave.f32, tpv.c)
     qk_scale = sm_scale * LOG2E
 
-    NJ = (S_KV + BC - 1) // BC
+    # The keys this program visits, and the first key some row of it must not see.
+    n_end = S_KV
+    n_free = S_KV
+    if CAUSAL:
+        n_end = ave.minimum(S_KV, m0 + BR + S_KV - S_Q)     # past the last row's diagonal
+        n_free = ave.minimum(S_KV, m0 + 1 + S_KV - S_Q)     # the first row's diagonal
+    NJ = (n_end + BC - 1) // BC
     for j in ave.range(0, NJ):
         s = j % 2
         sn = (j + 1) % 2
@@ -179,8 +193,14 @@ def flash_attention(Q: ave.Tensor[ave.bf16, 4], K: ave.Tensor[ave.bf16, 4],
             ave.assert_conform(q, k, fields=("batch", "head", "k"), contract=(1, 0))
             acc = ave.mma(q, k, acc, tqk)
 
-        # Online softmax in the log2 domain.
-        x = ave.where(j * BC + ave.coord((BR, BC), 1, tqk.c) < S_KV, acc * qk_scale, NEG_BIG)
+        # Online softmax in the log2 domain; masks only in the blocks that need them.
+        x = acc * qk_scale
+        if (j + 1) * BC > n_free:
+            keys = j * BC + ave.coord((BR, BC), 1, tqk.c)
+            keep = keys < S_KV
+            if CAUSAL:
+                keep = keep & (keys <= m0 + ave.coord((BR, BC), 0, tqk.c) + (S_KV - S_Q))
+            x = ave.where(keep, x, NEG_BIG)
         m_new = ave.maximum(m_i, ave.max(x, axis=1))
         p = ave.exp2(x - m_new[:, None])
         alpha = ave.exp2(m_i - m_new)

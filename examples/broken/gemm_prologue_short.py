@@ -66,6 +66,9 @@ Invariants checked (tags: A -> (row=m, k=k), B -> (k=k, col=n))
       wrong stage index, a wrong k offset.
     * stage separation: the stage refilled in iteration kt never overlaps the stage read in
       iteration kt (``ave.assert_disjoint`` for sA and sB).
+    * (from the analysis itself) a stage read before a wait_async has retired its copies is
+      an uninitialized read (AVE203), or -- when the stage still holds an older tile -- a
+      pairing violation: a wrong wait count or prologue depth shows up here.
     The missing-barrier hazard (refilling a stage other warps still read) is a race between
     epochs, checked by the interpreter's race detection, not by a tag assertion.
 """

@@ -51,7 +51,8 @@ Shared memory and pipeline
     Epilogue: optional scaling by the routing weight in f32, before the bf16 cast (the
     weights of the block's rows ride in the first cp.async group into a BM-float shared
     buffer, read back through a (BM, BN):(1, 0) broadcast layout in the accumulator
-    layout), then a scatter store ``ave.scatter(Out, sorted_token_ids[...], 0)`` masked on the sentinel.
+    layout), then a scatter store ``ave.scatter(Out, sorted_token_ids[...], 0)``, masked
+    on the sentinel.
 
 Invariants checked (tags: X -> (token, k); W -> (expert, col = n, k))
     * operand pairing: the mma checks by itself that the gathered X values and the W
