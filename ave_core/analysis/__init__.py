@@ -38,6 +38,7 @@ class AnalysisOptions:
 
     trip_bound: int | None = None
     solver_timeout_ms: int = 2000
+    incremental: bool = True
 
 
 @dataclass
@@ -94,6 +95,8 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     tab, conds = SymTable(), CondTable()
     solver = Solver(tab, conds, opts.solver_timeout_ms)
     t_unroll = t_prop = 0.0
+    eng = None
+    incremental = opts.incremental
     try:
         variants = unrolled_variants(kernel, bound)
         while True:
@@ -105,15 +108,22 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             tb = time.perf_counter()
             t_unroll += tb - ta
             out.variants += 1
-            eng = Engine(uk, tab, conds, solver, fields)
+            if eng is None or not incremental:
+                eng = Engine(uk, tab, conds, solver, fields)
             try:
-                eng.run()
+                if incremental:
+                    eng.run_variant(uk)
+                else:
+                    eng.run()
             except AnalysisLimit as e:
+                eng = None
                 loc = e.op.loc if e.op is not None else Loc(kernel.file, kernel.range)
                 key = ("limit", loc.file, loc.range)
                 results.setdefault(key, AssertionResult("analysis", loc, "unknown",
                                                         reason=str(e), trip_bound=bound))
             t_prop += time.perf_counter() - tb
+            if eng is None:
+                continue
             for chk in eng.checks:
                 key = (chk.kind, chk.op.loc.file, chk.op.loc.range)
                 r = results.get(key)
@@ -130,7 +140,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 elif chk.unknown is not None and r.status == "proved":
                     r.status = "unknown"
                     r.reason = chk.unknown
-            for op, loops, thread, byte in eng.uninit:
+            for op, loops, thread, byte in list(eng.uninit):
                 key = (op.loc.file, op.loc.range)
                 uninit.setdefault(key, (op, loops, thread, byte, trips))
     except UnrollError as e:

@@ -192,6 +192,8 @@ class Engine:
         self._tables: dict[int, np.ndarray] = {}
         self.loops: tuple = ()
         self.occurrence: dict[tuple, int] = {}
+        self.journal: list | None = None
+        self.checkpoints: list = []
         self.tileds = []
         for op in kernel.walk():
             if op.name == "ave.mma" and op.attrs["tiled"] not in self.tileds:
@@ -264,7 +266,83 @@ class Engine:
         self.active = np.ones(T, bool)
         self.groups: list[list] = []
         self.open_group: list = []
-        self.exec_block(self.k.body)
+        if self.journal is not None:
+            self._exec_top(self.k.body.ops, 0)
+        else:
+            self.exec_block(self.k.body)
+
+    # ------------------------------------------------------------------ incremental variants
+
+    def _smem_write(self, byts: np.ndarray, t: Tags, written: bool = True) -> None:
+        """Write tags to shared bytes, journaling the old contents (for :meth:`resume`)."""
+        if self.journal is not None:
+            self.journal.append((byts, self.smem.take(byts), self.written[byts].copy()))
+        self.smem.put(byts, t)
+        self.written[byts] = written
+
+    def _checkpoint(self) -> tuple:
+        return (len(self.journal), [list(g) for g in self.groups], list(self.open_group),
+                len(self.checks), len(self.uninit), len(self.records), len(self.tag_ops),
+                dict(self.occurrence))
+
+    def _restore(self, cp: tuple) -> None:
+        jlen, groups, open_group, nc, nu, nr, nt, occ = cp
+        while len(self.journal) > jlen:
+            byts, old, wr = self.journal.pop()
+            self.smem.put(byts, old)
+            self.written[byts] = wr
+        self.groups = [list(g) for g in groups]
+        self.open_group = list(open_group)
+        del self.checks[nc:]
+        del self.uninit[nu:]
+        del self.records[nr:]
+        del self.tag_ops[nt:]
+        del self.tag_names[nt:]
+        self.occurrence = dict(occ)
+
+    _PURE = frozenset({"arith.constant"})
+
+    def run_variant(self, kernel: KernelIR) -> None:
+        """Run one unrolled variant, resuming from the longest prefix it shares with the
+        previous variant (ops that are the same objects, see ``unroll(memo=...)``); pure
+        constants that differ do not end the shared prefix."""
+        ops = kernel.body.ops
+        prev = getattr(self, "_prev_ops", None)
+        if prev is None or self.journal is None:
+            self.k = kernel
+            self.journal = []
+            self.checkpoints = []
+            self.run()
+            self._prev_ops = ops
+            return
+        p = 0
+        redo = []
+        n = min(len(ops), len(prev), len(self.checkpoints))
+        while p < n:
+            if ops[p] is not prev[p]:
+                if ops[p].name in self._PURE and prev[p].name in self._PURE:
+                    redo.append(ops[p])
+                else:
+                    break
+            p += 1
+        self._restore(self.checkpoints[p])
+        del self.checkpoints[p:]
+        self.k = kernel
+        for op in redo:
+            self.loops = op.attrs.get("loop_indices", ())
+            self.op_arith_constant(op)
+        self._exec_top(ops, p)
+        self._prev_ops = ops
+
+    def _exec_top(self, ops: list, start: int) -> None:
+        for i in range(start, len(ops)):
+            op = ops[i]
+            self.checkpoints.append(self._checkpoint())
+            self.loops = op.attrs.get("loop_indices", ())
+            h = getattr(self, "op_" + op.name.replace(".", "_"), None)
+            if h is None:
+                raise AnalysisLimit(f"the analysis does not support {op.name}", op)
+            h(op)
 
     def exec_block(self, blk: Block) -> list | None:
         for op in blk.ops:
@@ -628,8 +706,7 @@ class Engine:
         t = tags.take(rep)
         if deferred:
             return byts, t
-        self.smem.put(byts, t)
-        self.written[byts] = True
+        self._smem_write(byts, t)
         return None
 
     # ------------------------------------------------------------------ movement
@@ -679,8 +756,7 @@ class Engine:
         n = op.attrs["n"]
         while len(self.groups) > n:
             for byts, t in self.groups.pop(0):
-                self.smem.put(byts, t)
-                self.written[byts] = True
+                self._smem_write(byts, t)
 
     def op_ave_barrier(self, op): pass
     def op_ave_sched_barrier(self, op): pass
@@ -690,7 +766,7 @@ class Engine:
         coords = [c.reshape(-1) for c in np.indices(t.shape)]
         addr = self.shared_addresses(t, coords)
         byts = (addr[:, None] + np.arange(t.dtype.bytes)).reshape(-1)
-        self.smem.put(byts, Tags.bottom(len(byts), self.F))
+        self._smem_write(byts, Tags.bottom(len(byts), self.F), written=False)
 
     def op_ave_load(self, op):
         src: TileVal = self.env[op.operands[0]]

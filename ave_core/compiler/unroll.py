@@ -88,9 +88,11 @@ class _Ctx:
     trip_counts: dict
     loop_stack: tuple
     n_ops: int = 0
+    memo: dict | None = None
 
 
-def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None) -> KernelIR:
+def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
+           memo: dict | None = None) -> KernelIR:
     """Return a copy of ``kernel`` with every ``scf.for`` unrolled.
 
     Args:
@@ -98,11 +100,16 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None) -> Kernel
         trip_counts: for each runtime loop (an op of ``kernel``), the trip count to unroll
             it for. Runtime loops without an entry raise :class:`UnrollError`.
 
+        memo: shared between the unrollings of one kernel for several trip counts: an op
+            whose source op, loop indices and operands are the same is the same object in
+            every variant, so that variants share their common prefix (the analysis then
+            resumes each variant where it departs from the previous one).
+
     Raises:
         UnrollError: a runtime loop without a trip count, a non-constant step, or more
             than :data:`MAX_UNROLLED_OPS` ops.
     """
-    ctx = _Ctx({}, {}, {}, dict(trip_counts or {}), ())
+    ctx = _Ctx({}, {}, {}, dict(trip_counts or {}), (), memo=memo)
     # bind the upper bounds of runtime loops with constant lb/step
     consts = _const_values(kernel.body)
     for op, n in ctx.trip_counts.items():
@@ -110,9 +117,14 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None) -> Kernel
         if lb in consts and st in consts:
             ctx.bindings[ub] = consts[lb] + n * consts[st]
     body = Block()
-    for a in kernel.body.args:
-        na = body.add_arg(a.type, a.name)
-        ctx.vmap[a] = na
+    if memo is not None and "__args__" in memo:
+        body.args = list(memo["__args__"])
+        ctx.vmap.update(zip(kernel.body.args, body.args))
+    else:
+        for a in kernel.body.args:
+            ctx.vmap[a] = body.add_arg(a.type, a.name)
+        if memo is not None:
+            memo["__args__"] = list(body.args)
     _clone_block(kernel.body, body, ctx)
     params = [replace(p, value=ctx.vmap[p.value]) for p in kernel.params]
     return replace(kernel, body=body, params=params)
@@ -128,8 +140,9 @@ def unrolled_variants(kernel: KernelIR, bound: int | None = None
     """
     loops = runtime_loops(kernel)
     T = bound if bound is not None else default_trip_bound(kernel)
+    memo: dict = {}
     if not loops:
-        yield {}, unroll(kernel)
+        yield {}, unroll(kernel, memo=memo)
         return
     if T ** len(loops) > MAX_VARIANTS:
         raise UnrollError(f"{len(loops)} runtime loops with trip counts up to {T} make "
@@ -137,7 +150,7 @@ def unrolled_variants(kernel: KernelIR, bound: int | None = None
     for combo in itertools.product(range(1, T + 1), repeat=len(loops)):
         names = {op.attrs.get("iv_name", f"loop{i}"): n for i, (op, n) in
                  enumerate(zip(loops, combo))}
-        yield names, unroll(kernel, dict(zip(loops, combo)))
+        yield names, unroll(kernel, dict(zip(loops, combo)), memo)
 
 
 def _val(ctx: _Ctx, v: Value) -> Value:
@@ -145,10 +158,15 @@ def _val(ctx: _Ctx, v: Value) -> Value:
 
 
 def _emit_const(out: Block, value: Any, dtype: Any, loc: Any, ctx: _Ctx) -> Value:
-    op = Op("arith.constant", [], [], {"value": value, "dtype": dtype,
-                                       "loop_indices": ctx.loop_stack}, [], loc)
-    r = Value(ScalarType(dtype), None, owner=op)
-    op.results.append(r)
+    key = ("const", type(value).__name__, value, dtype.name, id(loc), ctx.loop_stack)
+    op = ctx.memo.get(key) if ctx.memo is not None else None
+    if op is None:
+        op = Op("arith.constant", [], [], {"value": value, "dtype": dtype,
+                                           "loop_indices": ctx.loop_stack}, [], loc)
+        op.results.append(Value(ScalarType(dtype), None, owner=op))
+        if ctx.memo is not None:
+            ctx.memo[key] = op
+    r = op.results[0]
     out.ops.append(op)
     ctx.consts[r] = value
     return r
@@ -182,26 +200,53 @@ def _clone_block(src: Block, out: Block, ctx: _Ctx) -> list[Value] | None:
         if folded is not None:
             ctx.vmap[op.result] = _emit_const(out, folded[0], folded[1], op.loc, ctx)
             continue
-        new = Op(op.name, [_val(ctx, v) for v in op.operands], [],
-                 {**op.attrs, "loop_indices": ctx.loop_stack}, [], op.loc)
-        for r in op.results:
-            nr = Value(r.type, r.name, owner=new)
-            nr.affine = None
-            new.results.append(nr)
-            ctx.vmap[r] = nr
-        for reg in op.regions:
+        operands = [_val(ctx, v) for v in op.operands]
+        key = ("op", id(op), ctx.loop_stack, tuple(id(v) for v in operands))
+        old = ctx.memo.get(key) if ctx.memo is not None else None
+        regions = []
+        for ri, reg in enumerate(op.regions):
             nb = Block()
-            for a in reg.args:
-                ctx.vmap[a] = nb.add_arg(a.type, a.name)
+            if old is not None:
+                nb.args = list(old.regions[ri].args)
+                ctx.vmap.update(zip(reg.args, nb.args))
+            else:
+                for a in reg.args:
+                    ctx.vmap[a] = nb.add_arg(a.type, a.name)
             ys = _clone_block(reg, nb, ctx)
             term = Op("scf.yield" if op.name.startswith("scf.") else "ave.yield", ys or [], [],
                       {}, [], op.loc)
             nb.ops.append(term)
-            new.regions.append(nb)
+            regions.append(nb)
+        if old is not None and all(_same_block(a, b) for a, b in zip(regions, old.regions)):
+            new = old
+            for r, nr in zip(op.results, old.results):
+                ctx.vmap[r] = nr
+        else:
+            new = Op(op.name, operands, [], {**op.attrs, "loop_indices": ctx.loop_stack},
+                     regions, op.loc)
+            for r in op.results:
+                nr = Value(r.type, r.name, owner=new)
+                nr.affine = None
+                new.results.append(nr)
+                ctx.vmap[r] = nr
+            if ctx.memo is not None:
+                ctx.memo[key] = new
         if op.name == "arith.constant":
             ctx.consts[new.result] = op.attrs["value"]
         out.ops.append(new)
     return None
+
+
+def _same_block(a: Block, b: Block) -> bool:
+    """Same ops (identity) and the same terminator operands."""
+    if len(a.ops) != len(b.ops):
+        return False
+    for x, y in zip(a.ops[:-1], b.ops[:-1]):
+        if x is not y:
+            return False
+    ta, tb = a.ops[-1], b.ops[-1]
+    return len(ta.operands) == len(tb.operands) and all(
+        u is v for u, v in zip(ta.operands, tb.operands))
 
 
 def _try_fold(op: Op, ctx: _Ctx) -> tuple[Any, Any] | None:
