@@ -52,15 +52,15 @@ class Tags:
     top: np.ndarray    # (N, F) bool
     key: np.ndarray    # (N, F) int32
     conc: np.ndarray   # (N, F) int64
-    cond: np.ndarray   # (N,) int32 guard id
+    cond: np.ndarray   # (N, GUARD) int32 guard rows (conjunctions of condition ids)
     src: np.ndarray    # (N,) int32 index of the ave.tag op (-1 none, -2 mixed)
     moved: np.ndarray  # (N,) int32 index of the exec record that last moved it (-1 none)
 
     @staticmethod
     def bottom(n: int, f: int) -> "Tags":
         return Tags(np.zeros((n, f), bool), np.zeros((n, f), bool), np.zeros((n, f), np.int32),
-                    np.zeros((n, f), np.int64), np.zeros(n, np.int32), np.full(n, -1, np.int32),
-                    np.full(n, -1, np.int32))
+                    np.zeros((n, f), np.int64), np.zeros((n, CondTable.GUARD), np.int32),
+                    np.full(n, -1, np.int32), np.full(n, -1, np.int32))
 
     @property
     def n(self) -> int:
@@ -389,11 +389,12 @@ class Engine:
             return None
         if name == "and":
             return self.conds.conj_arrays(a, b)
+        ta, tb = self.conds.truth(a), self.conds.truth(b)
         if name == "or":
-            # true if either is concretely true; false if both false; else unknown-true
-            return np.where((a == 0) | (b == 0), 0, np.where((a == 1) & (b == 1), 1, 0))
-        # xor with true (not)
-        return np.where(b == 0, np.where(a == 0, 1, np.where(a == 1, 0, 0)), a)
+            # true if either is true; false if both false; otherwise "may be true"
+            return np.where((ta == 1) & (tb == 1), 1, 0).astype(np.int32)
+        # xor with a constant true (a negation): only concrete truth values negate exactly
+        return np.where(tb == 0, np.where(ta == 0, 1, 0), ta).astype(np.int32)
 
     for _n in ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "and", "or", "xor", "shl",
                "shr", "min", "max"):
@@ -429,9 +430,10 @@ class Engine:
             self.env[op.result] = FragVal(join(fa.tags, fb.tags, self.conds), fa.V)
             return
         if isinstance(a, SymInt) and isinstance(b, SymInt) and isinstance(c, np.ndarray):
-            if np.all(c == 0):
+            tr = self.conds.truth(c)
+            if np.all(tr == 0):
                 self.env[op.result] = a
-            elif np.all(c == 1):
+            elif np.all(tr == 1):
                 self.env[op.result] = b
             else:
                 self.env[op.result] = sym_binop(self.tab, "select", a, b)
@@ -624,7 +626,7 @@ class Engine:
     def eval_mask(self, op: Op, coords: list[np.ndarray], tile: TileVal, n: int) -> np.ndarray:
         """Guard ids (N,) of a masked access (0 = always, 1 = never)."""
         if not op.attrs.get("masked"):
-            return np.zeros(n, np.int32)
+            return self.conds.rows(np.zeros(n, np.int32))
         region = op.regions[0]
         if tile.space == "global":
             args = self.global_coords(tile, coords)
@@ -661,8 +663,8 @@ class Engine:
         finally:
             self.env = saved
         if r is None:
-            return np.zeros(n, np.int32)
-        return np.broadcast_to(np.asarray(r, np.int32), (n,)).copy()
+            return self.conds.rows(np.zeros(n, np.int32))
+        return self.conds.rows(r, n).copy()
 
     def read_tags(self, tile: TileVal, coords: list[np.ndarray], op: Op, guard: np.ndarray,
                   threads: np.ndarray) -> Tags:
@@ -670,8 +672,8 @@ class Engine:
         if tile.space == "global":
             gc = self.global_coords(tile, coords)
             tags = self.tensor_tags(tile.tensor, gc, n)
-            tags.cond = guard.copy()
-            off = guard == 1
+            tags.cond = self.conds.rows(guard, n).copy()
+            off = self.conds.truth(tags.cond) == 1
             tags.pres[off] = False
             tags.top[off] = False
             return tags
@@ -1109,8 +1111,9 @@ class Engine:
         order = np.lexsort((iy[cidx], ix[cidx], hy[cidx], hx[cidx]))
         for p in cidx[order][:64]:
             for f in np.nonzero(topv[p] | diffk[p] | diffc[p])[0]:
-                g = self.conds.conj(int(tx.cond[ix[p]]), int(ty.cond[iy[p]]))
-                if g == 1:
+                row = self.conds.conj_arrays(tx.cond[ix[p]][None, :], ty.cond[iy[p]][None, :])
+                g = self.conds.members(row[0])
+                if 1 in g:
                     continue
                 if diffk[p, f]:
                     res = self.solver.differ(int(tx.key[ix[p], f]), int(tx.conc[ix[p], f]),
@@ -1271,7 +1274,7 @@ class Engine:
 
     def op_scf_if(self, op):
         c = self.env.get(op.operands[0])
-        c = np.broadcast_to(np.asarray(c if c is not None else 0), (self.T,))
+        c = self.conds.truth(self.conds.rows(c if c is not None else 0, self.T))
         then_m = self.active & (c == 0)
         else_m = self.active & (c == 1)
         sym = self.active & (c > 1)

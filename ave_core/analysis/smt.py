@@ -88,8 +88,10 @@ class Solver:
         terms = [c * self.atom(a) for a, c in self.tab.lins[key]]
         return z3.Sum(terms) + int(conc) if terms else z3.IntVal(int(conc))
 
-    def cond(self, cid: int) -> Any:
+    def cond(self, cid: Any) -> Any:
         z3 = self.z3
+        if isinstance(cid, (list, tuple)):
+            return z3.And(*[self.cond(c) for c in cid]) if cid else z3.BoolVal(True)
         if cid == 0:
             return z3.BoolVal(True)
         if cid == 1:
@@ -101,7 +103,7 @@ class Solver:
                         "ne": e != 0}[c.pred])
         return z3.And(*out) if out else z3.BoolVal(True)
 
-    def differ(self, ka: int, ca: int, kb: int, cb: int, guard: int) -> SolveResult:
+    def differ(self, ka: int, ca: int, kb: int, cb: int, guard: Any) -> SolveResult:
         """Can ``LIN[ka] + ca != LIN[kb] + cb`` under condition ``guard``?"""
         z3 = self.z3
         self.queries += 1
@@ -138,10 +140,10 @@ class Solver:
         model["__rhs"] = m.eval(rhs, model_completion=True).as_long()
         return SolveResult("sat", model)
 
-    def satisfiable(self, guard: int) -> SolveResult:
+    def satisfiable(self, guard: Any) -> SolveResult:
         """Is condition ``guard`` satisfiable (for a concrete mismatch under masks)?"""
         z3 = self.z3
-        if guard == 0:
+        if guard == 0 or guard == []:
             return SolveResult("sat", {})
         self.queries += 1
         s = z3.Solver()

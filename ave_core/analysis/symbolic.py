@@ -289,13 +289,56 @@ class CondTable:
             self._and[k] = r
         return r
 
+    #: Width of a guard row: the conjunction of up to GUARD atomic conditions per element.
+    GUARD = 4
+
+    def rows(self, x: np.ndarray, n: int | None = None) -> np.ndarray:
+        """A guard array as rows ``(N, GUARD)`` of atomic condition ids (0 = true, 1 =
+        false; a row is their conjunction)."""
+        x = np.asarray(x, dtype=np.int32)
+        if x.ndim == 0:
+            x = x.reshape(1, 1)
+        elif x.ndim == 1:
+            x = x[:, None]
+        if n is not None and x.shape[0] != n:
+            x = np.broadcast_to(x, (n, x.shape[1]))
+        g = self.GUARD
+        if x.shape[1] < g:
+            x = np.concatenate([x, np.zeros((x.shape[0], g - x.shape[1]), np.int32)], axis=1)
+        return x
+
     def conj_arrays(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Elementwise conjunction, approximated: false if either is false, else one of the
-        symbolic guards (the first). Guards only decide whether a witness' elements can be
-        unmasked together; every guard the front end builds (``i < size``) is satisfiable
-        on its own, and a dropped conjunct can only make a witness query easier."""
-        a, b = np.broadcast_arrays(a, b)
-        return np.where((a == 1) | (b == 1), 1, np.where(a != 0, a, b)).astype(np.int32)
+        """Elementwise conjunction of guard rows: false if either is false; else the union
+        of their atomic conditions (the first GUARD distinct ones are kept: dropping a
+        conjunct can only make a witness query easier, never hide a violation)."""
+        a = self.rows(a)
+        b = self.rows(b)
+        n = max(a.shape[0], b.shape[0])
+        a, b = self.rows(a, n), self.rows(b, n)
+        if not b.any():
+            return a.copy()
+        if not a.any():
+            return b.copy()
+        both = np.concatenate([a, b], axis=1)
+        false = np.any(both == 1, axis=1)
+        # drop duplicates within a row, move zeros last
+        srt = np.sort(both, axis=1)[:, ::-1]
+        dup = np.zeros_like(srt, dtype=bool)
+        dup[:, 1:] = srt[:, 1:] == srt[:, :-1]
+        srt = np.where(dup, 0, srt)
+        srt = -np.sort(-srt, axis=1)
+        out = srt[:, :self.GUARD].astype(np.int32)
+        out[false] = 0
+        out[false, 0] = 1
+        return out
+
+    def truth(self, x: np.ndarray) -> np.ndarray:
+        """Per row: 0 true, 1 false, 2 depends on runtime values."""
+        r = self.rows(x)
+        return np.where(np.any(r == 1, axis=1), 1, np.where(np.all(r == 0, axis=1), 0, 2))
+
+    def members(self, row: np.ndarray) -> list[int]:
+        return [int(c) for c in np.asarray(row).reshape(-1) if c != 0]
 
 
 def _pairwise_cond(ct: CondTable, a: np.ndarray, b: np.ndarray) -> np.ndarray:

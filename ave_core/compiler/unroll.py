@@ -213,8 +213,11 @@ def _clone_block(src: Block, out: Block, ctx: _Ctx) -> list[Value] | None:
                 for a in reg.args:
                     ctx.vmap[a] = nb.add_arg(a.type, a.name)
             ys = _clone_block(reg, nb, ctx)
+            src_term = reg.ops[-1] if reg.ops and reg.ops[-1].name in ("scf.yield", "ave.yield") \
+                else None
             term = Op("scf.yield" if op.name.startswith("scf.") else "ave.yield", ys or [], [],
-                      {}, [], op.loc)
+                      {"loop_indices": ctx.loop_stack},
+                      [], src_term.loc if src_term is not None else op.loc)
             nb.ops.append(term)
             regions.append(nb)
         if old is not None and all(_same_block(a, b) for a, b in zip(regions, old.regions)):

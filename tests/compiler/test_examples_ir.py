@@ -891,3 +891,21 @@ def test_gemm_mfma(ci):
     assert [stage_of(u, op.operands[0]) for op in lds_reads] == [0, 0, 1, 1, 0, 0]
     lds_writes = [op for op in u.ops("ave.store") if op.attrs["loop_indices"]]
     assert [stage_of(u, op.operands[0]) for op in lds_writes] == [1, 1, 0, 0, 1, 1]
+
+
+# ----------------------------------------------------------------------------- unroll contract
+
+
+def test_unrolled_region_terminators_carry_loop_indices():
+    k = _kernels(GEMM, len(GEMM_CONFIGS))[0]
+    u = unrolled(k)
+    missing = [op.name for op in u.walk() if "loop_indices" not in op.attrs]
+    assert missing == []
+
+
+def test_unrolled_region_terminators_keep_their_loc():
+    k = _kernels(GEMM, len(GEMM_CONFIGS))[0]
+    u = unrolled(k)
+    before = [op.loc for op in k.walk() if op.name == "ave.yield"][:2]   # the two tag lambdas
+    after = [op.loc for op in u.walk() if op.name == "ave.yield"][:2]
+    assert after == before

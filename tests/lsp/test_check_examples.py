@@ -14,6 +14,7 @@ its slowest few runs.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -100,8 +101,6 @@ def _code_lines(path: str) -> list[str]:
 
 def _line_of(path: str, needle: str) -> int:
     """0-based line of the one code line (not a comment, not the docstring) with ``needle``."""
-    import ast
-
     text = (ROOT / path).read_text(encoding="utf-8")
     first = ast.parse(text).body[0]
     start = first.end_lineno if isinstance(first, ast.Expr) else 0
