@@ -30,6 +30,7 @@ import numpy as np
 
 from ave_core.analysis.symbolic import (Atom, CondTable, SymInt, SymTable, sym_binop,
                                         sym_compare)
+from ave_core.compiler.fragments import broadcast_index
 from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Op, ScalarType, TensorType,
                                   TileType, Value)
 
@@ -854,18 +855,8 @@ class Engine:
         if getattr(lay, "parent", None) == dst:
             self.env[op.result] = x
             return
-        keep = list(op.attrs["keep"])
-        tp = self.table(lay.parent)[:, :, keep]
-        td = self.table(dst)[:, :, keep]
-        rshape = tuple(op.result.type.shape[a] for a in keep)
-        T = tp.shape[0]
-        sl = np.ravel_multi_index(tuple(tp[:, :, i] for i in range(len(keep))), rshape)
-        dl = np.ravel_multi_index(tuple(td[:, :, i] for i in range(len(keep))), rshape)
-        V1, V2 = sl.shape[1], dl.shape[1]
-        idx = np.empty((T, V2), np.int64)
-        for t in range(T):
-            lookup = dict(zip(sl[t].tolist(), range(V1)))
-            idx[t] = [t * V1 + lookup[i] for i in dl[t].tolist()]
+        idx = broadcast_index(lay.parent, dst, op.attrs["keep"], op.result.type.shape)
+        V2 = idx.shape[1]
         self.env[op.result] = FragVal(x.tags.take(idx.reshape(-1)), V2)
 
     def _dense_index(self, layout: Any, shape: tuple) -> np.ndarray:

@@ -33,6 +33,7 @@ import numpy as np
 
 from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Op, ScalarType, TensorType,
                                   TileType, Value)
+from ave_core.compiler.fragments import broadcast_index
 from ave_core.diagnostics import Diagnostic, Related
 from ave_core.interp import numerics as NUM
 from ave_core.lang import dtypes as D
@@ -464,24 +465,12 @@ class Machine:
         if getattr(lay, "parent", None) is dst_lay or getattr(lay, "parent", None) == dst_lay:
             self.env[op.result] = x           # same distribution: registers already in place
             return
-        keep = list(op.attrs["keep"])
-        tp = self.table(lay.parent)[:, :, keep]           # (T, V1, k)
-        td = self.table(dst_lay)[:, :, keep]              # (T, V2, k)
-        rshape = tuple(op.result.type.shape[a] for a in keep)
-        T = tp.shape[0]
-        src_lin = np.ravel_multi_index(tuple(tp[:, :, i] for i in range(len(keep))), rshape)
-        dst_lin = np.ravel_multi_index(tuple(td[:, :, i] for i in range(len(keep))), rshape)
-        vals = np.empty(dst_lin.shape, dtype=x.vals.dtype)
-        prov = np.empty(dst_lin.shape, dtype=np.int64) if x.prov is not None else None
-        prov2 = np.empty(dst_lin.shape, dtype=np.int64) if x.prov2 is not None else None
-        for t in range(T):
-            lookup = dict(zip(src_lin[t].tolist(), range(src_lin.shape[1])))
-            idx = [lookup[i] for i in dst_lin[t].tolist()]
-            vals[t] = x.vals[t, idx]
-            if prov is not None:
-                prov[t] = x.prov[t, idx]
-            if prov2 is not None:
-                prov2[t] = x.prov2[t, idx]
+        idx = broadcast_index(lay.parent, dst_lay, op.attrs["keep"], op.result.type.shape)
+        T, V2 = idx.shape
+        flat = idx.reshape(-1)
+        vals = x.vals.reshape(-1)[flat].reshape(T, V2)
+        prov = x.prov.reshape(-1)[flat].reshape(T, V2) if x.prov is not None else None
+        prov2 = x.prov2.reshape(-1)[flat].reshape(T, V2) if x.prov2 is not None else None
         self.env[op.result] = RFrag(vals, prov, prov2)
 
     # ------------------------------------------------------------------ tiles
@@ -590,6 +579,45 @@ class Machine:
             tc[gd] = np.where(ok, vals[np.clip(r, 0, len(vals) - 1)], -1)
         return tc
 
+    def global_access(self, t: RTile, coords: Sequence[np.ndarray], m: np.ndarray,
+                      threads: np.ndarray, op: Op, what: str
+                      ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+        """(accessed mask, flat element indices, tensor coordinates) of a global access;
+        reports AVE301 for an unmasked element outside the tensor's shape."""
+        ten = t.tensor
+        n = len(m)
+        tc = self.global_coords(t, coords)
+        inb = np.ones(n, dtype=bool)
+        for d, c in enumerate(tc):
+            inb &= (c >= 0) & (c < ten.shape[d])
+        bad = m & ~inb
+        if bad.any() and self.checks:
+            i = int(np.nonzero(bad)[0][0])
+            coord = [int(c[i]) for c in tc]
+            self.report("AVE301", op, f"out-of-bounds {what} of {ten.name}{coord} "
+                        f"(shape {list(ten.shape)})", [int(threads[i])],
+                        {"coordinates": {ten.name: coord}})
+        ok = m & inb
+        flat = np.zeros(n, dtype=np.int64)
+        for d, c in enumerate(tc):
+            flat += np.where(ok, c, 0) * ten.strides[d]
+        return ok, flat, tc
+
+    def shared_access(self, t: RTile, coords: Sequence[np.ndarray], m: np.ndarray,
+                      threads: np.ndarray, op: Op, what: str) -> tuple[np.ndarray, np.ndarray]:
+        """(accessed mask, byte addresses) of a shared access; reports AVE302 for an unmasked
+        element outside the tile's allocation."""
+        addr = self.shared_addresses(t, coords)
+        eb = t.dtype.bytes
+        inb = (addr >= t.alloc_lo) & (addr + eb <= t.alloc_hi)
+        bad = m & ~inb
+        if bad.any() and self.checks:
+            i = int(np.nonzero(bad)[0][0])
+            self.report("AVE302", op, f"shared-memory {what} outside `{t.alloc_name}` at byte "
+                        f"{int(addr[i])} (allocation bytes {t.alloc_lo}..{t.alloc_hi - 1})",
+                        [int(threads[i])], {"address": int(addr[i])})
+        return m & inb, addr
+
     def read_tile(self, t: RTile, coords: Sequence[np.ndarray], threads: np.ndarray, op: Op,
                   mask: np.ndarray | None = None, other: Any = 0
                   ) -> tuple[np.ndarray, np.ndarray | None]:
@@ -600,36 +628,13 @@ class Machine:
         prov = np.full(n, BOTTOM, dtype=np.int64) if self.prov_on else None
         m = np.ones(n, dtype=bool) if mask is None else mask.copy()
         if t.space == "global":
-            ten = t.tensor
-            tc = self.global_coords(t, coords)
-            inb = np.ones(n, dtype=bool)
-            for d, c in enumerate(tc):
-                inb &= (c >= 0) & (c < ten.shape[d])
-            bad = m & ~inb
-            if bad.any() and self.checks:
-                i = int(np.nonzero(bad)[0][0])
-                coord = tuple(int(c[i]) for c in tc)
-                self.report("AVE301", op, f"out-of-bounds read of {ten.name}{list(coord)} "
-                            f"(shape {list(ten.shape)})", [int(threads[i])],
-                            {"coordinates": {ten.name: list(coord)}})
-            ok = m & inb
-            flat = np.zeros(n, dtype=np.int64)
-            for d, c in enumerate(tc):
-                flat += np.where(ok, c, 0) * ten.strides[d]
-            vals[ok] = NUM.from_storage(t.dtype, ten.flat[flat[ok]])
+            ok, flat, tc = self.global_access(t, coords, m, threads, op, "read")
+            vals[ok] = NUM.from_storage(t.dtype, t.tensor.flat[flat[ok]])
             if prov is not None:
-                prov[ok] = _prov_ids(ten, [c[ok] for c in tc])
+                prov[ok] = _prov_ids(t.tensor, [c[ok] for c in tc])
             return vals, prov
-        addr = self.shared_addresses(t, coords)
+        ok, addr = self.shared_access(t, coords, m, threads, op, "read")
         eb = t.dtype.bytes
-        inb = (addr >= t.alloc_lo) & (addr + eb <= t.alloc_hi)
-        bad = m & ~inb
-        if bad.any() and self.checks:
-            i = int(np.nonzero(bad)[0][0])
-            self.report("AVE302", op, f"shared-memory read outside `{t.alloc_name}` at byte "
-                        f"{int(addr[i])} (allocation bytes {t.alloc_lo}..{t.alloc_hi - 1})",
-                        [int(threads[i])], {"address": int(addr[i])})
-        ok = m & inb
         a = addr[ok]
         th = threads[ok]
         if a.size:
@@ -650,34 +655,11 @@ class Machine:
         m = np.ones(n, dtype=bool) if mask is None else mask
         st = NUM.to_storage(t.dtype, vals)
         if t.space == "global":
-            ten = t.tensor
-            tc = self.global_coords(t, coords)
-            inb = np.ones(n, dtype=bool)
-            for d, c in enumerate(tc):
-                inb &= (c >= 0) & (c < ten.shape[d])
-            bad = m & ~inb
-            if bad.any() and self.checks:
-                i = int(np.nonzero(bad)[0][0])
-                coord = tuple(int(c[i]) for c in tc)
-                self.report("AVE301", op, f"out-of-bounds write of {ten.name}{list(coord)} "
-                            f"(shape {list(ten.shape)})", [int(threads[i])],
-                            {"coordinates": {ten.name: list(coord)}})
-            ok = m & inb
-            flat = np.zeros(n, dtype=np.int64)
-            for d, c in enumerate(tc):
-                flat += np.where(ok, c, 0) * ten.strides[d]
-            ten.flat[flat[ok]] = st[ok]
+            ok, flat, _ = self.global_access(t, coords, m, threads, op, "write")
+            t.tensor.flat[flat[ok]] = st[ok]
             return None
-        addr = self.shared_addresses(t, coords)
+        ok, addr = self.shared_access(t, coords, m, threads, op, "write")
         eb = t.dtype.bytes
-        inb = (addr >= t.alloc_lo) & (addr + eb <= t.alloc_hi)
-        bad = m & ~inb
-        if bad.any() and self.checks:
-            i = int(np.nonzero(bad)[0][0])
-            self.report("AVE302", op, f"shared-memory write outside `{t.alloc_name}` at byte "
-                        f"{int(addr[i])} (allocation bytes {t.alloc_lo}..{t.alloc_hi - 1})",
-                        [int(threads[i])], {"address": int(addr[i])})
-        ok = m & inb
         a = addr[ok]
         byts = a[:, None] + np.arange(eb)
         raw = np.ascontiguousarray(st[ok]).view(np.uint8).reshape(-1, eb)

@@ -14,6 +14,7 @@ source text, never executed by Python (see ``docs/dsl.md``). This package provid
 Importing it loads no compiler backend, solver or GPU runtime.
 """
 
+from . import core
 from .dtypes import DType, bf16, dtype, f16, f32, fp8e4m3, fp8e5m2, i1, i8, i16, i32, u8
 from .layout import (
     ComposedLayout,
@@ -104,29 +105,10 @@ __all__ = [
     "i1",
     # layouts
     "Layout", "ComposedLayout", "Swizzle", "XorSwizzle2D", "TVLayout", "layout",
-    "row_major", "col_major", "swizzle", "composition", "swizzled", "xor_swizzle",
-    "tv_layout",
+    "row_major", "col_major", "composition", "swizzled", "xor_swizzle", "tv_layout",
     # atoms
     "MMAAtom", "LdMatrixAtom", "TiledMMA", "mma_atom", "wgmma_atom", "mfma_atom",
     "ldmatrix_atom", "tiled_mma",
-    # kernel, annotations
-    "kernel", "Kernel", "KernelLauncher", "Tensor", "TensorSpec", "constexpr",
-    # thread and program ids
-    "thread_id", "warp_id", "lane_id", "warp_group_id", "program_id", "num_programs",
-    # tiles
-    "alloc", "view", "transpose", "gather", "scatter",
-    # data movement
-    "copy", "copy_async", "commit_async", "wait_async", "load", "ldmatrix", "store",
-    "barrier", "reset",
-    # fragments and compute
-    "zeros", "full", "coord", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "maximum",
-    "minimum", "where", "cast", "reduce", "sum", "max", "min", "convert", "materialize",
-    # matrix instructions
-    "mma",
-    # control
-    "range", "static_range", "sched_barrier",
-    # tags and assertions
-    "tag", "label", "assert_conform", "assert_disjoint",
-    # compile-time helpers
-    "cdiv",
+    # the decorator, annotations, the functions of kernel bodies, compile-time helpers
+    *[n for n in core.__all__ if n not in ("TARGETS", "DEFAULT_WARP_SIZE", "MAX_THREADS")],
 ]

@@ -29,29 +29,12 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from .dtypes import DType
+from .names import KERNEL_FUNCTIONS
 
 __all__ = [
-    # types, decorator
     "constexpr", "Tensor", "TensorSpec", "kernel", "Kernel", "KernelLauncher",
-    # ids
-    "thread_id", "warp_id", "lane_id", "warp_group_id", "program_id", "num_programs",
-    # tiles
-    "alloc", "view", "transpose", "gather", "scatter",
-    # data movement
-    "copy", "copy_async", "commit_async", "wait_async", "load", "ldmatrix", "store",
-    "barrier", "reset",
-    # fragments and compute
-    "zeros", "full", "coord", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "maximum",
-    "minimum", "where", "cast", "reduce", "sum", "max", "min", "convert", "materialize",
-    # matrix instructions
-    "mma",
-    # control
-    "range", "static_range", "sched_barrier",
-    # tags and assertions
-    "tag", "label", "assert_conform", "assert_disjoint",
-    # compile-time helpers
+    *KERNEL_FUNCTIONS,
     "cdiv", "swizzle",
-    # constants
     "TARGETS", "DEFAULT_WARP_SIZE", "MAX_THREADS",
 ]
 

@@ -17,12 +17,13 @@ import inspect
 from .dtypes import ALL_DTYPES
 
 __all__ = [
-    "DSL_FUNCTIONS", "COMPILE_TIME_FUNCTIONS", "LAYOUT_FUNCTIONS", "ATOM_FUNCTIONS",
+    "KERNEL_FUNCTIONS", "DSL_FUNCTIONS", "COMPILE_TIME_FUNCTIONS", "LAYOUT_FUNCTIONS", "ATOM_FUNCTIONS",
     "DTYPE_NAMES", "TYPE_NAMES", "DECORATORS", "signature_of",
 ]
 
-#: Functions of kernel bodies, handled by the front end (stubs at Python runtime).
-DSL_FUNCTIONS: frozenset[str] = frozenset({
+#: Functions of kernel bodies, in documentation order (the one list: ``core.__all__`` and
+#: the package's ``__all__`` are built from it).
+KERNEL_FUNCTIONS: tuple[str, ...] = (
     # thread and program ids
     "thread_id", "warp_id", "lane_id", "warp_group_id", "program_id", "num_programs",
     # tiles
@@ -39,7 +40,10 @@ DSL_FUNCTIONS: frozenset[str] = frozenset({
     "range", "static_range", "sched_barrier",
     # tags and assertions
     "tag", "label", "assert_conform", "assert_disjoint",
-})
+)
+
+#: Functions of kernel bodies, handled by the front end (stubs at Python runtime).
+DSL_FUNCTIONS: frozenset[str] = frozenset(KERNEL_FUNCTIONS)
 
 #: Layout constructors (``ave_core.lang.layout``), evaluated at compile time.
 LAYOUT_FUNCTIONS: frozenset[str] = frozenset({
