@@ -195,6 +195,7 @@ class Engine:
         self.occurrence: dict[tuple, int] = {}
         self.journal: list | None = None
         self.checkpoints: list = []
+        self._pick_cache: dict = {}
         self.tileds = []
         for op in kernel.walk():
             if op.name == "ave.mma" and op.attrs["tiled"] not in self.tileds:
@@ -928,34 +929,144 @@ class Engine:
         b: FragVal = self.env[op.operands[1]]
         c: FragVal = self.env[op.operands[2]]
         tiled = op.attrs["tiled"]
-        ta, tb, tc = self.table(tiled.a), self.table(tiled.b), self.table(tiled.c)
         BM, BN, BK = tiled.tile
         at = tiled.atom.threads
-        F = self.F
         check = self.new_check(op, "mma")
-        out = c.tags.copy()
-        for w in range(self.T // at):
-            ts = np.arange(w * at, (w + 1) * at)
-            if not self.active[ts].any():
-                continue
-            A = self._warp_dense(a, ta, ts, (BM, BK))
-            B = self._warp_dense(b, tb, ts, (BK, BN))
-            self._pair(check, A, B, (1, 0), None, op)
-            # result tags of the warp's C elements: A's fields constant along k (row
-            # fields), B's fields constant along k (column fields)
-            row = self._constant_along(A, axis=1)          # per m
-            col = self._constant_along(B, axis=0)          # per n
-            cc = tc[ts].reshape(-1, 2)
-            flat = (ts[:, None] * c.V + np.arange(c.V)[None, :]).reshape(-1)
-            rt = row.take(cc[:, 0])
-            ct = col.take(cc[:, 1])
-            new = agree([rt, ct], self.conds)
-            cur = out.take(flat)
-            merged = agree([cur, new], self.conds) if cur.pres.any() else new
-            merged.moved[:] = -1
-            out.put(flat, merged)
+        A = self._warps_dense(a, tiled.a, at, (BM, BK))
+        B = self._warps_dense(b, tiled.b, at, (BK, BN))
+        self._pair_warps(check, A, B, None, op)
+        # the result takes A's fields constant along k (row fields) and B's fields constant
+        # along k (column fields), per warp: each warp multiplies its own registers
+        row = self._constant_along_w(A, axis=1)            # (W * BM)
+        col = self._constant_along_w(B, axis=0)            # (W * BN)
+        tc = self.table(tiled.c)
+        T, Vc, _ = tc.shape
+        w = (np.arange(T) // at)[:, None]
+        ri = (w * BM + tc[:, :, 0]).reshape(-1)
+        ci = (w * BN + tc[:, :, 1]).reshape(-1)
+        new = agree([row.take(ri), col.take(ci)], self.conds)
+        out = agree([c.tags, new], self.conds) if c.tags.pres.any() else new
+        out.moved[:] = -1
+        act = np.repeat(self.active, Vc)
+        if not act.all():
+            keep = c.tags.copy()
+            keep.put(act, out.take(act))
+            out = keep
         self.checks.append(check)
         self.env[op.result] = FragVal(out, c.V)
+
+    def _warps_dense(self, x: FragVal, layout: Any, at: int, shape: tuple) -> dict:
+        """For every warp at once: dense ``shape`` tags of the elements the warp's threads
+        hold (first holder), flattened as ``(warp, row, col)``, with the holder thread and
+        register of each slot."""
+        V = x.V
+        key = (id(layout), shape, at)
+        pick = self._pick_cache.get(key)
+        if pick is None:
+            tab = self.table(layout)
+            T = tab.shape[0]
+            W = T // at
+            n = shape[0] * shape[1]
+            lin = tab[:, :, 0] * shape[1] + tab[:, :, 1]
+            flat = np.arange(T * V).reshape(T, V)
+            pick = np.full((W, n), -1, np.int64)
+            for w in range(W):
+                pick[w, lin[w * at:(w + 1) * at].reshape(-1)[::-1]] = \
+                    flat[w * at:(w + 1) * at].reshape(-1)[::-1]
+            self._pick_cache[key] = pick
+        held = pick >= 0
+        if not self.active.all():
+            held &= self.active[np.where(held, pick // V, 0)]
+        pk = np.where(held, pick, 0).reshape(-1)
+        tags = x.tags.take(pk)
+        h = held.reshape(-1)
+        tags.pres &= h[:, None]
+        return {"tags": tags, "holder": np.where(h, pk // V, -1), "reg": np.where(h, pk % V, -1),
+                "held": h, "shape": shape, "W": pick.shape[0]}
+
+    def _constant_along_w(self, D: dict, axis: int) -> Tags:
+        t: Tags = D["tags"]
+        W = D["W"]
+        R, C = D["shape"]
+        F = self.F
+        pres = t.pres.reshape(W, R, C, F)
+        top = t.top.reshape(W, R, C, F)
+        key = t.key.reshape(W, R, C, F)
+        conc = t.conc.reshape(W, R, C, F)
+        held = D["held"].reshape(W, R, C)
+        if axis == 1:       # per (w, r), along c
+            i0 = np.argmax(held, axis=2)                                   # (W, R)
+            wi, ri = np.meshgrid(np.arange(W), np.arange(R), indexing="ij")
+            k0 = key[wi, ri, i0][:, :, None, :]
+            c0 = conc[wi, ri, i0][:, :, None, :]
+            ok = np.all(~held[..., None] | (pres & ~top & (key == k0) & (conc == c0)), axis=2)
+            base = t.take(((wi * R + ri) * C + i0).reshape(-1))
+        else:               # per (w, c), along r
+            i0 = np.argmax(held, axis=1)                                   # (W, C)
+            wi, ci = np.meshgrid(np.arange(W), np.arange(C), indexing="ij")
+            k0 = key[wi, i0, ci][:, None, :, :]
+            c0 = conc[wi, i0, ci][:, None, :, :]
+            ok = np.all(~held[..., None] | (pres & ~top & (key == k0) & (conc == c0)), axis=1)
+            base = t.take(((wi * R + i0) * C + ci).reshape(-1))
+        ok = ok.reshape(-1, F)
+        base.pres = base.pres & ok
+        base.top = base.top & ok
+        return base
+
+    def _pair_warps(self, check: PairCheck, X: dict, Y: dict, fields: tuple | None,
+                    op: Op) -> None:
+        """The contraction check ``X[w, m, k]`` vs ``Y[w, k, n]`` for every warp at once:
+        O(rows + cols) per (warp, k) (see :meth:`_pair`), explicit pairs only where a
+        (warp, k) can violate."""
+        F = self.F
+        tx, ty = X["tags"], Y["tags"]
+        W = X["W"]
+        R, K = X["shape"]
+        _, C = Y["shape"]
+        fsel = np.ones(F, bool) if fields is None else np.array(
+            [f in fields for f in self.fields])
+        hx = X["held"].reshape(W, R, K)
+        hy = Y["held"].reshape(W, K, C)
+        check.compared += int((hx.sum(axis=1) * hy.sum(axis=2)).sum())
+        fx = np.any(tx.pres[X["held"]], axis=0) if X["held"].any() else np.zeros(F, bool)
+        fy = np.any(ty.pres[Y["held"]], axis=0) if Y["held"].any() else np.zeros(F, bool)
+        common = fsel & fx & fy
+        if not common.any():
+            return
+        px_all = tx.pres.reshape(W, R, K, F)
+        py_all = ty.pres.reshape(W, K, C, F)
+        cx = hx & np.all(px_all[..., common], axis=3)
+        cy = hy & np.all(py_all[..., common], axis=3)
+        check.covered += int((cx.sum(axis=1) * cy.sum(axis=2)).sum())
+        if check.violation is not None or check.unknown is not None:
+            return
+        big = np.iinfo(np.int64).max
+        bad = np.zeros((W, K), bool)
+        for f in np.nonzero(common)[0]:
+            px = px_all[..., f] & hx
+            py = py_all[..., f] & hy
+            kx = tx.key[:, f].reshape(W, R, K).astype(np.int64)
+            cxv = tx.conc[:, f].reshape(W, R, K)
+            ky = ty.key[:, f].reshape(W, K, C).astype(np.int64)
+            cyv = ty.conc[:, f].reshape(W, K, C)
+            topx = (tx.top[:, f].reshape(W, R, K) & px).any(axis=1)
+            topy = (ty.top[:, f].reshape(W, K, C) & py).any(axis=2)
+            kxmin, kxmax = np.where(px, kx, big).min(1), np.where(px, kx, -big).max(1)
+            cxmin, cxmax = np.where(px, cxv, big).min(1), np.where(px, cxv, -big).max(1)
+            kymin, kymax = np.where(py, ky, big).min(2), np.where(py, ky, -big).max(2)
+            cymin, cymax = np.where(py, cyv, big).min(2), np.where(py, cyv, -big).max(2)
+            same = (kxmin == kxmax) & (cxmin == cxmax) & (kymin == kymax) & \
+                (cymin == cymax) & (kxmin == kymin) & (cxmin == cymin)
+            bad |= px.any(axis=1) & py.any(axis=2) & (topx | topy | ~same)
+        if not bad.any():
+            return
+        ixs, iys = [], []
+        for w, k in zip(*np.nonzero(bad)):
+            mx = np.nonzero(hx[w, :, k])[0]
+            my = np.nonzero(hy[w, k, :])[0]
+            ixs.append(np.repeat((w * R + mx) * K + k, len(my)))
+            iys.append(np.tile((w * K + k) * C + my, len(mx)))
+        self._find(check, X, Y, np.concatenate(ixs), np.concatenate(iys), common, op)
 
     def _warp_dense(self, x: FragVal, tab: np.ndarray, ts: np.ndarray, shape: tuple) -> dict:
         """Dense (shape) tags of the elements the warp's threads hold (+ holder thread)."""
@@ -1222,11 +1333,9 @@ class Engine:
             if lx is not None and ly is not None and contract == (1, 0) else None
         if tiled is not None and contract == (1, 0):
             at = tiled.atom.threads
-            for w in range(self.T // at):
-                ts = np.arange(w * at, (w + 1) * at)
-                X = self._warp_dense(x, self.table(lx), ts, tx.shape)
-                Y = self._warp_dense(y, self.table(ly), ts, ty.shape)
-                self._pair(check, X, Y, contract, fields, op)
+            X = self._warps_dense(x, lx, at, tx.shape)
+            Y = self._warps_dense(y, ly, at, ty.shape)
+            self._pair_warps(check, X, Y, fields, op)
         else:
             X = self._dense_frag(x, tx)
             Y = self._dense_frag(y, ty)
