@@ -2621,65 +2621,57 @@ def _product_lists(lists: list[list[int]], limit: int) -> list[list[int]]:
 
 
 def _reduction_scope(layout: Any, axis: int, warp_size: int) -> str:
+    """Where the elements reduced into one result live: all in one thread ("thread"), in
+    one warp ("warp", shuffles), or across warps ("block", shared memory)."""
     if layout is None:
         return "thread"
     try:
-        tab = layout.coords_table() if hasattr(layout, "coords_table") else None
+        tab = np.asarray(layout.coords_table())
     except Exception:
-        tab = None
-    if tab is None:
         return "block"
     T, V, R = tab.shape
     keep = [i for i in range(R) if i != axis]
-    # which threads hold elements of each reduced row
-    key = tab[:, :, keep].reshape(T * V, -1)
-    threads = np.repeat(np.arange(T), V)
-    rows: dict[tuple, set[int]] = {}
-    for k, t in zip(map(tuple, key.tolist()), threads.tolist()):
-        rows.setdefault(k, set()).add(t)
-    # does each row's set of holders need cross-thread communication?
-    # full coverage per thread: a thread holding part of row r must reduce with the others
-    scope = "thread"
-    for ts in rows.values():
-        if len(ts) > 1:
-            warps = {t // warp_size for t in ts}
-            if len(warps) > 1:
-                return "block"
-            scope = "warp"
-    return scope
+    if keep:
+        dims = tab[:, :, keep].reshape(T * V, -1).max(axis=0) + 1
+        key = np.ravel_multi_index(tuple(tab[:, :, keep].reshape(T * V, -1).T), tuple(dims))
+    else:
+        key = np.zeros(T * V, np.int64)
+    th = np.repeat(np.arange(T), V)
+    per_key_threads = np.unique(key * T + th) // T
+    if np.bincount(per_key_threads).max() <= 1:
+        return "thread"
+    per_key_warps = np.unique(key * T + th // warp_size) // T
+    return "warp" if np.bincount(per_key_warps).max() <= 1 else "block"
+
+def _holdings(layout: Any, keep: Sequence[int] | None = None) -> np.ndarray:
+    """(threads, coordinates) boolean matrix: which (kept) coordinates each thread holds."""
+    tab = np.asarray(layout.coords_table())
+    T, V, R = tab.shape
+    keep = list(range(R)) if keep is None else list(keep)
+    dims = tuple(int(layout.tile_shape[a]) for a in keep)
+    lin = np.ravel_multi_index(tuple(tab[:, :, a] for a in keep), dims)
+    held = np.zeros((T, int(np.prod(dims))), bool)
+    held[np.repeat(np.arange(T), V), lin.reshape(-1)] = True
+    return held
 
 
 def _holds_projection(proj: ProjectedLayout, target: Any, keep: tuple) -> bool:
     """Whether every thread holds, in ``proj``, every kept coordinate that ``target``
     gives it (so a broadcast of ``proj`` to ``target`` needs no communication)."""
     try:
-        tp = proj.parent.coords_table()[:, :, list(keep)]
-        tt = target.coords_table()[:, :, list(keep)]
+        src = _holdings(proj.parent, keep)
+        dst = _holdings(target, keep)
     except Exception:
         return False
-    if tp.shape[0] != tt.shape[0]:
-        return False
-    for t in range(tt.shape[0]):
-        if not set(map(tuple, tt[t].tolist())) <= set(map(tuple, tp[t].tolist())):
-            return False
-    return True
-
+    return src.shape == dst.shape and bool(np.all(~dst | src))
 
 def _same_holdings(a: Any, b: Any) -> bool:
     """Whether two TV layouts give every thread the same set of coordinates."""
     try:
-        ta, tb = a.coords_table(), b.coords_table()
+        ha, hb = _holdings(a), _holdings(b)
     except Exception:
         return False
-    if ta.shape[0] != tb.shape[0]:
-        return False
-    for t in range(ta.shape[0]):
-        if set(map(tuple, ta[t].tolist())) != set(map(tuple, tb[t].tolist())):
-            return False
-    return True
-
-
-# ============================================================================ kernel discovery
+    return ha.shape == hb.shape and bool(np.array_equal(ha, hb))
 
 def _kernel_decorator(module: ModuleContext, fn: ast.FunctionDef) -> ast.AST | None:
     for d in fn.decorator_list:
