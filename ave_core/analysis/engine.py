@@ -327,8 +327,10 @@ class Engine:
                 else:
                     break
             p += 1
-        self._restore(self.checkpoints[p])
-        del self.checkpoints[p:]
+        if p < len(self.checkpoints):
+            self._restore(self.checkpoints[p])
+            del self.checkpoints[p:]
+        # else: the previous variant is a prefix of this one; go on from where it ended
         self.k = kernel
         for op in redo:
             self.loops = op.attrs.get("loop_indices", ())
@@ -1008,7 +1010,7 @@ class Engine:
             c0 = conc[wi, i0, ci][:, None, :, :]
             ok = np.all(~held[..., None] | (pres & ~top & (key == k0) & (conc == c0)), axis=1)
             base = t.take(((wi * R + i0) * C + ci).reshape(-1))
-        ok = ok.reshape(-1, F)
+        ok = ok.reshape(W * (R if axis == 1 else C), F)
         base.pres = base.pres & ok
         base.top = base.top & ok
         return base
