@@ -170,6 +170,10 @@ def check_file(path: str, text: str | None = None, *, workspace: str | None = No
 
         result = compile_source(text, path, workspace=workspace)
         kernels = group_kernels(result.kernels)
+        compiled = {(k["name"], k["line"]) for k in kernels}
+        for name, line in getattr(result, "kernel_names", []) or []:
+            if (name, line) not in compiled:       # found, but no specialization compiled
+                kernels.append({"name": name, "line": line, "specializations": []})
         diags = list(result.diagnostics)
         if analyze and result.kernels:
             from ave_core.compiler.ir import KernelIR

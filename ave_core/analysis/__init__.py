@@ -212,7 +212,9 @@ def _diagnose(kernel: KernelIR, r: AssertionResult) -> list[Diagnostic]:
                  f"y = {yn}{y.get('tags')} (slot {y.get('slot')}, thread {y.get('thread')})"]
         if w.get("model"):
             notes.append("for " + ", ".join(f"{k} = {v}" for k, v in w["model"].items()))
-        notes.append(f"found with runtime trip counts {w.get('trip_counts')}")
+        if w.get("trip_counts"):
+            trips = ", ".join(f"{k}={v}" for k, v in w["trip_counts"].items())
+            notes.append(f"found with runtime trip counts {trips}")
         return [Diagnostic("AVE201", msg, r.loc.file, r.loc.range, notes=notes,
                            related=related, witness=_schema_witness(w))]
     if r.status == "unknown":

@@ -56,6 +56,11 @@ class Tags:
     cond: np.ndarray   # (N, GUARD) int32 guard rows (conjunctions of condition ids)
     src: np.ndarray    # (N,) int32 index of the ave.tag op (-1 none, -2 mixed)
     moved: np.ndarray  # (N,) int32 index of the exec record that last moved it (-1 none)
+    via: np.ndarray = None  # (N,) int32 the move before that (e.g. the copy into shared)
+
+    def __post_init__(self) -> None:
+        if self.via is None:
+            self.via = np.full(self.pres.shape[0], -1, np.int32)
 
     @staticmethod
     def bottom(n: int, f: int) -> "Tags":
@@ -69,11 +74,11 @@ class Tags:
 
     def take(self, idx: Any) -> "Tags":
         return Tags(self.pres[idx], self.top[idx], self.key[idx], self.conc[idx],
-                    self.cond[idx], self.src[idx], self.moved[idx])
+                    self.cond[idx], self.src[idx], self.moved[idx], self.via[idx])
 
     def copy(self) -> "Tags":
         return Tags(self.pres.copy(), self.top.copy(), self.key.copy(), self.conc.copy(),
-                    self.cond.copy(), self.src.copy(), self.moved.copy())
+                    self.cond.copy(), self.src.copy(), self.moved.copy(), self.via.copy())
 
     def put(self, idx: Any, other: "Tags") -> None:
         self.pres[idx] = other.pres
@@ -83,6 +88,7 @@ class Tags:
         self.cond[idx] = other.cond
         self.src[idx] = other.src
         self.moved[idx] = other.moved
+        self.via[idx] = other.via
 
 
 def agree(tags: Sequence[Tags], conds: CondTable) -> Tags:
@@ -785,6 +791,8 @@ class Engine:
         guard = self.eval_mask(op, coords, src, n)
         tags = self.read_tags(src, coords, op, guard, threads)
         rec = self.record(op)
+        if src.space == "shared":
+            tags.via = tags.moved.copy()
         tags.moved[:] = rec
         ival = None
         if op.result.type.dtype.is_int and src.space == "global":
@@ -1262,12 +1270,15 @@ class Engine:
                 top = self.tag_ops[s]
                 points.append({"file": top.loc.file, "range": top.loc.range.to_json(),
                                "label": f"{label}: tag introduced ({self.tag_names[s]})"})
-            m = int(t.moved[i])
-            if m >= 0:
+            for m, what in ((int(t.via[i]), "written to shared memory by"),
+                            (int(t.moved[i]), "last moved by")):
+                if m < 0:
+                    continue
                 rec = self.records[m]
                 loops = ", ".join(f"{k}={v}" for k, v in rec.loops)
+                name = "ave.ldmatrix" if rec.op.attrs.get("ldmatrix") else rec.op.name
                 points.append({"file": rec.op.loc.file, "range": rec.op.loc.range.to_json(),
-                               "label": f"{label}: last moved by {rec.op.name}"
+                               "label": f"{label}: {what} {name}"
                                         + (f" ({loops})" if loops else "")})
         block = [int(model.get(f"program_id({a})", 0)) for a in range(3)]
         sx, sy = int(tx.src[ix]), int(ty.src[iy])

@@ -479,8 +479,8 @@ class KernelBuilder:
                 msg = self.eval_ct(st.msg, scope) if st.msg is not None else "assertion failed"
                 raise self.err("AVE117", f"compile-time assertion failed: {msg}", st)
             return None
-        what = {ast.While: "`while` loops (use ave.range)", ast.Try: "`try`",
-                ast.With: "`with`", ast.ClassDef: "class definitions",
+        what = {ast.While: "a `while` loop (use ave.range)", ast.Try: "`try`",
+                ast.With: "`with`", ast.ClassDef: "a class definition",
                 ast.Global: "`global`", ast.Nonlocal: "`nonlocal`", ast.Delete: "`del`",
                 ast.Raise: "`raise`", ast.Break: "`break`", ast.Continue: "`continue`",
                 ast.Import: "imports inside a kernel", ast.ImportFrom: "imports inside a kernel",
@@ -798,11 +798,11 @@ class KernelBuilder:
                     return self.lookup_global(attr, node, ctx)
                 raise self.err("AVE113", f"`{attr}` is not defined in `{os.path.relpath(cand)}`",
                                node)
-        if level == 0 and modname.split(".")[0] not in ("helpers",):
-            # an ordinary library (numpy, torch...): usable outside kernels only
+        if level == 0 and _installed(modname.split(".")[0]):
+            # an installed library (numpy, torch...): usable outside kernels only
             return ExternalModule(f"{modname}.{attr}")
-        raise self.err("AVE113", f"cannot find the workspace module `{'.' * level}{modname}`",
-                       node)
+        raise self.err("AVE113", f"cannot find the module `{'.' * level}{modname}`: it is "
+                       "neither a file of the workspace nor an installed package", node)
 
     def ev_Attribute(self, node: ast.Attribute, scope: Scope) -> Any:
         base = self.eval(node.value, scope)
@@ -1746,6 +1746,30 @@ class KernelBuilder:
             raise self.err("AVE109", f"{what}: the {vector_bytes}-byte vector at tile "
                            f"coordinate {coord} is {why} (element offsets {offs})", node)
 
+    def _check_thread_vectors(self, layout: Any, dtype: DType, vector_bytes: int,
+                              node: ast.AST, what: str) -> None:
+        """A register <-> memory vector access moves ``vector_bytes`` of consecutive values
+        of one thread: those values must be consecutive elements along the innermost
+        dimension (AVE109)."""
+        n = vector_bytes // dtype.bytes
+        if n <= 1 or not hasattr(layout, "coords_table"):
+            return
+        tab = np.asarray(layout.coords_table())
+        T, V, R = tab.shape
+        if V % n:
+            raise self.err("AVE109", f"{what}: each thread holds {V} values, not a multiple of "
+                           f"the {n} elements of a {vector_bytes}-byte vector", node)
+        g = tab.reshape(T, V // n, n, R)
+        step = np.diff(g, axis=2)                           # (T, groups, n-1, R)
+        ok = np.all(step[..., -1] == 1, axis=2) & np.all(step[..., :-1] == 0, axis=(2, 3))
+        ok &= g[:, :, 0, -1] % n == 0
+        if not ok.all():
+            t, grp = (int(x) for x in np.argwhere(~ok)[0])
+            coords = [tuple(int(c) for c in g[t, grp, j]) for j in range(n)]
+            raise self.err("AVE109", f"{what}: thread {t}'s values {grp * n}..{grp * n + n - 1} "
+                           f"are not {n} consecutive, aligned elements of a row ({coords}); "
+                           f"a {vector_bytes}-byte vector cannot move them", node)
+
     def _check_copy(self, node, src, dst, vector_bytes, what, async_: bool):
         s = self._tile(src, _arg_node(node, "src", 0), f"{what}'s source")
         d = self._tile(dst, _arg_node(node, "dst", 1), f"{what}'s destination")
@@ -1850,6 +1874,7 @@ class KernelBuilder:
             if not _is_ct_int(vector_bytes):
                 raise self.err("AVE115", "vector_bytes must be a compile-time integer", vb_node)
             self._check_vectors(s, vector_bytes, vb_node, node, "ave.load source")
+            self._check_thread_vectors(lay, s.type.dtype, vector_bytes, vb_node, "ave.load")
         region = self.mask_region(mask, s, _arg_node(node, "mask", 3) or node, "ave.load")
         other = self._fill(other, s.type.dtype, node)
         t = FragmentType(s.type.dtype, s.type.shape, lay)
@@ -1890,6 +1915,8 @@ class KernelBuilder:
             if not _is_ct_int(vector_bytes):
                 raise self.err("AVE115", "vector_bytes must be a compile-time integer", vb_node)
             self._check_vectors(d, vector_bytes, vb_node, node, "ave.store destination")
+            self._check_thread_vectors(v.type.layout, d.type.dtype, vector_bytes, vb_node,
+                                       "ave.store")
         region = self.mask_region(mask, d, _arg_node(node, "mask", 3) or node, "ave.store")
         self.emit("ave.store", [d, v], [], node, {"vector_bytes": vector_bytes,
                                                   "masked": region is not None},
@@ -2255,6 +2282,18 @@ class _IterCounter:
 
     def __repr__(self) -> str:
         return f"iter({self.name})"
+
+
+def _installed(top: str) -> bool:
+    """Whether a top-level module can be found (without importing or running it)."""
+    import importlib.util
+    import sys
+    if top in sys.builtin_module_names or top in sys.modules:
+        return True
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _dsl_value(lang: Any, name: str) -> Any:

@@ -116,6 +116,10 @@ def run(kernel: KernelIR, grid: int | Sequence[int], args: Sequence[Any], *,
                 raise ValueError(f"`{p.name}` has rank {arr.ndim}; the kernel declares "
                                  f"{p.type.rank}")
             flat, strides = _flat_view(arr)
+            if arr.size and arr.shape[-1] > 1 and strides[-1] != 1:
+                raise ValueError(f"`{p.name}` has innermost stride {strides[-1]}; Ave tensors "
+                                 "are contiguous along their last dimension (pass "
+                                 ".contiguous() / np.ascontiguousarray)")
             tensors[p.value] = RTensor(len(tensors), p.name, p.type.dtype, flat,
                                        tuple(arr.shape), strides)
         elif isinstance(p.type, ScalarType):

@@ -116,7 +116,7 @@ CASES = [
     Case("AVE101-with", H + "    with n:\n        pass\n",
          "AVE101", (4, 4, 5, 12), "`with`"),
     Case("AVE101-class", H + "    class C:\n        pass\n",
-         "AVE101", (4, 4, 5, 12), "class definitions"),
+         "AVE101", (4, 4, 5, 12), "a class definition"),
     Case("AVE101-listcomp", H + "    x = [i for i in (1, 2)]\n",
          "AVE101", (4, 8, 27), "list comprehension"),
     Case("AVE101-fstring", H + "    x = f'{n}'\n",
@@ -604,7 +604,7 @@ def test_helper_import_not_found(tmp_path) -> None:
     d = one(compile_source(text, str(tmp_path / "kernel.py"), workspace=str(tmp_path)))
     # the use of the imported name, `issue`, line 6 columns 4..9
     assert (d.code, rng(d)) == ("AVE113", (6, 4, 9))
-    assert "cannot find the workspace module `helpers`" in d.message
+    assert "cannot find the module `helpers`" in d.message
 
 
 def test_helper_name_not_in_helper_file(tmp_path) -> None:
