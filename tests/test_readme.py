@@ -25,3 +25,17 @@ def test_readme_has_exactly_two_setup_commands():
     assert len(blocks) == 2
     assert "ave-lsp --check examples/" in blocks[0]
     assert "pytest" in blocks[1]
+
+
+def test_readme_witness_output_is_current():
+    import subprocess
+    import sys
+    text = README.read_text(encoding="utf-8")
+    part = text.split("This is real output (`ave-lsp --check examples/broken/gemm_swizzle_mismatch.py`", 1)[1]
+    shown = re.findall(r"```\n(.*?)```", part, re.S)[0].strip().splitlines()
+    out = subprocess.run([sys.executable, "-m", "ave_lsp", "--check",
+                          "examples/broken/gemm_swizzle_mismatch.py"], capture_output=True,
+                         text=True, cwd=README.parent, timeout=300)
+    assert out.returncode == 1
+    real = out.stdout.splitlines()
+    assert real[:len(shown)] == shown
