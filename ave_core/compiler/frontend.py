@@ -796,8 +796,8 @@ class KernelBuilder:
                 self.files.add(ctx.path)
                 if attr in ctx.functions or attr in ctx.assigns or attr in ctx.imports:
                     return self.lookup_global(attr, node, ctx)
-                raise self.err("AVE113", f"`{attr}` is not defined in `{os.path.relpath(cand)}`",
-                               node)
+                shown = os.path.relpath(cand, os.path.dirname(os.path.abspath(module.path)))
+                raise self.err("AVE113", f"`{attr}` is not defined in `{shown}`", node)
         if level == 0 and _installed(modname.split(".")[0]):
             # an installed library (numpy, torch...): usable outside kernels only
             return ExternalModule(f"{modname}.{attr}")
