@@ -330,7 +330,6 @@ class SourceText:
 
 def _split_lines(text: str) -> list[str]:
     out: list[str] = []
-    cur: list[str] = []
     i, n = 0, len(text)
     start = 0
     while i < n:
@@ -342,7 +341,6 @@ def _split_lines(text: str) -> list[str]:
             start = i + 1
         i += 1
     out.append(text[start:])
-    del cur
     return out
 
 

@@ -5,7 +5,8 @@ Usage::
     ave-lsp --check PATHS... [--format text|json] [--fail-on error|warning]
                              [--output FILE] [--workspace DIR]
     ave-lsp --version
-    ave-lsp                  # the stdio language server (not in this version)
+    ave-lsp [--stdio]        # the language server, over stdin/stdout
+    ave-lsp --tcp HOST:PORT  # the language server on a TCP socket (for debugging)
 
 ``--check`` checks files and directories (``*.py`` found recursively, hidden directories,
 ``__pycache__``, ``.venv`` and ``node_modules`` skipped) with the same driver the language
@@ -25,12 +26,15 @@ Exit status:
 * ``0`` — nothing at or above the ``--fail-on`` severity (default ``error``);
 * ``1`` — findings at or above ``--fail-on``;
 * ``2`` — usage error (bad options, no paths, a path that does not exist — as ruff and
-  pyright do, nothing is checked then), the language server requested, or an internal
+  pyright do, nothing is checked then), or an internal
   error of the tool itself (a traceback is printed to stderr). An exception inside the
   checking of one file is not an exit-2 error: it is reported as diagnostic ``AVE900``.
 
+Without ``--check`` it serves LSP (:mod:`ave_lsp.server`; see ``docs/lsp.md``) and exits
+0 when the client disconnects.
+
 Start-up stays light: this module imports only the standard library; the checker (and
-whatever the front end needs) is imported when ``--check`` runs.
+whatever the front end needs) is imported when ``--check`` runs, the server when it starts.
 """
 
 from __future__ import annotations
@@ -79,6 +83,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="budget of one SMT query; past it an assertion is unknown")
     p.add_argument("--no-analysis", action="store_true",
                    help="front end only: no tag analysis")
+    p.add_argument("--stdio", action="store_true",
+                   help="serve LSP over stdin/stdout (the default without --check)")
+    p.add_argument("--tcp", metavar="HOST:PORT",
+                   help="serve LSP on a TCP socket instead of stdio (for debugging)")
     p.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     return p
 
@@ -167,6 +175,23 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return exit_status(report, args.fail_on)
 
 
+def run_server(args: argparse.Namespace, parser: argparse.ArgumentParser,
+               stderr: TextIO) -> int:
+    """Serve LSP over stdio, or TCP with ``--tcp HOST:PORT``."""
+    if args.tcp is not None:
+        host, sep, port = args.tcp.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            parser.print_usage(stderr)
+            print(f"{PROG}: error: --tcp wants HOST:PORT, not {args.tcp!r}", file=stderr)
+            return EXIT_USAGE
+        from ave_lsp.server import serve_tcp
+
+        return serve_tcp(host.strip("[]"), int(port))
+    from ave_lsp.server import serve_stdio
+
+    return serve_stdio()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``ave-lsp``; returns the exit status (never raises SystemExit)."""
     stdout, stderr = sys.stdout, sys.stderr
@@ -180,9 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.print_usage(stderr)
             print(f"{PROG}: error: paths given without --check", file=stderr)
             return EXIT_USAGE
-        print(f"{PROG}: the language server (stdio) is not implemented in this version; "
-              f"use '{PROG} --check PATHS' to check files", file=stderr)
-        return EXIT_USAGE
+        return run_server(args, parser, stderr)
     if not args.paths:
         parser.print_usage(stderr)
         print(f"{PROG}: error: --check needs at least one path", file=stderr)

@@ -179,7 +179,6 @@ def _fmt_threads(w: dict) -> str:
 
 
 def _diagnose(kernel: KernelIR, r: AssertionResult) -> list[Diagnostic]:
-    spec = ""
     if r.status == "violated":
         w = r.witness or {}
         if r.kind == "assert_disjoint":
@@ -224,7 +223,6 @@ def _diagnose(kernel: KernelIR, r: AssertionResult) -> list[Diagnostic]:
         return [Diagnostic("AVE204", f"{r.kind} compares only untagged (⊥) elements: it proves "
                            "nothing (tag the tensors its operands come from)", r.loc.file,
                            r.loc.range)]
-    del spec
     return []
 
 

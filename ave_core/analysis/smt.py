@@ -51,7 +51,7 @@ class Solver:
             name, (ka, ca), (kb, cb) = a.args
             x, y = self.lin(ka, ca), self.lin(kb, cb)
             if name == "floordiv":
-                z = z3.If(y == 0, 0, x / y) if True else None
+                z = z3.If(y == 0, 0, x / y)
                 self._domain.append(y != 0)
             elif name == "mod":
                 z = z3.If(y == 0, 0, x % y)

@@ -212,7 +212,6 @@ def sym_floordiv_mod(tab: SymTable, a: SymInt, b: SymInt, op: str) -> SymInt:
         # (d*q + c) // d == q + c // d and (d*q + c) % d == c % d when d divides every
         # coefficient of the symbolic part
         ka, ca, dc = np.broadcast_arrays(a.key, a.conc, b.conc)
-        ok = np.ones(ka.shape, dtype=bool)
         uniq = np.unique(np.stack([ka.reshape(-1), dc.reshape(-1)], axis=1), axis=0)
         good = {(int(k), int(d)) for k, d in uniq if d != 0 and tab.divisible(int(k), int(d))}
         if len(good) == len(uniq):
@@ -221,7 +220,6 @@ def sym_floordiv_mod(tab: SymTable, a: SymInt, b: SymInt, op: str) -> SymInt:
                 return SymInt(np.zeros(ka.shape, dtype=np.int32), np.mod(ca, d))
             key = _pairwise(tab, ka, dc, lambda k, dd: tab.div_exact(k, dd))
             return SymInt(key, np.floor_divide(ca, d))
-        del ok
     return _opaque(tab, op, a, b)
 
 

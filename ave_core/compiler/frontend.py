@@ -885,11 +885,8 @@ class KernelBuilder:
             r = Value(ScalarType(_dt.i32), None, owner=op)
             r.affine = {r: 1}
             op.results.append(r)
-            base = _root_tensor(v)
-            body = self.block if base is None else None
             self.insert_at_entry(op, v)
             self.dim_cache[key] = r
-            del body
         return self.dim_cache[key]
 
     def insert_at_entry(self, op: Op, after: Value) -> None:
@@ -1890,7 +1887,7 @@ class KernelBuilder:
                            f"{s.type.dtype}", node)
         lay = self._tv(layout, s.type.shape, _arg_node(node, "layout", 1) or node,
                        "ave.ldmatrix")
-        if id(lay) not in self.mma_operand_layouts and not _from_mma(lay):
+        if id(lay) not in self.mma_operand_layouts:
             raise self.err("AVE110", "ave.ldmatrix needs the A or B operand layout of an "
                            "mma.sync tiled MMA (tiled.a / tiled.b)", node)
         bad = _ldmatrix_violation(self, s)
@@ -2460,10 +2457,6 @@ def _has_kw(call: ast.Call, name: str) -> bool:
     return any(k.arg == name for k in call.keywords)
 
 
-def _root_tensor(v: Value) -> Value | None:
-    return v
-
-
 def _count_leading(blk: Block, *names: str) -> int:
     i = 0
     while i < len(blk.ops) and blk.ops[i].name in names:
@@ -2497,10 +2490,6 @@ def _coord_rank(tile: Value) -> int:
                 return src.type.rank
             v = src
     return len(t.shape)
-
-
-def _from_mma(layout: Any) -> bool:
-    return False
 
 
 def _tile_geometry(tile: Value) -> tuple[Any, tuple, list[list[int]], Any] | None:
@@ -2628,7 +2617,6 @@ def _ldmatrix_violation(builder: KernelBuilder, tile: Value) -> str | None:
         return f"the tile {_fmt_shape(shape)} is not made of 8x8 blocks"
     if _vector_violation(builder, tile, 8) is None:
         return None
-    tt = builder.h_transpose_impl.__self__  # noqa: F841 (bound builder)
     # try the transposed view (ldmatrix .trans)
     geo = _tile_geometry(tile)
     if geo is None:
@@ -2869,8 +2857,7 @@ def compile_source(text: str, path: str, *, workspace: str | None = None,
         else:
             end = source.position_from_char(line0, col + 1)
         if end <= start:
-            end = ir.Range(start, start).end if False else start.__class__(start.line,
-                                                                           start.character + 1)
+            end = start.__class__(start.line, start.character + 1)
         return FrontendResult(True, [Diagnostic("AVE100", f"syntax error: {e.msg}", path,
                                                 Range(start, end))], files=[path])
     except (ValueError, RecursionError, MemoryError) as e:

@@ -219,7 +219,7 @@ class Machine:
         return self.result
 
     def run_block(self, bid: tuple[int, int, int]) -> None:
-        self.block_id = bid[:len(self.grid)] if False else bid
+        self.block_id = bid
         T = self.T
         self.env: dict[Value, Any] = {}
         for v, t in self.params_t.items():

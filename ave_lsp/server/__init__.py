@@ -1,0 +1,63 @@
+"""The Ave language server (pygls): diagnostics, hover, code actions.
+
+:func:`serve_stdio` and :func:`serve_tcp` run it; :func:`create_server` builds it (tests).
+Importing this package is light: pygls and lsprotocol, not the checker, the front end or
+z3 (those are imported in the worker thread by the first check).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+
+
+def create_server():
+    """A new :class:`~ave_lsp.server.server.AveLanguageServer` with its features."""
+    from ave_lsp.server.server import create_server as _create
+
+    return _create()
+
+
+def _setup_logging() -> None:
+    level = os.environ.get("AVE_LSP_LOG_LEVEL", "WARNING").upper()
+    logging.basicConfig(level=getattr(logging, level, logging.WARNING), stream=sys.stderr,
+                        format="ave-lsp %(levelname)s %(name)s: %(message)s")
+
+
+def serve_stdio() -> int:
+    """Serve LSP over stdin/stdout until the client exits; returns the exit status.
+
+    The protocol gets its own copy of the stdout file descriptor, and descriptor 1 is
+    pointed at stderr: a stray ``print`` (from Ave or a library, in Python or C) lands
+    in the client's log instead of corrupting the protocol stream.
+    """
+    try:
+        in_fd, out_fd = sys.stdin.fileno(), sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # io.UnsupportedOperation is both
+        print("ave-lsp: standard input/output are not files; cannot serve LSP on them "
+              "(use --tcp HOST:PORT)", file=sys.stderr)
+        return 2
+    _setup_logging()
+    if os.isatty(in_fd):
+        print("ave-lsp: serving LSP on stdin/stdout (an editor starts this); "
+              "to check files from a shell run 'ave-lsp --check PATHS'",
+              file=sys.stderr, flush=True)
+    server = create_server()
+    sys.stdout.flush()
+    lsp_out = os.fdopen(os.dup(out_fd), "wb")
+    try:
+        os.dup2(sys.stderr.fileno(), out_fd)
+    except (AttributeError, ValueError, OSError):
+        pass                            # no stderr file: stray prints stay a risk
+    server.start_io(os.fdopen(os.dup(in_fd), "rb"), lsp_out)
+    return 0
+
+
+def serve_tcp(host: str, port: int) -> int:
+    """Serve LSP on a TCP socket (for debugging: start it, then connect the editor)."""
+    _setup_logging()
+    server = create_server()
+    print(f"ave-lsp: listening on {host}:{port}", file=sys.stderr, flush=True)
+    server.start_tcp(host, port)
+    return 0

@@ -1,0 +1,283 @@
+"""Hover: what a tensor, tile, fragment or scalar variable of a kernel is.
+
+:func:`build_index` runs the front end (only the front end: no analysis) on the editor's
+text and keeps what hover needs; :meth:`HoverIndex.hover` answers for a position. Both run
+in a worker thread, never on the event loop; the front end is imported there.
+
+The value shown for an identifier is an IR value with that name whose defining op lies in
+the hovered kernel (kernel parameters count, defined at their place in the signature):
+
+1. on an assignment target (the name is left of a defining op on its line): that op's
+   result;
+2. otherwise the last definition that ends before the name (the definition reaching a
+   use, in the text's order);
+3. otherwise the first definition.
+
+Each specialization of the kernel is looked at; if they disagree (a constexpr changes a
+shape), each distinct answer is shown under the specializations it holds for.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from dataclasses import dataclass, field
+from typing import Any
+
+from ave_core.diagnostics import Position, Range, utf16_len
+
+_IDENT = re.compile(r"[^\W\d]\w*")
+
+#: Ops whose result views the elements of their first operand at other coordinates:
+#: the tag of a tensor's elements follows through them (global memory only).
+_VIEW_OPS = frozenset({"ave.global_tile", "ave.subtile", "ave.view", "ave.transpose",
+                       "ave.gather", "ave.scatter"})
+
+
+@dataclass
+class _Cand:
+    start: Position
+    end: Position
+    value: Any
+    type: Any
+    op: Any = None          # defining op (None for a kernel parameter)
+
+
+@dataclass
+class HoverIndex:
+    """What hover needs of one version of a document."""
+
+    text: str
+    path: str
+    lines: list[str]
+    kernels: dict[tuple[str, int], list[Any]] = field(default_factory=dict)  # (name, line)
+    spans: list[tuple[int, int, str]] = field(default_factory=list)  # kernel def..end lines
+    names: dict[int, list[tuple[int, int]]] | None = None  # line -> NAME token spans
+
+    # ------------------------------------------------------------------ lookup
+
+    def word_at(self, line: int, character: int) -> tuple[str, Range] | None:
+        """The identifier under a position (UTF-16 column), if it is a NAME token."""
+        if not 0 <= line < len(self.lines):
+            return None
+        src = self.lines[line]
+        col = _utf16_to_index(src, character)
+        for m in _IDENT.finditer(src):
+            if m.start() <= col < m.end():
+                if self.names is not None and (m.start(), m.end()) not in \
+                        self.names.get(line, []):
+                    return None             # a word inside a comment or a string
+                rng = Range(Position(line, utf16_len(src[:m.start()])),
+                            Position(line, utf16_len(src[:m.end()])))
+                return m.group(0), rng
+        return None
+
+    def hover(self, line: int, character: int) -> tuple[str, Range] | None:
+        """Markdown and the word's range for a position, or None."""
+        found = self.word_at(line, character)
+        if found is None:
+            return None
+        word, wrange = found
+        span = next(((a, b, n) for a, b, n in self.spans if a <= line <= b), None)
+        if span is None:
+            return None
+        specs = self.kernels.get((span[2], span[0]), [])
+        answers: list[tuple[str, list[Any]]] = []
+        for k in specs:
+            cand = self._pick(k, word, wrange, span)
+            if cand is None:
+                continue
+            body = self._describe(word, cand)
+            for text, ks in answers:
+                if text == body:
+                    ks.append(k)
+                    break
+            else:
+                answers.append((body, [k]))
+        if not answers:
+            return None
+        if len(answers) == 1:
+            return answers[0][0], wrange
+        parts = []
+        for body, ks in answers:
+            parts.append(f"*{', '.join(_spec_name(k) for k in ks)}*\n\n{body}")
+        return "\n\n---\n\n".join(parts), wrange
+
+    def _pick(self, k: Any, word: str, wrange: Range, span: tuple) -> _Cand | None:
+        first, last = span[0], span[1]
+        cands: list[_Cand] = []
+        for p in k.params:
+            if p.name == word:
+                cands.append(_Cand(p.range.start, p.range.end, p.value, p.type))
+        for op in k.walk():
+            if op.loc.file != self.path:
+                continue
+            r = op.loc.range
+            if not first <= r.start.line <= last:
+                continue
+            for v in op.results:
+                if v.name == word:
+                    cands.append(_Cand(r.start, r.end, v, v.type, op))
+        if not cands:
+            return None
+        cands.sort(key=lambda c: c.start)          # stable: program order among equals
+        here = [c for c in cands if c.op is not None and c.start.line == wrange.start.line
+                and c.start >= wrange.end]
+        if here:
+            return here[0]
+        before = [c for c in cands if c.end <= wrange.start]
+        if before:
+            return before[-1]
+        return cands[0]
+
+    def _describe(self, word: str, c: _Cand) -> str:
+        from ave_core.compiler.ir import FragmentType, ScalarType, TensorType, TileType
+
+        t = c.type
+        rows: list[tuple[str, str]] = []
+        if isinstance(t, TensorType):
+            kind = "tensor"
+            rows.append(("dtype", f"`{t.dtype}`"))
+            rows.append(("shape", f"rank {t.rank}, sizes known at run time"))
+            rows.append(("memory", "global"))
+            if t.gathered_dim is not None:
+                rows.append(("gathered", f"dimension {t.gathered_dim} (rows picked by an "
+                                         f"index tensor)"))
+        elif isinstance(t, TileType):
+            kind = f"{t.space} tile"
+            rows.append(("dtype", f"`{t.dtype}`"))
+            rows.append(("shape", f"`{_shape(t.shape)}`"))
+            rows.append(("memory", t.space + (f" ({t.reg_class})" if t.reg_class else "")))
+            rows.append(("layout", f"`{t.layout!r}`" if t.layout is not None else
+                         "row-major strides of the tensor" if t.space == "global" else "—"))
+        elif isinstance(t, FragmentType):
+            kind = "fragment"
+            rows.append(("dtype", f"`{t.dtype}`"))
+            rows.append(("shape", f"`{_shape(t.shape)}`"))
+            mem = "registers"
+            if t.reg_class:
+                mem += f" ({t.reg_class})"
+            rows.append(("memory", mem))
+            rows.append(("layout", f"`{t.layout!r}`" if t.layout is not None else
+                         "every thread holds every element"))
+        elif isinstance(t, ScalarType):
+            kind = "scalar"
+            rows.append(("dtype", f"`{t.dtype}`"))
+        else:
+            kind = type(t).__name__
+            rows.append(("type", f"`{t}`"))
+        tag = self._tag_of(c)
+        if tag is not None:
+            rows.append(("tag", tag))
+        head = f"**{word}**: {kind} — `{t}`" if len(str(t)) <= 80 else f"**{word}**: {kind}"
+        return head + "\n\n" + "\n".join(f"- {a}: {b}" for a, b in rows)
+
+    def _tag_of(self, c: _Cand) -> str | None:
+        from ave_core.compiler.ir import Op, TensorType, TileType
+
+        v, op = c.value, c.op
+        for _ in range(64):
+            t = v.type
+            if not (isinstance(t, TensorType) or (isinstance(t, TileType)
+                                                  and t.space == "global")):
+                return None
+            if op is None:
+                op = v.owner if isinstance(v.owner, Op) else None
+            if op is None:
+                return None
+            if op.name == "ave.tag":
+                fields = ", ".join(f"`{f}`" for f in op.attrs.get("fields", ()))
+                src = self._source(op.loc.range) if op.loc.file == self.path else ""
+                where = f"line {op.loc.range.start.line + 1}"
+                if op.loc.file != self.path:
+                    where = f"{op.loc.file}:{op.loc.range.start.line + 1}"
+                out = f"fields {fields}" if fields else "tagged"
+                if src:
+                    out += f" — `{src}`"
+                return out + f" ({where})"
+            if op.name in _VIEW_OPS and op.operands:
+                v, op = op.operands[0], None
+                continue
+            return None
+        return None
+
+    def _source(self, r: Range, limit: int = 160) -> str:
+        if r.start.line == r.end.line:
+            src = self.lines[r.start.line] if r.start.line < len(self.lines) else ""
+            s = src[_utf16_to_index(src, r.start.character):
+                    _utf16_to_index(src, r.end.character)]
+        else:
+            parts = []
+            for ln in range(r.start.line, min(r.end.line, len(self.lines) - 1) + 1):
+                src = self.lines[ln]
+                a = _utf16_to_index(src, r.start.character) if ln == r.start.line else 0
+                b = _utf16_to_index(src, r.end.character) if ln == r.end.line else len(src)
+                parts.append(src[a:b].strip())
+            s = " ".join(parts)
+        s = " ".join(s.split()).replace("`", "'")
+        return s if len(s) <= limit else s[:limit - 1] + "…"
+
+
+def _shape(shape: tuple) -> str:
+    return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _spec_name(k: Any) -> str:
+    cfg = "defaults" if k.config_index is None else f"configs[{k.config_index}]"
+    vals = ", ".join(f"{n}={v!r}" for n, v in (k.constexprs or {}).items())
+    return f"{cfg} ({vals})" if vals else cfg
+
+
+def _utf16_to_index(s: str, units: int) -> int:
+    """A UTF-16 column -> a code-point index into ``s`` (clamped to the line)."""
+    n = 0
+    for i, ch in enumerate(s):
+        if n >= units:
+            return i
+        n += 2 if ord(ch) > 0xFFFF else 1
+    return len(s)
+
+
+def _name_tokens(text: str, nlines: int) -> dict[int, list[tuple[int, int]]] | None:
+    lines = re.split(r"\r\n|\r|\n", text)
+    norm = "".join(line + "\n" for line in lines)
+    out: dict[int, list[tuple[int, int]]] = {}
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(norm).readline):
+            if tok.type == tokenize.NAME:
+                out.setdefault(tok.start[0] - 1, []).append((tok.start[1], tok.end[1]))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return None
+    return out
+
+
+def build_index(text: str, path: str, workspace: str | None) -> HoverIndex:
+    """Run the front end on ``text`` and index what hover needs (worker thread)."""
+    from ave_core.compiler.frontend import compile_source
+
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    lines = re.split(r"\r\n|\r|\n", text)
+    index = HoverIndex(text, path, lines)
+    if "ave_core" not in text:
+        return index
+    result = compile_source(text, path, workspace=workspace)
+    if not result.uses_ave or not result.kernels:
+        return index
+    for k in result.kernels:
+        index.kernels.setdefault((str(k.name), int(k.line)), []).append(k)
+    for specs in index.kernels.values():
+        specs.sort(key=lambda k: -1 if k.config_index is None else k.config_index)
+    try:
+        tree = ast.parse(text.replace("\r\n", "\n").replace("\r", "\n"))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return index
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                (node.name, node.lineno - 1) in index.kernels:
+            index.spans.append((node.lineno - 1, (node.end_lineno or node.lineno) - 1,
+                                node.name))
+    index.names = _name_tokens(text, len(lines))
+    return index

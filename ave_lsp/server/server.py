@@ -1,0 +1,545 @@
+"""The Ave language server (pygls 2.x): diagnostics, hover, the suppression quick fix.
+
+Checks run :func:`ave_core.check.check_file` on the editor's buffer in a worker thread
+(one at a time: z3's default context is not thread-safe), never on the event loop:
+
+* ``didOpen`` and ``didSave`` check the document now; ``didChange`` checks it after 300 ms
+  of quiet when the ``checkOnChange`` setting is on;
+* a newer version of the document supersedes an older check: a queued one is cancelled,
+  a running one finishes in its thread and its result is dropped. Diagnostics are only
+  ever delivered for the document's latest version, with that ``version``;
+* every delivery is the full current list (an empty list clears); a file that does not
+  import Ave gets an empty list;
+* a client that advertises ``textDocument.diagnostic`` gets pull diagnostics
+  (``textDocument/diagnostic``, and ``workspace/diagnostic/refresh`` when a check it did
+  not wait for finishes); any other client gets ``textDocument/publishDiagnostics``.
+  Never both.
+
+An exception anywhere in a check becomes diagnostic ``AVE900`` and a
+``window/logMessage``; the server keeps serving.
+
+Importing this module imports pygls, lsprotocol and the standard library only: the
+checker, the front end and z3 are imported in the worker when the first check runs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import os
+import traceback
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from lsprotocol import types
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+from pygls.uris import to_fs_path
+
+from ave_core import __version__
+from ave_lsp.server import convert
+from ave_lsp.server.settings import SECTION, Settings
+
+logger = logging.getLogger("ave_lsp.server")
+
+NAME = "ave-lsp"
+
+#: Quiet time after a change before a ``checkOnChange`` check starts (seconds).
+DEBOUNCE_S = 0.3
+
+#: How long the first check waits for the client's settings (seconds).
+SETTINGS_WAIT_S = 5.0
+
+
+# ----------------------------------------------------------------------------- protocol
+
+class AveProtocol(LanguageServerProtocol):
+    """pygls' protocol, negotiating UTF-16 positions whatever the client prefers.
+
+    Ave's ranges are UTF-16 (LSP's default, which every client must support); pygls
+    would otherwise pick the client's first preference (e.g. UTF-8).
+    """
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams):
+        general = params.capabilities.general if params.capabilities else None
+        if general is not None and general.position_encodings:
+            general.position_encodings = [types.PositionEncodingKind.Utf16]
+        return (yield from super().lsp_initialize(params))
+
+
+# ----------------------------------------------------------------------------- state
+
+@dataclass
+class _Result:
+    version: int | None
+    items: list[types.Diagnostic]
+    result_id: str
+
+
+@dataclass
+class _Doc:
+    """What the server knows of one open document."""
+
+    uri: str
+    task: asyncio.Task | None = None
+    task_version: int | None = None     # version the task checks (None: debouncing)
+    result: _Result | None = None       # last delivered result
+    pull_waiters: int = 0               # pull requests waiting on the task
+    hover: tuple[int | None, asyncio.Future] | None = None
+
+
+@dataclass
+class _Outcome:
+    """A check's result, computed in the worker."""
+
+    items: list[types.Diagnostic] = field(default_factory=list)
+    logs: list[str] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- worker side
+
+def _check_in_worker(uri: str, path: str, text: str, root: str | None,
+                     settings: Settings) -> _Outcome:
+    """Check one buffer and convert its diagnostics (runs in the worker thread)."""
+    from ave_core.check import check_file
+
+    report = check_file(path, text, workspace=root, options=settings.analysis_options())
+    if not report.uses_ave:
+        return _Outcome()
+    logs = []
+    for d in report.diagnostics:
+        if d.code == "AVE900":
+            logs.append("\n".join([f"{d.file}:{d.range.start.line + 1}: {d.message}",
+                                   *(f"    {n}" for n in d.notes)]))
+    items = convert.to_lsp(report.diagnostics, path=path, uri=uri, text=text, root=root)
+    return _Outcome(items, logs)
+
+
+def is_python(language_id: str | None, path: str) -> bool:
+    """Whether a document is Python: its language id says so, or (no id, or a client
+    that labels files oddly) its name ends in ``.py``/``.pyi``."""
+    return language_id in (None, "", "python") or path.endswith((".py", ".pyi"))
+
+
+def internal_error_diagnostic(exc: BaseException) -> types.Diagnostic:
+    """An ``AVE900`` diagnostic at the top of the file for an exception of the server."""
+    first = str(exc).partition("\n")[0]
+    message = f"internal error: {type(exc).__name__}" + (f": {first}" if first else "")
+    notes = [line.rstrip() for line in
+             traceback.format_exception(type(exc), exc, exc.__traceback__)[-4:]]
+    notes.append("this is a bug in Ave; please report it with the file that triggered it")
+    href = convert.code_href("AVE900")
+    return types.Diagnostic(
+        range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+        message=convert.one_line(message),
+        severity=types.DiagnosticSeverity.Error,
+        code="AVE900",
+        code_description=types.CodeDescription(href=href) if href else None,
+        source=convert.SOURCE,
+        data={"witness": None, "notes": notes},
+    )
+
+
+def _result_id(version: int | None, items: list[types.Diagnostic]) -> str:
+    digest = hashlib.sha1(repr(items).encode("utf-8", "replace")).hexdigest()[:16]
+    return f"{version}:{digest}"
+
+
+# ----------------------------------------------------------------------------- server
+
+class AveLanguageServer(LanguageServer):
+    """pygls server with Ave's per-document check scheduling."""
+
+    def __init__(self) -> None:
+        super().__init__(NAME, __version__, protocol_cls=AveProtocol)
+        self.settings = Settings()
+        self.docs: dict[str, _Doc] = {}
+        self._check_pool: ThreadPoolExecutor | None = None
+        self._hover_pool: ThreadPoolExecutor | None = None
+        self._settings_ready: asyncio.Event | None = None
+        self._background: set[asyncio.Task] = set()
+
+    # ------------------------------------------------------------------ capabilities
+
+    @property
+    def pull_mode(self) -> bool:
+        """Whether the client pulls diagnostics (``textDocument.diagnostic``)."""
+        caps = self.client_capabilities
+        return bool(caps and caps.text_document and caps.text_document.diagnostic)
+
+    def _client_can(self, *path: str) -> bool:
+        obj: Any = self.client_capabilities
+        for p in path:
+            obj = getattr(obj, p, None) if obj is not None else None
+        return bool(obj)
+
+    # ------------------------------------------------------------------ pools
+
+    def check_pool(self) -> ThreadPoolExecutor:
+        if self._check_pool is None:
+            self._check_pool = ThreadPoolExecutor(max_workers=1,
+                                                  thread_name_prefix="ave-check")
+        return self._check_pool
+
+    def hover_pool(self) -> ThreadPoolExecutor:
+        if self._hover_pool is None:
+            self._hover_pool = ThreadPoolExecutor(max_workers=1,
+                                                  thread_name_prefix="ave-hover")
+        return self._hover_pool
+
+    def shutdown(self) -> None:
+        for pool in (self._check_pool, self._hover_pool):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        super().shutdown()
+
+    # ------------------------------------------------------------------ logging
+
+    def log(self, message: str, kind: types.MessageType = types.MessageType.Info) -> None:
+        try:
+            self.window_log_message(types.LogMessageParams(type=kind, message=message))
+        except Exception:  # noqa: BLE001 - never fail because the client went away
+            logger.warning("%s", message)
+
+    # ------------------------------------------------------------------ settings
+
+    def background(self, coro: Any) -> asyncio.Task:
+        """Run ``coro`` on the event loop, keeping a reference until it is done."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
+
+    def settings_event(self) -> asyncio.Event:
+        if self._settings_ready is None:
+            self._settings_ready = asyncio.Event()
+        return self._settings_ready
+
+    async def fetch_settings(self) -> None:
+        """Ask the client for the ``ave`` section; re-check open documents if the
+        analysis options changed."""
+        try:
+            if self._client_can("workspace", "configuration"):
+                values = await self.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]))
+                self.apply_settings(values[0] if values else None)
+        except Exception as e:  # noqa: BLE001 - keep the defaults
+            self.log(f"ave-lsp: could not read the settings: {e}", types.MessageType.Warning)
+        finally:
+            self.settings_event().set()
+
+    def apply_settings(self, value: Any) -> None:
+        new, warnings = Settings.from_json(value)
+        for w in warnings:
+            self.log(f"ave-lsp: {w}", types.MessageType.Warning)
+        old, self.settings = self.settings, new
+        if (old.trip_count_bound, old.solver_timeout_ms) != \
+                (new.trip_count_bound, new.solver_timeout_ms):
+            for uri in list(self.docs):
+                self.schedule(uri, 0.0)
+
+    # ------------------------------------------------------------------ paths
+
+    def path_of(self, uri: str) -> str:
+        path = to_fs_path(uri)
+        if path is None or not uri.startswith("file:"):
+            return f"<{uri}>"
+        return path
+
+    def root_for(self, path: str) -> str | None:
+        """The workspace folder holding ``path`` (the longest match), else the root."""
+        if path.startswith("<"):
+            return self.workspace.root_path
+        best = None
+        apath = os.path.normcase(os.path.abspath(path))
+        for folder_uri in list(self.workspace.folders):
+            fp = to_fs_path(folder_uri)
+            if not fp:
+                continue
+            f = os.path.normcase(os.path.abspath(fp))
+            if (apath == f or apath.startswith(f.rstrip(os.sep) + os.sep)) and \
+                    (best is None or len(f) > len(best[0])):
+                best = (f, fp)
+        if best is not None:
+            return best[1]
+        return self.workspace.root_path
+
+    def current_version(self, uri: str) -> int | None:
+        doc = self.workspace.text_documents.get(uri)
+        return doc.version if doc is not None else None
+
+    # ------------------------------------------------------------------ scheduling
+
+    def schedule(self, uri: str, delay: float) -> asyncio.Task | None:
+        """(Re)start the check of ``uri``: cancels the pending one."""
+        st = self.docs.get(uri)
+        if st is None:
+            return None
+        if st.task is not None and not st.task.done():
+            st.task.cancel()
+        st.task_version = self.current_version(uri) if delay <= 0 else None
+        st.task = asyncio.get_running_loop().create_task(self._run(st, delay))
+        return st.task
+
+    def drop_stale(self, uri: str) -> None:
+        """A change arrived and no check follows it: cancel a check of an older version
+        (its result could not be delivered anyway)."""
+        st = self.docs.get(uri)
+        if st is None or st.task is None or st.task.done():
+            return
+        if st.task_version is not None and st.task_version != self.current_version(uri):
+            st.task.cancel()
+
+    async def _run(self, st: _Doc, delay: float) -> None:
+        me = asyncio.current_task()
+        if delay > 0:
+            await asyncio.sleep(delay)
+        ready = self.settings_event()
+        if not ready.is_set():
+            try:
+                await asyncio.wait_for(ready.wait(), SETTINGS_WAIT_S)
+            except asyncio.TimeoutError:
+                pass
+        doc = self.workspace.text_documents.get(st.uri)
+        if doc is None:
+            return
+        version, text = doc.version, doc.source
+        st.task_version = version
+        path = self.path_of(st.uri)
+        root = self.root_for(path)
+        loop = asyncio.get_running_loop()
+        try:
+            if is_python(doc.language_id, path):
+                outcome = await loop.run_in_executor(self.check_pool(), _check_in_worker,
+                                                     st.uri, path, text, root, self.settings)
+            else:
+                outcome = _Outcome()                     # not Python: nothing to say
+        except asyncio.CancelledError:
+            raise
+        except BaseException as e:  # noqa: BLE001 - the server never dies on any input
+            if isinstance(e, (KeyboardInterrupt,)):
+                raise
+            outcome = _Outcome([internal_error_diagnostic(e)], [
+                "".join(traceback.format_exception(type(e), e, e.__traceback__))])
+        for entry in outcome.logs:
+            self.log(f"ave-lsp: internal error while checking {path}:\n{entry}",
+                     types.MessageType.Error)
+        if st.task is not me or self.docs.get(st.uri) is not st:
+            return                                       # superseded or closed
+        if self.current_version(st.uri) != version:
+            logger.debug("dropping diagnostics of %s version %s (now %s)", st.uri, version,
+                         self.current_version(st.uri))
+            return
+        st.result = _Result(version, outcome.items, _result_id(version, outcome.items))
+        self._deliver(st)
+
+    def _deliver(self, st: _Doc) -> None:
+        r = st.result
+        if r is None:
+            return
+        if not self.pull_mode:
+            self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+                uri=st.uri, diagnostics=r.items, version=r.version))
+        elif st.pull_waiters == 0 and self._client_can("workspace", "diagnostics",
+                                                       "refresh_support"):
+            self.workspace_diagnostic_refresh(None)
+
+    # ------------------------------------------------------------------ pull
+
+    async def pull(self, params: types.DocumentDiagnosticParams) -> Any:
+        uri = params.text_document.uri
+        while True:
+            st = self.docs.get(uri)
+            if st is None:
+                return types.RelatedFullDocumentDiagnosticReport(items=[])
+            version = self.current_version(uri)
+            r = st.result
+            if r is not None and r.version == version:
+                if params.previous_result_id == r.result_id:
+                    return types.RelatedUnchangedDocumentDiagnosticReport(
+                        result_id=r.result_id)
+                return types.RelatedFullDocumentDiagnosticReport(items=r.items,
+                                                                 result_id=r.result_id)
+            task = st.task
+            pending = task is not None and not task.done() and \
+                st.task_version in (None, version)
+            if not pending:
+                if not self.settings.check_on_change and r is not None and \
+                        params.previous_result_id == r.result_id:
+                    # edits since the last check and no check on change: the client
+                    # keeps what it shows until the next save
+                    return types.RelatedUnchangedDocumentDiagnosticReport(
+                        result_id=r.result_id)
+                task = self.schedule(uri, 0.0)
+                if task is None:
+                    continue
+            st.pull_waiters += 1
+            try:
+                await asyncio.wait({task})
+            finally:
+                st.pull_waiters -= 1
+
+    # ------------------------------------------------------------------ hover
+
+    async def hover(self, params: types.HoverParams) -> types.Hover | None:
+        from ave_lsp.server import hover as hover_mod
+
+        uri = params.text_document.uri
+        st = self.docs.get(uri)
+        doc = self.workspace.text_documents.get(uri)
+        if st is None or doc is None:
+            return None
+        loop = asyncio.get_running_loop()
+        if st.hover is None or st.hover[0] != doc.version or (
+                st.hover[1].done() and (st.hover[1].cancelled()
+                                        or st.hover[1].exception() is not None)):
+            path = self.path_of(uri)
+            fut = loop.run_in_executor(self.hover_pool(), hover_mod.build_index,
+                                       doc.source, path, self.root_for(path))
+            st.hover = (doc.version, fut)
+        try:
+            index = await asyncio.shield(st.hover[1])
+            found = await loop.run_in_executor(self.hover_pool(), index.hover,
+                                               params.position.line,
+                                               params.position.character)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - no hover, but say why in the log
+            self.log(f"ave-lsp: hover failed: {type(e).__name__}: {e}\n"
+                     + traceback.format_exc(), types.MessageType.Error)
+            return None
+        if found is None:
+            return None
+        markdown, rng = found
+        return types.Hover(
+            contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=markdown),
+            range=types.Range(types.Position(rng.start.line, rng.start.character),
+                              types.Position(rng.end.line, rng.end.character)))
+
+    # ------------------------------------------------------------------ code actions
+
+    def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        only = params.context.only
+        quickfix = types.CodeActionKind.QuickFix.value
+        if only and not any(quickfix.startswith(str(getattr(k, "value", k))) for k in only):
+            return None
+        uri = params.text_document.uri
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None:
+            return None
+        text = doc.source
+        comments = convert.LineComments.of(text)
+        actions: list[types.CodeAction] = []
+        seen: set[tuple[int, str]] = set()
+        for d in params.context.diagnostics:
+            code = d.code if isinstance(d.code, str) else None
+            if d.source != convert.SOURCE or code is None or code in convert.NOT_SUPPRESSIBLE:
+                continue
+            line = d.range.start.line
+            if (line, code) in seen:
+                continue
+            seen.add((line, code))
+            edit = convert.suppress_edit(text, line, code, comments)
+            if edit is None:
+                continue
+            if self._client_can("workspace", "workspace_edit", "document_changes"):
+                wedit = types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=uri, version=doc.version),
+                    edits=[edit])])
+            else:
+                wedit = types.WorkspaceEdit(changes={uri: [edit]})
+            actions.append(types.CodeAction(
+                title=f"Suppress {code} on this line (# ave: ignore[{code}])",
+                kind=types.CodeActionKind.QuickFix,
+                diagnostics=[d],
+                edit=wedit,
+            ))
+        return actions
+
+
+# ----------------------------------------------------------------------------- features
+
+def create_server() -> AveLanguageServer:
+    """A new server with every feature registered."""
+    server = AveLanguageServer()
+
+    @server.feature(types.INITIALIZED)
+    async def initialized(ls: AveLanguageServer, params: types.InitializedParams) -> None:
+        if ls._client_can("workspace", "did_change_configuration", "dynamic_registration"):
+            try:
+                await ls.client_register_capability_async(types.RegistrationParams(
+                    registrations=[types.Registration(
+                        id="ave-configuration",
+                        method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+                        register_options=types.DidChangeConfigurationRegistrationOptions(
+                            section=SECTION))]))
+            except Exception as e:  # noqa: BLE001 - settings then come on restart only
+                logger.info("could not register for configuration changes: %s", e)
+        await ls.fetch_settings()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(ls: AveLanguageServer,
+                                 params: types.DidChangeConfigurationParams) -> None:
+        settings = params.settings
+        if isinstance(settings, dict) and SECTION in settings:
+            ls.apply_settings(settings[SECTION])      # the client pushed the values
+        else:
+            ls.background(ls.fetch_settings())
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: AveLanguageServer, params: types.DidOpenTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        old = ls.docs.get(uri)
+        if old is not None and old.task is not None and not old.task.done():
+            old.task.cancel()
+        ls.docs[uri] = _Doc(uri)
+        ls.schedule(uri, 0.0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: AveLanguageServer, params: types.DidChangeTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if uri not in ls.docs:
+            ls.docs[uri] = _Doc(uri)
+        if ls.settings.check_on_change:
+            ls.schedule(uri, DEBOUNCE_S)
+        else:
+            ls.drop_stale(uri)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: AveLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        if uri not in ls.docs:
+            ls.docs[uri] = _Doc(uri)
+        ls.schedule(uri, 0.0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: AveLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        st = ls.docs.pop(uri, None)
+        if st is not None and st.task is not None and not st.task.done():
+            st.task.cancel()
+        if not ls.pull_mode:
+            ls.text_document_publish_diagnostics(
+                types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    @server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC, types.DiagnosticOptions(
+        identifier="ave", inter_file_dependencies=True, workspace_diagnostics=False))
+    async def document_diagnostic(ls: AveLanguageServer,
+                                  params: types.DocumentDiagnosticParams):
+        return await ls.pull(params)
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    async def hover(ls: AveLanguageServer, params: types.HoverParams):
+        return await ls.hover(params)
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix]))
+    def code_action(ls: AveLanguageServer, params: types.CodeActionParams):
+        return ls.code_actions(params)
+
+    return server

@@ -1,0 +1,517 @@
+"""The language server end to end: a real LSP client (pytest-lsp) talking to ``ave-lsp``
+over stdio.
+
+Two servers run for the module: one for a client that takes pushed diagnostics
+(``textDocument/publishDiagnostics``), one for a client that pulls them
+(``textDocument/diagnostic``); a third, short-lived one has its checker replaced by one
+that raises, to see an internal error become a diagnostic. Every test opens its own
+document (a copy of an example in a temporary workspace), so the tests do not depend on
+one another. Nothing sleeps to synchronize: the tests wait for notifications (with a
+generous timeout; one check of a GEMM example takes about a second), and use the fact
+that the server checks one document at a time, in order, as a barrier where they must
+show that something did *not* happen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pygls.protocol import default_converter
+from pytest_lsp import ClientServerConfig, LanguageClient
+from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
+
+from ave_core import __version__
+
+pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
+
+ROOT = Path(__file__).resolve().parents[2]
+BROKEN = ROOT / "examples" / "broken" / "gemm_swizzle_mismatch.py"
+FIXED = ROOT / "examples" / "gemm.py"
+TIMEOUT = 60.0  # seconds to wait for one notification or response
+
+MANIFEST = next(c for c in tomllib.loads(
+    (ROOT / "examples" / "broken" / "manifest.toml").read_text("utf-8"))["case"]
+    if c["file"] == BROKEN.name)
+
+PLAIN = "import os\n\n\ndef f(x):\n    return os.path.join(x, 'y')\n"
+
+
+# ----------------------------------------------------------------------------- the client
+
+def make_client() -> LanguageClient:
+    """pytest-lsp's client, also recording every publishDiagnostics in order (with its
+    version) and waking up whoever waits for one."""
+    client = LanguageClient(converter_factory=default_converter)
+    client.publishes = []       # type: ignore[attr-defined]
+    client.config_requests = 0  # type: ignore[attr-defined]
+    client.waiters = []         # type: ignore[attr-defined]
+
+    def wake(ls: LanguageClient) -> None:
+        for fut in ls.waiters:
+            if not fut.done():
+                fut.set_result(None)
+        ls.waiters.clear()
+
+    def on_publish(ls: LanguageClient, params: types.PublishDiagnosticsParams) -> None:
+        ls.diagnostics[params.uri] = params.diagnostics
+        ls.publishes.append(params)
+        wake(ls)
+
+    def on_configuration(ls: LanguageClient, params: types.ConfigurationParams) -> list:
+        # answered before anything the test sends afterwards (one ordered stream)
+        ls.config_requests += 1
+        wake(ls)
+        return [ls.get_configuration(section=item.section, scope_uri=item.scope_uri)
+                for item in params.items]
+
+    default_log = DEFAULT_CLIENT_FEATURES[types.WINDOW_LOG_MESSAGE]
+
+    def on_log(ls: LanguageClient, params: types.LogMessageParams) -> None:
+        default_log(ls, params)
+        wake(ls)
+
+    features = dict(DEFAULT_CLIENT_FEATURES)
+    features[types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS] = on_publish
+    features[types.WORKSPACE_CONFIGURATION] = on_configuration
+    features[types.WINDOW_LOG_MESSAGE] = on_log
+    register_lsp_features(client, features)
+    return client
+
+
+async def wait_until(client: LanguageClient, check: Callable[[], Any], what: str) -> Any:
+    """Wait (no polling: woken by the client's handlers) until ``check()`` is truthy."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + TIMEOUT
+    while True:
+        found = check()
+        if found:
+            return found
+        left = deadline - loop.time()
+        if left <= 0:
+            raise AssertionError(f"timed out after {TIMEOUT} s waiting for {what}")
+        fut = loop.create_future()
+        client.waiters.append(fut)
+        try:
+            await asyncio.wait_for(fut, left)
+        except asyncio.TimeoutError:
+            pass
+
+
+async def wait_publish(client: LanguageClient, uri: str,
+                       pred: Callable[[types.PublishDiagnosticsParams], bool] = lambda p: True,
+                       since: int = 0) -> types.PublishDiagnosticsParams:
+    """The first publish for ``uri`` at index >= ``since`` satisfying ``pred``."""
+    def check():
+        return next((p for p in client.publishes[since:] if p.uri == uri and pred(p)), None)
+
+    return await wait_until(client, check, f"publishDiagnostics for {uri}; got "
+                            f"{[(p.uri, p.version) for p in client.publishes]}")
+
+
+async def set_check_on_change(client: LanguageClient, value: bool) -> None:
+    """Change the setting the way an editor does: a didChangeConfiguration without
+    values, then the server asks for them."""
+    client.set_configuration(value, section="ave.checkOnChange")
+    before = client.config_requests
+    client.workspace_did_change_configuration(
+        types.DidChangeConfigurationParams(settings=None))
+    await wait_until(client, lambda: client.config_requests > before,
+                     "the server to ask for its settings")
+
+
+def capabilities(pull: bool) -> types.ClientCapabilities:
+    return types.ClientCapabilities(
+        general=types.GeneralClientCapabilities(
+            # UTF-8 first: the server must still answer in UTF-16 (and say so)
+            position_encodings=[types.PositionEncodingKind.Utf8,
+                                types.PositionEncodingKind.Utf16]),
+        workspace=types.WorkspaceClientCapabilities(
+            configuration=True,
+            did_change_configuration=types.DidChangeConfigurationClientCapabilities(
+                dynamic_registration=False),
+            diagnostics=types.DiagnosticWorkspaceClientCapabilities(refresh_support=True)
+            if pull else None,
+        ),
+        text_document=types.TextDocumentClientCapabilities(
+            synchronization=types.TextDocumentSyncClientCapabilities(did_save=True),
+            publish_diagnostics=types.PublishDiagnosticsClientCapabilities(
+                related_information=True, version_support=True,
+                code_description_support=True, data_support=True),
+            diagnostic=types.DiagnosticClientCapabilities(related_document_support=False)
+            if pull else None,
+            hover=types.HoverClientCapabilities(
+                content_format=[types.MarkupKind.Markdown, types.MarkupKind.PlainText]),
+            code_action=types.CodeActionClientCapabilities(
+                code_action_literal_support=types.ClientCodeActionLiteralOptions(
+                    code_action_kind=types.ClientCodeActionKindOptions(
+                        value_set=[types.CodeActionKind.QuickFix]))),
+        ),
+    )
+
+
+async def start(client: LanguageClient, workspace: Path, pull: bool) -> None:
+    client.set_configuration({"checkOnChange": False, "tripCountBound": None,
+                              "solverTimeoutMs": 2000}, section="ave")
+    client.init_result = await client.initialize_session(types.InitializeParams(
+        capabilities=capabilities(pull),
+        root_uri=workspace.as_uri(),
+        workspace_folders=[types.WorkspaceFolder(uri=workspace.as_uri(), name="ws")],
+    ))
+
+
+SERVER = [sys.executable, "-m", "ave_lsp"]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("ws")
+
+
+@pytest_lsp.fixture(scope="module", config=ClientServerConfig(
+    server_command=SERVER, client_factory=make_client))
+async def client(lsp_client: LanguageClient, workspace: Path):
+    await start(lsp_client, workspace, pull=False)
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(scope="module", config=ClientServerConfig(
+    server_command=SERVER, client_factory=make_client))
+async def pull_client(lsp_client: LanguageClient, workspace: Path):
+    await start(lsp_client, workspace, pull=True)
+    yield
+    await lsp_client.shutdown_session()
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def new_doc(workspace: Path, name: str, source: Path | str) -> tuple[str, str]:
+    """A file in the workspace (a copy of ``source``); its URI and text."""
+    path = workspace / name
+    if isinstance(source, Path):
+        shutil.copyfile(source, path)
+    else:
+        path.write_text(source, "utf-8")
+    return path.as_uri(), path.read_text("utf-8")
+
+
+def did_open(client: LanguageClient, uri: str, text: str, version: int = 1) -> None:
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python",
+                                             version=version, text=text)))
+
+
+def did_change(client: LanguageClient, uri: str, text: str, version: int) -> None:
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)]))
+
+
+def did_save(client: LanguageClient, uri: str) -> None:
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+def did_close(client: LanguageClient, uri: str) -> None:
+    client.text_document_did_close(types.DidCloseTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+async def barrier(client: LanguageClient, workspace: Path, name: str) -> None:
+    """Wait until every check queued so far has finished: checks run one at a time in
+    order, so once a file opened now has its diagnostics, earlier checks are done."""
+    uri, text = new_doc(workspace, name, PLAIN)
+    did_open(client, uri, text)
+    await wait_publish(client, uri, lambda p: p.version == 1)
+    did_close(client, uri)
+
+
+def versions(client: LanguageClient, uri: str) -> list[int | None]:
+    return [p.version for p in client.publishes if p.uri == uri]
+
+
+def apply_edits(text: str, edits: list[types.TextEdit]) -> str:
+    """Apply single-line edits (UTF-16 columns equal code points here: ASCII files)."""
+    lines = text.split("\n")
+    for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character),
+                    reverse=True):
+        assert e.range.start.line == e.range.end.line
+        ln = lines[e.range.start.line]
+        lines[e.range.start.line] = (ln[:e.range.start.character] + e.new_text
+                                     + ln[e.range.end.character:])
+    return "\n".join(lines)
+
+
+def assert_broken_diagnostics(items: list[types.Diagnostic], uri: str) -> None:
+    """The AVE201 findings of gemm_swizzle_mismatch.py, as the manifest says."""
+    ave201 = sorted((d for d in items if d.code == MANIFEST["code"]),
+                    key=lambda d: (d.range.start.line, d.range.start.character))
+    assert ave201, [d.code for d in items]
+    allowed = {MANIFEST["code"], *MANIFEST.get("may_also", [])}
+    assert {d.code for d in items} <= allowed
+    lines = {d.range.start.line + 1 for d in ave201}
+    assert lines == {MANIFEST["line"], *MANIFEST.get("also_lines", [])}
+    first = ave201[0]
+    assert first.range.start.line + 1 == MANIFEST["line"]
+    src_line = BROKEN.read_text("utf-8").splitlines()[MANIFEST["line"] - 1]
+    assert first.range.start.character == src_line.index("ave.assert_conform")
+    assert first.severity == types.DiagnosticSeverity.Error
+    assert first.source == "ave"
+    assert "\n" not in first.message and "assert_conform violated" in first.message
+    href = first.code_description.href
+    assert href.startswith("file://") and href.endswith("docs/codes/AVE201.md")
+    assert Path(href[len("file://"):]).is_file()
+    # related information: every step of the witness, in this file
+    rel = first.related_information
+    assert rel and all(r.location.uri == uri for r in rel)
+    assert any("tag introduced" in r.message for r in rel)
+    # the witness in data
+    w = first.data["witness"]
+    mw = MANIFEST["witness"]
+    assert w["block"] == mw["block"]
+    assert w["threads"][0]["thread"] == mw["thread"]
+    assert w["loop_indices"] == mw["loop"]
+    assert isinstance(first.data["notes"], list) and first.data["notes"]
+
+
+# ----------------------------------------------------------------------------- push tests
+
+async def test_server_info(client: LanguageClient):
+    info = client.init_result.server_info
+    assert info.name == "ave-lsp" and info.version == __version__
+    caps = client.init_result.capabilities
+    assert caps.position_encoding == types.PositionEncodingKind.Utf16
+    assert caps.hover_provider and caps.code_action_provider and caps.diagnostic_provider
+
+
+async def test_broken_then_fixed(client: LanguageClient, workspace: Path):
+    uri, text = new_doc(workspace, "broken_then_fixed.py", BROKEN)
+    did_open(client, uri, text)
+    pub = await wait_publish(client, uri)
+    assert pub.version == 1
+    assert_broken_diagnostics(list(pub.diagnostics), uri)
+
+    did_change(client, uri, FIXED.read_text("utf-8"), 2)
+    did_save(client, uri)
+    pub = await wait_publish(client, uri, lambda p: p.version == 2)
+    assert list(pub.diagnostics) == []
+    assert versions(client, uri) == [1, 2]
+    did_close(client, uri)
+
+
+async def test_burst_publishes_only_latest(client: LanguageClient, workspace: Path):
+    uri, broken = new_doc(workspace, "burst.py", BROKEN)
+    fixed = FIXED.read_text("utf-8")
+    did_open(client, uri, broken)
+    last = 12
+    for v in range(2, last + 1):       # ends on the broken text: a non-empty last list
+        did_change(client, uri, broken if v % 2 == 0 else fixed, v)
+        did_save(client, uri)
+    pub = await wait_publish(client, uri, lambda p: p.version == last)
+    assert_broken_diagnostics(list(pub.diagnostics), uri)
+    await barrier(client, workspace, "burst_barrier.py")
+    vs = versions(client, uri)
+    assert vs[-1] == last, vs
+    assert vs == sorted(vs), f"an older version was published after a newer one: {vs}"
+    assert all(v is not None for v in vs)
+    # superseded checks were dropped: far fewer publishes than saves
+    assert len(vs) < last, vs
+    did_close(client, uri)
+
+
+async def test_check_on_change_debounced(client: LanguageClient, workspace: Path):
+    uri, broken = new_doc(workspace, "on_change.py", BROKEN)
+    fixed = FIXED.read_text("utf-8")
+    await set_check_on_change(client, True)
+    try:
+        did_open(client, uri, fixed)
+        await wait_publish(client, uri, lambda p: p.version == 1)
+        start = len(client.publishes)
+        for v in range(2, 8):          # typing, no save
+            did_change(client, uri, broken if v % 2 == 1 else fixed, v)
+        pub = await wait_publish(client, uri, lambda p: p.version == 7, since=start)
+        assert_broken_diagnostics(list(pub.diagnostics), uri)
+        await barrier(client, workspace, "on_change_barrier.py")
+        vs = versions(client, uri)
+        assert vs == sorted(vs) and vs[-1] == 7, vs
+    finally:
+        await set_check_on_change(client, False)
+        did_close(client, uri)
+    # with checkOnChange off again, an edit alone publishes nothing (the barrier's
+    # own publish comes, this document's does not)
+    uri2, text2 = new_doc(workspace, "on_change_off.py", PLAIN)
+    did_open(client, uri2, text2)
+    await wait_publish(client, uri2, lambda p: p.version == 1)
+    did_change(client, uri2, PLAIN + "\n", 2)
+    await barrier(client, workspace, "on_change_off_barrier.py")
+    assert versions(client, uri2) == [1]
+    did_close(client, uri2)
+
+
+async def test_pushed_settings_are_validated(client: LanguageClient):
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"ave": {"checkOnChange": False, "tripCountBound": "many"}}))
+    msg = await wait_until(client, lambda: next(
+        (m for m in client.log_messages if "tripCountBound" in m.message), None),
+        "a log message about the bad setting")
+    assert msg.type == types.MessageType.Warning
+
+
+async def test_suppress_code_action(client: LanguageClient, workspace: Path):
+    uri, text = new_doc(workspace, "suppress.py", BROKEN)
+    did_open(client, uri, text)
+    pub = await wait_publish(client, uri, lambda p: p.version == 1)
+    target = next(d for d in pub.diagnostics if d.code == "AVE201"
+                  and d.range.start.line + 1 == MANIFEST["line"])
+    actions = await asyncio.wait_for(client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=target.range,
+            context=types.CodeActionContext(diagnostics=[target]))), TIMEOUT)
+    assert actions, actions
+    action = actions[0]
+    assert action.kind == types.CodeActionKind.QuickFix and "AVE201" in action.title
+    edits = action.edit.changes[uri]
+    new_text = apply_edits(text, edits)
+    line = new_text.split("\n")[MANIFEST["line"] - 1]
+    assert line.endswith("  # ave: ignore[AVE201]")
+    assert line.startswith(text.split("\n")[MANIFEST["line"] - 1])
+
+    did_change(client, uri, new_text, 2)
+    did_save(client, uri)
+    pub = await wait_publish(client, uri, lambda p: p.version == 2)
+    assert pub.diagnostics, "the other findings stay"
+    assert all(d.range.start.line + 1 != MANIFEST["line"] for d in pub.diagnostics)
+    did_close(client, uri)
+
+
+async def test_file_without_ave_gets_empty_list(client: LanguageClient, workspace: Path):
+    uri, text = new_doc(workspace, "plain.py", PLAIN)
+    did_open(client, uri, text)
+    pub = await wait_publish(client, uri)
+    assert pub.version == 1 and list(pub.diagnostics) == []
+    did_close(client, uri)
+    # nor does a document that is not Python, whatever it mentions
+    uri, text = new_doc(workspace, "notes.md", "# ave_core notes\n\n`import ave_core`\n")
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="markdown", version=1,
+                                             text=text)))
+    pub = await wait_publish(client, uri)
+    assert pub.version == 1 and list(pub.diagnostics) == []
+    did_close(client, uri)
+
+
+def _pos(text: str, needle: str, offset: int = 0) -> types.Position:
+    i = text.index(needle) + offset
+    line = text.count("\n", 0, i)
+    return types.Position(line, i - (text.rfind("\n", 0, i) + 1))
+
+
+async def _hover(client: LanguageClient, uri: str, pos: types.Position) -> str | None:
+    h = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=pos)), TIMEOUT)
+    return None if h is None else h.contents.value
+
+
+async def test_hover(client: LanguageClient, workspace: Path):
+    uri, text = new_doc(workspace, "hover.py", FIXED)
+    did_open(client, uri, text)
+    # a shared tile: dtype, shape, memory space, layout (the swizzle)
+    md = await _hover(client, uri, _pos(text, "    sA = ave.alloc", 4))
+    assert md is not None
+    assert "**sA**" in md and "`bf16`" in md and "(3, 128, 32)" in md
+    assert "shared" in md and "Sw<2,3,3>" in md
+    # a tagged tensor: the tag fields
+    md = await _hover(client, uri, _pos(text, "    A = ave.tag(A", 4))
+    assert md is not None and "tensor" in md and "global" in md
+    assert "`row`" in md and "`k`" in md and "ave.label(row=m, k=k)" in md
+    # the kernel parameter itself is not tagged
+    md = await _hover(client, uri, _pos(text, "A: ave.Tensor"))
+    assert md is not None and "tensor" in md and "tag" not in md
+    # a fragment: its TV layout
+    md = await _hover(client, uri, _pos(text, "    acc = ave.", 4))
+    assert md is not None and "fragment" in md and "`f32`" in md and "TV(" in md
+    # a variable's name in a comment, and a DSL function name: nothing
+    assert await _hover(client, uri, _pos(text, "of A carries", 3)) is None
+    assert await _hover(client, uri, _pos(text, "ave.alloc", 4)) is None
+    did_close(client, uri)
+
+
+# ----------------------------------------------------------------------------- pull tests
+
+async def test_pull_diagnostics(pull_client: LanguageClient, workspace: Path):
+    client = pull_client
+    uri, text = new_doc(workspace, "pull.py", BROKEN)
+    did_open(client, uri, text)
+    ident = types.TextDocumentIdentifier(uri=uri)
+    report = await asyncio.wait_for(client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=ident)), TIMEOUT)
+    assert report.kind == "full"
+    assert_broken_diagnostics(list(report.items), uri)
+    again = await asyncio.wait_for(client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=ident,
+                                       previous_result_id=report.result_id)), TIMEOUT)
+    assert again.kind == "unchanged" and again.result_id == report.result_id
+
+    did_change(client, uri, FIXED.read_text("utf-8"), 2)
+    did_save(client, uri)
+    fixed = await asyncio.wait_for(client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(text_document=ident,
+                                       previous_result_id=report.result_id)), TIMEOUT)
+    assert fixed.kind == "full" and list(fixed.items) == []
+
+    plain_uri, plain = new_doc(workspace, "pull_plain.py", PLAIN)
+    did_open(client, plain_uri, plain)
+    empty = await asyncio.wait_for(client.text_document_diagnostic_async(
+        types.DocumentDiagnosticParams(
+            text_document=types.TextDocumentIdentifier(uri=plain_uri))), TIMEOUT)
+    assert empty.kind == "full" and list(empty.items) == []
+    # never both models for one client
+    assert client.publishes == []
+    did_close(client, uri)
+    did_close(client, plain_uri)
+
+
+# ----------------------------------------------------------------------------- internal error
+
+BOOM = ("import ave_lsp.server.server as s\n"
+        "def boom(*a, **k):\n"
+        "    raise ZeroDivisionError('checker exploded')\n"
+        "s._check_in_worker = boom\n"
+        "from ave_lsp.server import serve_stdio\n"
+        "raise SystemExit(serve_stdio())\n")
+
+
+@pytest_lsp.fixture(scope="module", config=ClientServerConfig(
+    server_command=[sys.executable, "-c", BOOM], client_factory=make_client))
+async def boom_client(lsp_client: LanguageClient, workspace: Path):
+    await start(lsp_client, workspace, pull=False)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_internal_error_is_a_diagnostic(boom_client: LanguageClient, workspace: Path):
+    client = boom_client
+    uri, text = new_doc(workspace, "boom.py", BROKEN)
+    did_open(client, uri, text)
+    pub = await wait_publish(client, uri)
+    assert [d.code for d in pub.diagnostics] == ["AVE900"]
+    d = pub.diagnostics[0]
+    assert "ZeroDivisionError" in d.message and "checker exploded" in d.message
+    assert any(m.type == types.MessageType.Error and "checker exploded" in m.message
+               for m in client.log_messages)
+    # and the server still serves
+    did_change(client, uri, text + "\n", 2)
+    did_save(client, uri)
+    pub = await wait_publish(client, uri, lambda p: p.version == 2)
+    assert [d.code for d in pub.diagnostics] == ["AVE900"]
+    did_close(client, uri)

@@ -1,0 +1,220 @@
+"""The language server's pure parts, in process: diagnostic conversion, ``# ave: ignore``
+suppression and its quick-fix edit, settings, hover lookup, and a light start-up."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from ave_core.diagnostics import Diagnostic, Location, Range, Related, Severity
+from ave_lsp import cli
+from ave_lsp.server import convert
+from ave_lsp.server.convert import LineComments, suppress_edit, to_lsp
+from ave_lsp.server.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def diag(code="AVE201", line=1, col=4, end=9, file="/w/k.py", **kw) -> Diagnostic:
+    return Diagnostic(code, kw.pop("message", "x and y disagree"), file,
+                      Range.of(line, col, line, end), **kw)
+
+
+TEXT = "import ave_core.lang as ave\nx = f(a, b)\ny = g(x)\n"
+
+
+# ----------------------------------------------------------------------------- conversion
+
+def test_to_lsp_fields():
+    d = diag(severity=Severity.ERROR, notes=["note one", "note two"],
+             related=[Related(Location("/w/k.py", Range.of(0, 0, 0, 3)), "x: tag introduced"),
+                      Related(Location("/w/helper.py", Range.of(4, 1, 4, 2)), "y: moved")],
+             witness={"block": [0, 0, 0], "threads": [{"thread": 8}]})
+    (out,) = to_lsp([d], path="/w/k.py", uri="file:///w/k.py", text=TEXT, root="/w")
+    assert out.range == types.Range(types.Position(1, 4), types.Position(1, 9))
+    assert out.severity == types.DiagnosticSeverity.Error
+    assert out.code == "AVE201" and out.source == "ave"
+    href = out.code_description.href
+    assert href == (ROOT / "docs" / "codes" / "AVE201.md").as_uri()
+    assert [r.location.uri for r in out.related_information] == [
+        "file:///w/k.py", "file:///w/helper.py"]
+    assert [r.message for r in out.related_information] == ["x: tag introduced", "y: moved"]
+    assert out.data == {"witness": d.witness, "notes": ["note one", "note two"]}
+
+
+def test_every_code_has_a_docs_page():
+    from ave_core.diagnostics import CODES
+
+    for code in CODES:
+        assert convert.code_href(code) is not None, code
+
+
+def test_message_is_one_line_and_no_related_is_none():
+    (out,) = to_lsp([diag(message="first\n  second\n")], path="/w/k.py",
+                    uri="file:///w/k.py", text=TEXT)
+    assert out.message == "first second"
+    assert out.related_information is None
+    assert out.data == {"witness": None, "notes": []}
+
+
+def test_diagnostic_in_another_file_is_shown_at_the_call_site():
+    d = diag(file="/w/helpers.py", line=7, col=2, end=5,
+             related=[Related(Location("/w/k.py", Range.of(2, 4, 2, 8)), "called here")])
+    (out,) = to_lsp([d], path="/w/k.py", uri="file:///w/k.py", text=TEXT, root="/w")
+    assert out.range.start == types.Position(2, 4)
+    assert out.message.startswith("helpers.py:8:3: ")
+    first = out.related_information[0]
+    assert first.location.uri == "file:///w/helpers.py"
+    assert first.location.range.start == types.Position(7, 2)
+
+
+# ----------------------------------------------------------------------------- suppression
+
+@pytest.mark.parametrize("comment, code, suppressed", [
+    ("# ave: ignore", "AVE201", True),
+    ("# ave: ignore[AVE201]", "AVE201", True),
+    ("# ave: ignore[AVE204]", "AVE201", False),
+    ("# ave: ignore[AVE204, AVE201]", "AVE201", True),
+    ("# ave:ignore[ave201]", "AVE201", True),
+    ("#ave: ignore [AVE201]", "AVE201", True),
+    ("# BUG: swapped  # ave: ignore[AVE201]", "AVE201", True),
+    ("# ave: ignored for now", "AVE201", False),
+    ("# nothing to see", "AVE201", False),
+])
+def test_suppression_comments(comment, code, suppressed):
+    text = f"import ave_core.lang as ave\nx = f(a, b)  {comment}\n"
+    out = to_lsp([diag(code=code)], path="/w/k.py", uri="file:///w/k.py", text=text)
+    assert (out == []) is suppressed
+
+
+def test_suppression_is_by_the_start_line_and_not_inside_strings():
+    text = 'import ave_core.lang as ave\nx = f("# ave: ignore")\ny = 1  # ave: ignore\n'
+    assert len(to_lsp([diag(line=1)], path="/w/k.py", uri="u", text=text)) == 1
+    multi = Diagnostic("AVE201", "m", "/w/k.py", Range.of(1, 0, 2, 3))
+    assert len(to_lsp([multi], path="/w/k.py", uri="u", text=text)) == 1
+    assert to_lsp([diag(line=2)], path="/w/k.py", uri="u", text=text) == []
+
+
+def test_suppression_with_crlf_and_cr_line_ends():
+    for nl in ("\r\n", "\r"):
+        text = nl.join(["import ave_core.lang as ave", "x = f(a)  # ave: ignore[AVE201]",
+                        "y = g(x)", ""])
+        assert to_lsp([diag(line=1)], path="/w/k.py", uri="u", text=text) == []
+        assert len(to_lsp([diag(line=2)], path="/w/k.py", uri="u", text=text)) == 1
+
+
+def test_suppress_edit_appends_a_comment():
+    e = suppress_edit(TEXT, 1, "AVE201")
+    assert e.new_text == "  # ave: ignore[AVE201]"
+    assert e.range.start == e.range.end == types.Position(1, len("x = f(a, b)"))
+
+
+def test_suppress_edit_counts_utf16():
+    text = "import ave_core.lang as ave\nx = f('\U0001F600')\n"
+    e = suppress_edit(text, 1, "AVE201")
+    assert e.range.start.character == len("x = f('')") + 2
+
+
+def test_suppress_edit_adds_to_an_existing_list():
+    text = "import ave_core.lang as ave\nx = f(a)  # ave: ignore[AVE204]\n"
+    e = suppress_edit(text, 1, "AVE201")
+    line = text.split("\n")[1]
+    assert e.new_text == ", AVE201"
+    assert e.range.start.character == line.index("]")
+    new = line[:e.range.start.character] + e.new_text + line[e.range.start.character:]
+    assert new.endswith("# ave: ignore[AVE204, AVE201]")
+    assert LineComments.of("x\n" + new + "\n").is_suppressed(1, "AVE201")
+
+
+def test_suppress_edit_not_offered_where_a_comment_cannot_go():
+    text = ('import ave_core.lang as ave\nx = f(a) + \\\n    g(b)\ns = """doc\nmore\n"""\n'
+            'y = 1  # ave: ignore\n')
+    assert suppress_edit(text, 1, "AVE201") is None       # backslash continuation
+    assert suppress_edit(text, 3, "AVE201") is None       # inside a triple-quoted string
+    assert suppress_edit(text, 6, "AVE201") is None       # already suppressed
+    assert suppress_edit(text, 2, "AVE201") is not None
+    assert suppress_edit(text, 99, "AVE201") is None
+
+
+def test_suppress_edit_on_a_file_that_does_not_tokenize():
+    text = "import ave_core.lang as ave\nx = f(a,\ny = 1  # ave: ignore[AVE100]\n"
+    assert to_lsp([diag(code="AVE100", line=2)], path="/w/k.py", uri="u", text=text) == []
+    assert suppress_edit(text, 1, "AVE201") is not None
+
+
+# ----------------------------------------------------------------------------- settings
+
+def test_settings():
+    assert Settings.from_json(None) == (Settings(), [])
+    s, w = Settings.from_json({"checkOnChange": True, "tripCountBound": 4,
+                               "solverTimeoutMs": 500})
+    assert s == Settings(True, 4, 500) and w == []
+    opts = s.analysis_options()
+    assert opts.trip_bound == 4 and opts.solver_timeout_ms == 500
+    s, w = Settings.from_json({"checkOnChange": "yes", "tripCountBound": 0,
+                               "solverTimeoutMs": "fast"})
+    assert s == Settings() and len(w) == 3
+    s, w = Settings.from_json([1, 2])
+    assert s == Settings() and len(w) == 1
+
+
+# ----------------------------------------------------------------------------- hover
+
+def test_hover_index_picks_the_reaching_definition():
+    from ave_lsp.server.hover import build_index
+
+    path = str(ROOT / "examples" / "gemm.py")
+    text = Path(path).read_text("utf-8")
+    idx = build_index(text, path, str(ROOT))
+
+    def at(needle: str, offset: int):
+        i = text.index(needle) + offset
+        line = text.count("\n", 0, i)
+        found = idx.hover(line, i - (text.rfind("\n", 0, i) + 1))
+        return found[0] if found else None
+
+    lhs = at("    A = ave.tag(A", 4)               # the tagged tensor
+    rhs = at("    A = ave.tag(A", 16)              # the parameter it tags
+    assert "`row`" in lhs and "tag" not in rhs
+    assert "(128, 32)" in at("        a = ave.ldmatrix", 8)
+    assert at("    for kt in ave.static_range", 13) is None   # not a kernel value
+    assert at("import ave_core", 0) is None                   # outside every kernel
+    assert idx.hover(10_000, 0) is None
+
+
+# ----------------------------------------------------------------------------- start-up
+
+def test_server_import_is_light():
+    code = ("import sys, ave_lsp.cli, ave_lsp.server, ave_lsp.server.server as s; "
+            "s.create_server(); "
+            "heavy = [m for m in sys.modules if m.split('.')[0] in ('z3', 'numpy', 'torch') "
+            "or m.startswith(('ave_core.compiler', 'ave_core.analysis', 'ave_core.lang', "
+            "'ave_core.check', 'ave_core.interp'))]; "
+            "print(heavy)")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("value", ["nohost", "host:", ":80", "h:99999", "h:x"])
+def test_tcp_needs_host_and_port(value, capsys):
+    assert cli.main(["--tcp", value]) == 2
+    assert "HOST:PORT" in capsys.readouterr().err
+
+
+def test_stdio_server_exits_when_the_client_goes_away():
+    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--stdio"], input=b"",
+                       capture_output=True, timeout=60)
+    assert p.returncode == 0 and p.stdout == b"", p.stderr
+
+
+def test_stdio_server_refuses_streams_that_are_not_files(capsys):
+    # under capsys, stdin/stdout are Python objects without a file descriptor
+    assert cli.main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "not files" in err
