@@ -269,8 +269,13 @@ class Engine:
                 size = (size + 127) // 128 * 128
                 self.allocs[id(op)] = (size, size + op.attrs["bytes"])
                 size += op.attrs["bytes"]
-        self.smem = Tags.bottom(max(size, 1), self.F)
-        self.written = np.zeros(max(size, 1), bool)
+        # Shared memory is tracked per byte, stored per granule of G bytes, where G is the
+        # smallest element size of any shared access in the kernel: every access is
+        # element-aligned, so a granule is never split and the result is byte-exact.
+        self.G = self._granule()
+        ng = max(size // self.G + 1, 1)
+        self.smem = Tags.bottom(ng, self.F)
+        self.written = np.zeros(ng, bool)
         self.active = np.ones(T, bool)
         self.groups: list[list] = []
         self.open_group: list = []
@@ -580,6 +585,16 @@ class Engine:
 
     # ------------------------------------------------------------------ addressing and tags
 
+    def _granule(self) -> int:
+        sizes = []
+        for op in self.k.walk():
+            for v in list(op.operands) + list(op.results):
+                t = v.type
+                if isinstance(t, TileType) and t.space == "shared":
+                    sizes.append(t.dtype.bytes)
+        g = min(sizes) if sizes else 1
+        return g if g in (1, 2, 4, 8, 16) else 1
+
     def shared_addresses(self, t: TileVal, coords: Sequence[np.ndarray]) -> np.ndarray:
         n = np.shape(coords[0])
         base = [np.full(n, o, np.int64) for o in t.origin]
@@ -691,11 +706,12 @@ class Engine:
         eb = tile.dtype.bytes
         if np.any(addr < tile.lo) or np.any(addr + eb > tile.hi):
             raise AnalysisLimit(f"a shared-memory access outside `{tile.name}`", op)
-        byts = addr[:, None] + np.arange(eb)
+        G = self.G
+        byts = (addr // G)[:, None] + np.arange(eb // G)
         first = byts[:, 0]
         tags = self.smem.take(first)
-        if eb > 1:
-            for j in range(1, eb):
+        if eb > G:
+            for j in range(1, eb // G):
                 other = self.smem.take(byts[:, j])
                 diff = (other.pres != tags.pres) | (other.key != tags.key) | \
                        (other.conc != tags.conc) | (other.top != tags.top)
@@ -704,7 +720,7 @@ class Engine:
         wr = self.written[byts].all(axis=1)
         if not wr.all():
             i = int(np.nonzero(~wr)[0][0])
-            self.uninit.append((op, self.loops, int(threads[i]), int(first[i])))
+            self.uninit.append((op, self.loops, int(threads[i]), int(first[i]) * G))
         return tags
 
     def write_bytes(self, tile: TileVal, coords: list[np.ndarray], tags: Tags, op: Op,
@@ -713,8 +729,8 @@ class Engine:
         eb = tile.dtype.bytes
         if np.any(addr < tile.lo) or np.any(addr + eb > tile.hi):
             raise AnalysisLimit(f"a shared-memory access outside `{tile.name}`", op)
-        byts = (addr[:, None] + np.arange(eb)).reshape(-1)
-        rep = np.repeat(np.arange(tags.n), eb)
+        byts = ((addr // self.G)[:, None] + np.arange(eb // self.G)).reshape(-1)
+        rep = np.repeat(np.arange(tags.n), eb // self.G)
         t = tags.take(rep)
         if deferred:
             return byts, t
@@ -777,7 +793,7 @@ class Engine:
         t: TileVal = self.env[op.operands[0]]
         coords = [c.reshape(-1) for c in np.indices(t.shape)]
         addr = self.shared_addresses(t, coords)
-        byts = (addr[:, None] + np.arange(t.dtype.bytes)).reshape(-1)
+        byts = ((addr // self.G)[:, None] + np.arange(t.dtype.bytes // self.G)).reshape(-1)
         self._smem_write(byts, Tags.bottom(len(byts), self.F), written=False)
 
     def op_ave_load(self, op):
