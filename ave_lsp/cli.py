@@ -2,8 +2,8 @@
 
 Usage::
 
-    ave-lsp --check PATHS... [--format text|json] [--fail-on error|warning]
-                             [--output FILE] [--workspace DIR]
+    ave-lsp --check PATHS... [--format text|json|sarif|github] [--fail-on error|warning]
+                             [--output FILE] [--workspace DIR] [--watch]
     ave-lsp --version
     ave-lsp [--stdio]        # the language server, over stdin/stdout
     ave-lsp --tcp HOST:PORT  # the language server on a TCP socket (for debugging)
@@ -18,8 +18,28 @@ related locations indented below it, and a final summary line::
 
     checked 3 files, 5 kernels (7 specializations): 0 errors, 0 warnings
 
-(``, N infos`` is appended when there are info or hint diagnostics). JSON output is the
-report described by ``ave_core/schema/check-output.v1.json``.
+(``, N infos`` is appended when there are info or hint diagnostics, ``, N suppressed``
+when ``# ave: ignore`` comments dropped some). JSON output is the report described by
+``ave_core/schema/check-output.v1.json`` (its summary gains ``suppressed`` when non-zero).
+``--format sarif`` writes a SARIF 2.1.0 log (:mod:`ave_lsp.sarif`); ``--format github``
+writes GitHub Actions workflow commands, one per diagnostic::
+
+    ::error file=F,line=L,col=C,endLine=L,endColumn=E,title=AVE102::message
+
+(``::warning`` for warnings, ``::notice`` for infos and hints; 1-based UTF-16 columns,
+``endColumn`` one past the last character; ``col``/``endColumn`` left out when the range
+spans lines, as GitHub wants; ``%``, CR and LF escaped in the message, and also ``:`` and
+``,`` in the properties), then the summary line.
+
+A diagnostic is dropped when the line it starts on carries ``# ave: ignore`` or
+``# ave: ignore[CODE, ...]`` naming its code — the language server's filter
+(:class:`ave_lsp.server.convert.LineComments`); a diagnostic in another file (a helper) is
+also dropped when its call site in the checked file carries the comment, as in the editor.
+
+``--watch`` checks once, then watches the paths and re-checks changed ``*.py`` files,
+printing new and fixed diagnostics and the updated summary (:mod:`ave_lsp.watch`); Ctrl-C
+ends it with status 0. On a terminal (stdout and stderr both TTYs) a progress bar or
+counter on stderr shows the files being checked when there are several.
 
 Exit status:
 
@@ -42,15 +62,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import sys
 import traceback
-from typing import Sequence, TextIO
+from typing import Any, Callable, Sequence, TextIO
 
 PROG = "ave-lsp"
 
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
+
+FORMATS = ("text", "json", "sarif", "github")
+
+#: The progress display starts at this many files (and only on a terminal).
+PROGRESS_MIN_FILES = 4
 
 
 def _version() -> str:
@@ -69,8 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="check PATHS (files or directories) and exit instead of serving LSP")
     p.add_argument("paths", nargs="*", metavar="PATHS", help="files or directories to check")
-    p.add_argument("--format", choices=("text", "json"), default="text",
-                   help="output format (default: text)")
+    p.add_argument("--format", choices=FORMATS, default="text",
+                   help="output format: text, json (the report schema), sarif (SARIF 2.1.0) "
+                        "or github (GitHub Actions annotations) (default: text)")
     p.add_argument("--fail-on", choices=("error", "warning"), default="error",
                    help="lowest severity that makes the exit status 1 (default: error)")
     p.add_argument("--output", "-o", metavar="FILE",
@@ -83,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="budget of one SMT query; past it an assertion is unknown")
     p.add_argument("--no-analysis", action="store_true",
                    help="front end only: no tag analysis")
+    p.add_argument("--watch", action="store_true",
+                   help="with --check: after the first check, re-check changed .py files "
+                        "and print new and fixed diagnostics until Ctrl-C")
     p.add_argument("--stdio", action="store_true",
                    help="serve LSP over stdin/stdout (the default without --check)")
     p.add_argument("--tcp", metavar="HOST:PORT",
@@ -106,31 +136,93 @@ def summary_line(report: dict) -> str:
             f"{_plural(s['errors'], 'error')}, {_plural(s['warnings'], 'warning')}")
     if s.get("infos"):
         line += f", {_plural(s['infos'], 'info')}"
+    if s.get("suppressed"):
+        line += f", {s['suppressed']} suppressed"
     verdicts = [(s.get(k, 0), k) for k in ("proved", "violated", "unknown", "vacuous")]
     if any(n for n, _ in verdicts):
         line += "; assertions: " + ", ".join(f"{n} {k}" for n, k in verdicts)
     return line
 
 
-def format_text(report: dict) -> str:
-    """The text output of a report (every line ends with a newline)."""
-    lines = []
-    for d in report["diagnostics"]:
-        start = d["range"]["start"]
-        lines.append(f"{d['file']}:{start['line'] + 1}:{start['character'] + 1}: "
-                     f"{d['severity']} {d['code']} {d['message']}")
+def diagnostic_lines(d: dict, *, details: bool = True) -> list[str]:
+    """The text-format lines of one diagnostic (a report's ``diagnostics[]`` entry):
+    ``file:line:col: severity CODE message``, then (with ``details``) its notes and
+    related locations, indented."""
+    start = d["range"]["start"]
+    lines = [f"{d['file']}:{start['line'] + 1}:{start['character'] + 1}: "
+             f"{d['severity']} {d['code']} {d['message']}"]
+    if details:
         for note in d["notes"]:
             lines.append(f"    note: {note}")
         for rel in d["related"]:
             rs = rel["range"]["start"]
             lines.append(f"    {rel['file']}:{rs['line'] + 1}:{rs['character'] + 1}: "
                          f"related: {rel['message']}")
+    return lines
+
+
+def format_text(report: dict) -> str:
+    """The text output of a report (every line ends with a newline)."""
+    lines = [line for d in report["diagnostics"] for line in diagnostic_lines(d)]
     lines.append(summary_line(report))
     return "".join(line + "\n" for line in lines)
 
 
 def format_json(report: dict) -> str:
     return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+
+
+def format_sarif(report: dict) -> str:
+    """The SARIF 2.1.0 log of a report (see :mod:`ave_lsp.sarif`)."""
+    from ave_lsp.sarif import format_sarif as fmt
+
+    return fmt(report)
+
+
+#: Ave severity -> GitHub workflow command.
+GITHUB_COMMANDS = {"error": "error", "warning": "warning", "info": "notice", "hint": "notice"}
+
+
+def github_escape_data(s: str) -> str:
+    """Escape a workflow command's message: ``%``, CR, LF."""
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def github_escape_property(s: str) -> str:
+    """Escape a workflow command's property value: as the message, and ``:`` and ``,``."""
+    return github_escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def github_line(d: dict) -> str:
+    """``::error file=F,line=L,col=C,endLine=L2,endColumn=C2,title=CODE::message``."""
+    from ave_lsp.sarif import display_path
+
+    s, e = d["range"]["start"], d["range"]["end"]
+    if (e["line"], e["character"]) < (s["line"], s["character"]):
+        e = s
+    props: list[tuple[str, object]] = [("file", display_path(d["file"])),
+                                       ("line", s["line"] + 1)]
+    if e["line"] == s["line"]:
+        props += [("col", s["character"] + 1), ("endLine", e["line"] + 1),
+                  ("endColumn", e["character"] + 1)]
+    else:  # GitHub takes columns only for a range on one line
+        props.append(("endLine", e["line"] + 1))
+    props.append(("title", d["code"]))
+    command = GITHUB_COMMANDS.get(d["severity"], "notice")
+    head = ",".join(f"{k}={github_escape_property(str(v))}" for k, v in props)
+    return f"::{command} {head}::{github_escape_data(d['message'])}"
+
+
+def format_github(report: dict) -> str:
+    """GitHub Actions workflow commands, one per diagnostic, then the summary line."""
+    lines = [github_line(d) for d in report["diagnostics"]]
+    lines.append(summary_line(report))
+    return "".join(line + "\n" for line in lines)
+
+
+FORMATTERS: dict[str, Callable[[dict], str]] = {
+    "text": format_text, "json": format_json, "sarif": format_sarif, "github": format_github,
+}
 
 
 def exit_status(report: dict, fail_on: str) -> int:
@@ -148,13 +240,181 @@ def _write(text: str, output: str | None, stdout: TextIO) -> None:
             f.write(text)
 
 
+# ----------------------------------------------------------------------------- checking
+
+class Suppressions:
+    """``# ave: ignore`` comments, read once per file, applied as the language server
+    does (:class:`ave_lsp.server.convert.LineComments`).
+
+    A diagnostic is suppressed when the line it starts on, in its own file, carries the
+    comment for its code; or, for a diagnostic in another file than the one checked (a
+    helper inlined from elsewhere), when the line the editor shows it on does — its first
+    related location in the checked file, else the file's first line.
+    """
+
+    def __init__(self) -> None:
+        self._comments: dict[str, Any] = {}
+
+    def comments(self, path: str):
+        if path not in self._comments:
+            from ave_core.check import read_source
+            from ave_lsp.server.convert import LineComments
+
+            text, _ = read_source(path) if not path.startswith("<") else (None, None)
+            self._comments[path] = LineComments.of(text) if text is not None else None
+        return self._comments[path]
+
+    def is_suppressed(self, d, checked: str) -> bool:
+        from ave_lsp.server.convert import _same_file
+
+        places = [(d.file, d.range.start.line)]
+        if not _same_file(d.file, checked):
+            here = next((r for r in d.related if _same_file(r.location.file, checked)), None)
+            places.append((checked, here.location.range.start.line if here else 0))
+        for f, line in places:
+            c = self.comments(f)
+            if c is not None and c.is_suppressed(line, d.code):
+                return True
+        return False
+
+    def apply(self, report) -> int:
+        """Drop the suppressed diagnostics of a FileReport; return how many."""
+        kept = [d for d in report.diagnostics if not self.is_suppressed(d, report.path)]
+        dropped = len(report.diagnostics) - len(kept)
+        report.diagnostics = kept
+        return dropped
+
+
+def _file_report(report: dict, path: str):
+    """The :class:`~ave_core.check.FileReport` of a one-file report of ``check_paths``."""
+    from ave_core.check import FileReport
+    from ave_core.diagnostics import Diagnostic, Location, Range, Related, Severity
+
+    def rng(j: dict) -> Range:
+        return Range.of(j["start"]["line"], j["start"]["character"],
+                        j["end"]["line"], j["end"]["character"])
+
+    entry = report["files"][0] if report["files"] else {"path": path, "uses_ave": False,
+                                                         "kernels": []}
+    diags = [Diagnostic(d["code"], d["message"], d["file"], rng(d["range"]),
+                        severity=Severity.from_label(d["severity"]), notes=list(d["notes"]),
+                        related=[Related(Location(r["file"], rng(r["range"])), r["message"])
+                                 for r in d["related"]],
+                        witness=d["witness"])
+             for d in report["diagnostics"]]
+    return FileReport(entry["path"], entry["uses_ave"], entry["kernels"], diags)
+
+
+class Checker:
+    """Checks one file at a time with the driver (:func:`ave_core.check.check_paths`),
+    drops suppressed diagnostics and builds the report of several files."""
+
+    def __init__(self, *, workspace: str | None, analyze: bool, options: Any) -> None:
+        self.workspace = workspace
+        self.analyze = analyze
+        self.options = options
+
+    def check(self, path: str):
+        """Check one file; returns ``(FileReport, number of suppressed diagnostics)``."""
+        from ave_core import check as check_mod
+
+        report = check_mod.check_paths([path], workspace=self.workspace,
+                                       analyze=self.analyze, options=self.options)
+        fr = _file_report(report, path)
+        return fr, Suppressions().apply(fr)
+
+    def check_all(self, files: Sequence[str], progress: "Progress | None" = None):
+        """Check ``files`` in order; returns ``{path: (FileReport, suppressed)}``."""
+        out = {}
+        try:
+            for i, f in enumerate(files):
+                if progress is not None:
+                    progress.update(i, f)
+                out[f] = self.check(f)
+        finally:
+            if progress is not None:
+                progress.update(len(out), None)
+        return out
+
+    @staticmethod
+    def report(results) -> dict:
+        """The report (schema ``check-output.v1``) of ``{path: (FileReport, suppressed)}``."""
+        from ave_core.check import build_report
+
+        report = build_report(fr for fr, _ in results.values())
+        suppressed = sum(n for _, n in results.values())
+        if suppressed:
+            report["summary"]["suppressed"] = suppressed
+        return report
+
+
+class Progress:
+    """Progress of a check of many files on stderr: a ``rich`` bar when ``rich`` is
+    installed, else a one-line counter rewritten in place; erased when done."""
+
+    def __init__(self, total: int, stream: TextIO) -> None:
+        self.total = total
+        self.stream = stream
+        self._rich = None
+        self._width = 0
+        try:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as RichProgress
+            from rich.progress import TextColumn, TimeElapsedColumn
+        except ImportError:
+            return
+        self._rich = RichProgress(TextColumn("checking"), BarColumn(), MofNCompleteColumn(),
+                                  TimeElapsedColumn(), TextColumn("{task.description}"),
+                                  console=Console(file=stream), transient=True)
+        self._task = self._rich.add_task("", total=total)
+        self._rich.start()
+
+    def update(self, done: int, current: str | None) -> None:
+        """``done`` files checked; ``current`` is being checked (None: finished)."""
+        if self._rich is not None:
+            self._rich.update(self._task, completed=done, description=current or "")
+            if current is None:
+                self._rich.stop()
+            return
+        if current is None:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self._width = 0
+        else:
+            head = f"checking [{done + 1}/{self.total}] "
+            room = max(10, shutil.get_terminal_size().columns - 1 - len(head))
+            if len(current) > room:
+                current = "..." + current[len(current) - room + 3:]
+            line = head + current
+            self.stream.write("\r" + line + " " * max(0, self._width - len(line)))
+            self._width = max(self._width, len(line))
+        self.stream.flush()
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
+
+
+def make_progress(total: int, stdout: TextIO, stderr: TextIO) -> Progress | None:
+    """A :class:`Progress` on ``stderr`` when there are at least
+    :data:`PROGRESS_MIN_FILES` files and both ``stdout`` and ``stderr`` are terminals
+    (and ``TERM`` is not ``dumb``); otherwise None."""
+    if total < PROGRESS_MIN_FILES or os.environ.get("TERM") == "dumb":
+        return None
+    if not (_isatty(stdout) and _isatty(stderr)):
+        return None
+    return Progress(total, stderr)
+
+
 def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         for p in missing:
             print(f"{PROG}: error: no such file or directory: {p}", file=stderr)
         return EXIT_USAGE
-    from ave_core.check import check_paths
+    from ave_core.check import iter_python_files
 
     options = None
     if not args.no_analysis:
@@ -164,14 +424,20 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
             return EXIT_USAGE
         options = AnalysisOptions(trip_bound=args.trip_bound,
                                   solver_timeout_ms=args.solver_timeout_ms)
-    report = check_paths(args.paths, workspace=args.workspace,
-                         analyze=not args.no_analysis, options=options)
-    text = format_json(report) if args.format == "json" else format_text(report)
+    checker = Checker(workspace=args.workspace, analyze=not args.no_analysis, options=options)
+    files = iter_python_files(args.paths)
+    results = checker.check_all(files, make_progress(len(files), stdout, stderr))
+    report = checker.report(results)
+    text = FORMATTERS[args.format](report)
     try:
         _write(text, args.output, stdout)
     except OSError as e:
         print(f"{PROG}: error: cannot write {args.output}: {e.strerror or e}", file=stderr)
         return EXIT_USAGE
+    if args.watch:
+        from ave_lsp.watch import Watcher
+
+        return Watcher(args.paths, checker, results, stdout, stderr).run()
     return exit_status(report, args.fail_on)
 
 
@@ -201,6 +467,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:  # --help, --version, usage errors
         return e.code if isinstance(e.code, int) else EXIT_USAGE
     if not args.check:
+        if args.watch:
+            parser.print_usage(stderr)
+            print(f"{PROG}: error: --watch needs --check", file=stderr)
+            return EXIT_USAGE
         if args.paths:
             parser.print_usage(stderr)
             print(f"{PROG}: error: paths given without --check", file=stderr)
@@ -213,6 +483,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return run_check(args, stdout, stderr)
     except KeyboardInterrupt:
+        if args.watch:   # Ctrl-C is how --watch ends
+            return EXIT_OK
         print(f"{PROG}: interrupted", file=stderr)
         return 130
     except Exception:  # noqa: BLE001 - the tool itself failed

@@ -1,0 +1,377 @@
+"""The SARIF 2.1.0 output of ``ave-lsp --check --format sarif``.
+
+:func:`to_sarif` turns a check report (schema ``check-output.v1``, built by
+:func:`ave_core.check.build_report`) into one SARIF log with one run:
+
+* ``tool.driver``: name ``ave-lsp``, the version, and one ``rules`` entry per code used
+  (id, a CamelCase ``name``, ``shortDescription``/``fullDescription`` from
+  :data:`ave_core.diagnostics.CODES`, ``helpUri`` — the ``file://`` URI of
+  ``docs/codes/<CODE>.md`` — and ``help``, plain text plus the page's Markdown);
+* one ``result`` per diagnostic: ``ruleId``/``ruleIndex``, ``level`` (``error``,
+  ``warning``, ``note`` for info and hint), the message, the location, the related
+  locations, ``partialFingerprints`` and, in ``properties``, the notes and the witness as
+  in the JSON report;
+* for a diagnostic with a witness that names threads or program points, one ``codeFlow``
+  with one ``threadFlow`` per GPU thread of the witness (``id`` ``"thread N"``): the
+  witness' program points that thread's operand went through (where its tag was
+  introduced, written to shared memory, last moved; all of them when the witness does
+  not say which operand a point belongs to), then the flagged location. Every step's
+  ``state`` holds the block, the loop indices and the coordinates of the thread's
+  operands (SARIF multiformat message strings).
+
+Locations: a file under the working directory is a relative URI with
+``uriBaseId`` ``%SRCROOT%`` (``run.originalUriBaseIds`` gives the working directory's
+``file://`` URI); any other file an absolute ``file://`` URI. Regions are 1-based:
+``startLine``/``startColumn``/``endLine``/``endColumn``, ``endColumn`` one past the last
+character, as SARIF defines it. Columns count **UTF-16 code units** (``run.columnKind``
+``utf16CodeUnits``, SARIF's default and the unit of Ave's LSP ranges).
+
+``partialFingerprints["aveFingerprint/v1"]`` is stable across edits elsewhere in the
+file: a SHA-256 over the code, the file (relative to the working directory), the text of
+the flagged line stripped of surrounding blanks and the name of the top-level function
+(the kernel) around it — no line numbers — followed by ``:N``, the index of the result
+among those with the same hash.
+
+Imports the standard library, :mod:`ave_core.diagnostics` and the server's
+:mod:`ave_lsp.server.convert` (for the code pages' URIs).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import re
+from pathlib import Path
+from typing import Callable, Iterable
+from urllib.parse import quote
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA_URI = ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
+                    "sarif-schema-2.1.0.json")
+SRCROOT = "%SRCROOT%"
+FINGERPRINT_KEY = "aveFingerprint/v1"
+TOOL_NAME = "ave-lsp"
+
+#: Ave severity -> SARIF result level.
+LEVELS = {"error": "error", "warning": "warning", "info": "note", "hint": "note"}
+
+
+# ----------------------------------------------------------------------------- paths
+
+def docs_codes_dir() -> Path:
+    """``docs/codes`` of the installed repository (where ``helpUri`` points)."""
+    from ave_lsp.server.convert import docs_dir
+
+    return docs_dir()
+
+
+def relative_path(path: str, cwd: str | None = None) -> str | None:
+    """``path`` relative to ``cwd`` (default: the working directory) with ``/``
+    separators, or None when it is not under ``cwd`` (or is a ``<pseudo>`` name)."""
+    if path.startswith("<"):
+        return None
+    cwd = cwd or os.getcwd()
+    try:
+        rel = os.path.relpath(os.path.abspath(path), os.path.abspath(cwd))
+    except ValueError:  # another drive (Windows)
+        return None
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep) or os.path.isabs(rel):
+        return None
+    return rel.replace(os.sep, "/")
+
+
+def display_path(path: str, cwd: str | None = None) -> str:
+    """The path as CI tools want it: relative to the working directory when under it
+    (``/`` separators), else as given."""
+    rel = relative_path(path, cwd)
+    return rel if rel is not None else path
+
+
+def artifact_location(path: str, cwd: str | None = None) -> dict:
+    """A SARIF ``artifactLocation``: relative to ``%SRCROOT%`` when under ``cwd``."""
+    rel = relative_path(path, cwd)
+    if rel is not None:
+        return {"uri": quote(rel, safe="/"), "uriBaseId": SRCROOT}
+    if path.startswith("<"):
+        return {"uri": quote(path.strip("<>"), safe="")}
+    return {"uri": Path(os.path.abspath(path)).as_uri()}
+
+
+def region(rng: dict) -> dict:
+    """An LSP range (0-based, UTF-16, end exclusive) -> a SARIF region (1-based lines and
+    columns, ``endColumn`` one past the last character: the same UTF-16 columns + 1)."""
+    s, e = rng["start"], rng["end"]
+    if (e["line"], e["character"]) < (s["line"], s["character"]):
+        e = s
+    return {"startLine": s["line"] + 1, "startColumn": s["character"] + 1,
+            "endLine": e["line"] + 1, "endColumn": e["character"] + 1}
+
+
+def physical_location(path: str, rng: dict, cwd: str | None = None) -> dict:
+    return {"artifactLocation": artifact_location(path, cwd), "region": region(rng)}
+
+
+# ----------------------------------------------------------------------------- sources
+
+class Sources:
+    """Reads source files once (for fingerprints): their lines and top-level functions."""
+
+    def __init__(self, reader: Callable[[str], str | None] | None = None) -> None:
+        self._reader = reader or _read_text
+        self._lines: dict[str, list[str]] = {}
+        self._defs: dict[str, list[tuple[int, int, str]]] = {}
+
+    def lines(self, path: str) -> list[str]:
+        if path not in self._lines:
+            text = self._reader(path)
+            self._lines[path] = re.split(r"\r\n|\r|\n", text) if text is not None else []
+        return self._lines[path]
+
+    def line(self, path: str, line0: int) -> str:
+        lines = self.lines(path)
+        return lines[line0] if 0 <= line0 < len(lines) else ""
+
+    def enclosing_function(self, path: str, line0: int) -> str:
+        """The name of the top-level function or class whose text (decorators included)
+        holds 0-based line ``line0``, or ``""``."""
+        if path not in self._defs:
+            self._defs[path] = _top_level_defs("\n".join(self.lines(path)))
+        for first, last, name in self._defs[path]:
+            if first <= line0 <= last:
+                return name
+        return ""
+
+
+def _read_text(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8-sig", errors="replace")
+    except OSError:
+        return None
+
+
+def _top_level_defs(text: str) -> list[tuple[int, int, str]]:
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return []
+    out = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            out.append((first - 1, (node.end_lineno or node.lineno) - 1, node.name))
+    return out
+
+
+def fingerprint_base(diag: dict, sources: Sources, cwd: str | None = None) -> str:
+    """SHA-256 (hex) of code, file, flagged line's stripped text and enclosing kernel."""
+    line0 = diag["range"]["start"]["line"]
+    parts = [diag["code"], display_path(diag["file"], cwd),
+             sources.line(diag["file"], line0).strip(),
+             sources.enclosing_function(diag["file"], line0)]
+    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
+
+
+# ----------------------------------------------------------------------------- rules
+
+def rule_name(title: str) -> str:
+    """``"operand pairing violated"`` -> ``"OperandPairingViolated"``."""
+    return "".join(w[:1].upper() + w[1:] for w in re.split(r"[^0-9A-Za-z]+", title) if w)
+
+
+def rule(code: str) -> dict:
+    """The ``reportingDescriptor`` of a code."""
+    from ave_core.diagnostics import CODES
+    from ave_lsp.server.convert import code_href
+
+    info = CODES.get(code)
+    title = info.title if info else code
+    summary = info.summary if info else code
+    href = code_href(code)
+    out: dict = {"id": code, "name": rule_name(title) or code,
+                 "shortDescription": {"text": title},
+                 "fullDescription": {"text": summary}}
+    if info is not None:
+        out["defaultConfiguration"] = {"level": LEVELS[info.severity.label]}
+    help_ = {"text": f"{summary} See docs/codes/{code}.md."}
+    if href:
+        out["helpUri"] = href
+        try:
+            help_["markdown"] = (docs_codes_dir() / f"{code}.md").read_text("utf-8")
+        except OSError:
+            pass
+    out["help"] = help_
+    return out
+
+
+# ----------------------------------------------------------------------------- code flows
+
+def _value_text(v) -> str:
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_value_text(x)}" for k, x in v.items())
+    if isinstance(v, (list, tuple)):
+        return "(" + ", ".join(_value_text(x) for x in v) + ")"
+    return str(v)
+
+
+def _state(witness: dict, operands: Iterable[str] | None) -> dict:
+    state: dict = {}
+    block = witness.get("block")
+    if block:
+        state["block"] = {"text": _value_text(block)}
+    for name, value in (witness.get("loop_indices") or {}).items():
+        state[str(name)] = {"text": str(value)}
+    coords = witness.get("coordinates") or {}
+    tags = witness.get("tags") or {}
+    if not isinstance(coords, dict):            # free form: shown as a whole
+        state["coordinates"] = {"text": _value_text(coords)}
+        coords = {}
+    if not isinstance(tags, dict):
+        state["tags"] = {"text": _value_text(tags)}
+        tags = {}
+    names = list(coords) if operands is None else [n for n in operands if n in coords]
+    for name in names:
+        state[f"{name}.coordinates"] = {"text": _value_text(coords[name])}
+    for name in (list(tags) if operands is None else [n for n in operands if n in tags]):
+        if tags[name] != coords.get(name):
+            state[f"{name}.tags"] = {"text": _value_text(tags[name])}
+    return state
+
+
+def _owner(label: str, operands: dict) -> str | None:
+    """The operand a program point belongs to: its label starts with ``"name:"``."""
+    head, sep, _ = label.partition(":")
+    head = head.strip()
+    return head if sep and head in operands else None
+
+
+def code_flows(diag: dict, cwd: str | None = None) -> list[dict]:
+    """The ``codeFlows`` of a diagnostic: one code flow with one thread flow per
+    distinct thread of its witness ([] without a witness, or one that names neither
+    threads nor program points)."""
+    w = diag.get("witness")
+    if not isinstance(w, dict):
+        return []
+    threads = []
+    seen = set()
+    for t in w.get("threads") or []:
+        if isinstance(t, dict) and "thread" in t and t["thread"] not in seen:
+            seen.add(t["thread"])
+            threads.append(t)
+    points = [p for p in w.get("program_points") or [] if isinstance(p, dict)]
+    if not threads and not points:
+        return []
+    ops = w.get("operands") if isinstance(w.get("operands"), dict) else {}
+    op_thread = {n: o.get("thread") for n, o in ops.items() if isinstance(o, dict)}
+    flagged = {"file": diag["file"], "range": diag["range"],
+               "label": f"{diag['code']} reported here"}
+
+    def step(p: dict, state: dict) -> dict:
+        loc = {"physicalLocation": physical_location(p["file"], p["range"], cwd),
+               "message": {"text": str(p.get("label", ""))}}
+        return {"location": loc, "state": state, "nestingLevel": 0}
+
+    def flow(tid: str, message: str, pts: list[dict], operands, props: dict) -> dict:
+        state = _state(w, operands)
+        pts = list(pts)
+        last = pts[-1] if pts else None
+        if last is None or (last["file"], last["range"]) != (flagged["file"], flagged["range"]):
+            pts.append(flagged)
+        out = {"id": tid, "message": {"text": message},
+               "locations": [step(p, state) for p in pts]}
+        if props:
+            out["properties"] = props
+        return out
+
+    flows = []
+    if not threads:
+        flows.append(flow("workgroup", "the workgroup", points, None,
+                          {"block": w.get("block")} if w.get("block") else {}))
+    for t in threads:
+        mine = [n for n, th in op_thread.items() if th == t["thread"]]
+        pts = [p for p in points
+               if (o := _owner(str(p.get("label", "")), op_thread)) is None or o in mine]
+        desc = f"thread {t['thread']}"
+        if "warp" in t and "lane" in t:
+            desc += f" (warp {t['warp']}, lane {t['lane']})"
+        if mine:
+            desc += ": " + ", ".join(mine)
+        props = {k: t[k] for k in ("thread", "warp", "lane") if k in t}
+        if w.get("block"):
+            props["block"] = w["block"]
+        flows.append(flow(f"thread {t['thread']}", desc, pts, mine if op_thread else None,
+                          props))
+    loops = ", ".join(f"{k}={v}" for k, v in (w.get("loop_indices") or {}).items())
+    msg = "witness"
+    if w.get("block") is not None:
+        msg += f": block {_value_text(w['block'])}"
+    if loops:
+        msg += f", {loops}"
+    return [{"message": {"text": msg}, "threadFlows": flows}]
+
+
+# ----------------------------------------------------------------------------- the log
+
+def to_sarif(report: dict, *, cwd: str | None = None, version: str | None = None,
+             sources: Sources | None = None) -> dict:
+    """The SARIF 2.1.0 log (a dict) of a check report."""
+    cwd = os.path.abspath(cwd or os.getcwd())
+    if version is None:
+        from ave_core import __version__ as version
+    sources = sources or Sources()
+    diags = report["diagnostics"]
+    codes = sorted({d["code"] for d in diags})
+    index = {c: i for i, c in enumerate(codes)}
+    seen: dict[str, int] = {}
+    results = []
+    for d in diags:
+        base = fingerprint_base(d, sources, cwd)
+        n = seen.get(base, 0)
+        seen[base] = n + 1
+        result: dict = {
+            "ruleId": d["code"],
+            "ruleIndex": index[d["code"]],
+            "level": LEVELS.get(d["severity"], "note"),
+            "message": {"text": d["message"]},
+            "locations": [{"physicalLocation": physical_location(d["file"], d["range"], cwd)}],
+        }
+        related = [{"id": i + 1,
+                    "physicalLocation": physical_location(r["file"], r["range"], cwd),
+                    "message": {"text": r["message"] or "related"}}
+                   for i, r in enumerate(d.get("related") or [])]
+        if related:
+            result["relatedLocations"] = related
+        flows = code_flows(d, cwd)
+        if flows:
+            result["codeFlows"] = flows
+        result["partialFingerprints"] = {FINGERPRINT_KEY: f"{base}:{n}"}
+        props: dict = {"severity": d["severity"]}
+        if d.get("notes"):
+            props["notes"] = list(d["notes"])
+        if d.get("witness") is not None:
+            props["witness"] = d["witness"]
+        result["properties"] = props
+        results.append(result)
+    driver = {"name": TOOL_NAME, "version": str(version), "semanticVersion": str(version),
+              "rules": [rule(c) for c in codes]}
+    run = {
+        "tool": {"driver": driver},
+        "invocations": [{"executionSuccessful": True}],
+        "originalUriBaseIds": {SRCROOT: {"uri": _dir_uri(cwd)}},
+        "columnKind": "utf16CodeUnits",
+        "results": results,
+        "properties": {"summary": report.get("summary", {})},
+    }
+    return {"$schema": SARIF_SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
+
+
+def _dir_uri(path: str) -> str:
+    uri = Path(path).as_uri()
+    return uri if uri.endswith("/") else uri + "/"
+
+
+def format_sarif(report: dict, **kwargs) -> str:
+    import json
+
+    return json.dumps(to_sarif(report, **kwargs), indent=2, ensure_ascii=False) + "\n"

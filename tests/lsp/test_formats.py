@@ -1,0 +1,453 @@
+"""``ave-lsp --check`` output formats (SARIF, GitHub), suppression comments, ``--fail-on``
+with every format, and the progress display.
+
+SARIF logs are validated against the official SARIF 2.1.0 schema, vendored in
+``tests/lsp/data/`` (see its README for the source and license).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import sys
+import types
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from ave_core.diagnostics import Diagnostic, Range, Severity, SourceText, validate_report
+from ave_lsp import cli, sarif
+from ave_lsp.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json")
+                    .read_text("utf-8"))
+BROKEN = "examples/broken/gemm_swizzle_mismatch.py"
+CLEAN = "examples/gemm.py"
+
+
+def validate_sarif(log: dict) -> None:
+    jsonschema.Draft4Validator.check_schema(SCHEMA)
+    jsonschema.Draft4Validator(SCHEMA).validate(log)
+
+
+def run(capsys, *argv) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def write(tmp_path: Path, name: str, text: str) -> Path:
+    p = tmp_path / name
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text, encoding="utf-8", newline="")
+    return p
+
+
+# --- a small front-end error (the real front end) ------------------------------------------
+
+FRONTEND_ERROR = '''import ave_core.lang as ave
+
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.f32, 2]):
+    x = ave.frobnicate(A)
+'''
+
+
+# --- SARIF on the real examples ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def broken_sarif():
+    """``--format sarif`` of the broken GEMM, run from the repository root."""
+    import contextlib
+    import os
+
+    out = io.StringIO()
+    old = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(out):
+            rc = main(["--check", "--format", "sarif", BROKEN])
+    finally:
+        os.chdir(old)
+    return rc, json.loads(out.getvalue())
+
+
+def test_sarif_broken_example_validates(broken_sarif):
+    rc, log = broken_sarif
+    assert rc == 1
+    validate_sarif(log)
+    assert log["version"] == "2.1.0" and len(log["runs"]) == 1
+    run_ = log["runs"][0]
+    driver = run_["tool"]["driver"]
+    from ave_core import __version__
+    from ave_core.diagnostics import CODES
+
+    assert driver["name"] == "ave-lsp" and driver["version"] == __version__
+    assert run_["columnKind"] == "utf16CodeUnits"
+    assert run_["originalUriBaseIds"]["%SRCROOT%"]["uri"] == ROOT.as_uri() + "/"
+    results = run_["results"]
+    assert results and {r["ruleId"] for r in results} == {"AVE201"}
+    (rule,) = driver["rules"]
+    assert rule["id"] == "AVE201" and rule["name"] == "OperandPairingViolated"
+    assert rule["shortDescription"]["text"] == CODES["AVE201"].title
+    assert rule["fullDescription"]["text"] == CODES["AVE201"].summary
+    assert rule["helpUri"] == (ROOT / "docs" / "codes" / "AVE201.md").as_uri()
+    assert rule["help"]["text"].startswith(CODES["AVE201"].summary)
+    first = results[0]
+    assert first["level"] == "error" and first["ruleIndex"] == 0
+    assert first["message"]["text"].startswith("assert_conform violated: thread 8")
+    loc = first["locations"][0]["physicalLocation"]
+    assert loc["artifactLocation"] == {"uri": BROKEN, "uriBaseId": "%SRCROOT%"}
+    # README: examples/broken/gemm_swizzle_mismatch.py:143:9 (0-based 142:8 .. 142:49)
+    assert loc["region"] == {"startLine": 143, "startColumn": 9, "endLine": 143,
+                             "endColumn": 50}
+    assert [r["message"]["text"] for r in first["relatedLocations"]][:2] == [
+        "x: tag introduced (A)", "x: written to shared memory by ave.copy_async"]
+    assert [r["id"] for r in first["relatedLocations"]] == \
+        list(range(1, len(first["relatedLocations"]) + 1))
+    assert first["properties"]["witness"]["threads"][0]["thread"] == 8
+
+
+def test_sarif_code_flows_one_thread_flow_per_witness_thread(broken_sarif):
+    _, log = broken_sarif
+    results = log["runs"][0]["results"]
+    for r in results:
+        w = r["properties"]["witness"]
+        (flow,) = r["codeFlows"]
+        threads = list(dict.fromkeys(t["thread"] for t in w["threads"]))
+        assert [tf["id"] for tf in flow["threadFlows"]] == [f"thread {t}" for t in threads]
+        for tf, t in zip(flow["threadFlows"], threads):
+            locs = tf["locations"]
+            # the witness' program points of this thread's operand, then the flagged range
+            mine = [n for n, o in w["operands"].items() if o["thread"] == t]
+            labels = [loc["location"]["message"]["text"] for loc in locs]
+            expected = [p["label"] for p in w["program_points"]
+                        if p["label"].split(":")[0] in mine]
+            assert labels[:-1] == expected and expected
+            assert locs[-1]["location"]["physicalLocation"] == \
+                r["locations"][0]["physicalLocation"]
+            for loc in locs:
+                state = loc["state"]
+                for name, value in w["loop_indices"].items():
+                    assert state[name] == {"text": str(value)}
+                for name in mine:
+                    coords = w["coordinates"][name]
+                    assert state[f"{name}.coordinates"]["text"] == \
+                        ", ".join(f"{k}={v}" for k, v in coords.items())
+            assert tf["properties"]["thread"] == t
+
+
+def test_sarif_clean_example(capsys, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    rc, out, err = run(capsys, "--check", "--format", "sarif", CLEAN)
+    assert rc == 0 and err == ""
+    log = json.loads(out)
+    validate_sarif(log)
+    run_ = log["runs"][0]
+    assert run_["results"] == [] and run_["tool"]["driver"]["rules"] == []
+    assert run_["properties"]["summary"]["errors"] == 0
+
+
+def _fingerprints(path: str) -> list[tuple[str, int]]:
+    checker = cli.Checker(workspace=None, analyze=True, options=None)
+    report = checker.report(checker.check_all([path]))
+    log = sarif.to_sarif(report)
+    validate_sarif(log)
+    return [(r["partialFingerprints"][sarif.FINGERPRINT_KEY],
+             r["locations"][0]["physicalLocation"]["region"]["startLine"])
+            for r in log["runs"][0]["results"]]
+
+
+def test_partial_fingerprints_survive_unrelated_edits(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    dest = tmp_path / "kernels" / "gemm.py"
+    dest.parent.mkdir()
+    shutil.copy(ROOT / BROKEN, dest)
+    before = _fingerprints("kernels/gemm.py")
+    text = dest.read_text("utf-8")
+    i = text.index("\n@ave.kernel")
+    dest.write_text(text[:i] + "\n\nUNRELATED = 3  # lines added above the kernel" + text[i:],
+                    "utf-8")
+    after = _fingerprints("kernels/gemm.py")
+    assert len(before) == len(after) == 2
+    assert [f for f, _ in before] == [f for f, _ in after]
+    assert [ln + 2 for _, ln in before] == [ln for _, ln in after]   # the lines did move
+    assert len({f for f, _ in before}) == 2
+    assert all(f.endswith(":0") for f, _ in before)
+
+
+def test_fingerprint_parts_and_occurrences(tmp_path):
+    text = "import x\n\n@deco\ndef kern():\n    a = 1\n    a = 1\n"
+    p = write(tmp_path, "k.py", text)
+
+    def diag(line: int) -> dict:
+        return Diagnostic("AVE102", "m", str(p), Range.of(line, 4, line, 9)).to_json()
+
+    src = sarif.Sources()
+    assert src.enclosing_function(str(p), 2) == "kern"       # the decorator line too
+    assert src.enclosing_function(str(p), 0) == ""
+    a, b = (sarif.fingerprint_base(diag(n), src, str(tmp_path)) for n in (4, 5))
+    assert a == b                            # same code, file, line text and kernel...
+    log = sarif.to_sarif({"diagnostics": [diag(4), diag(5)], "summary": {}},
+                         cwd=str(tmp_path))
+    fps = [r["partialFingerprints"][sarif.FINGERPRINT_KEY]
+           for r in log["runs"][0]["results"]]
+    assert fps == [f"{a}:0", f"{a}:1"]       # ...told apart by their occurrence
+
+
+def test_sarif_locations_outside_the_working_directory_and_levels(tmp_path):
+    inside = tmp_path / "src" / "a b.py"
+    outside = tmp_path / "elsewhere.py"
+    diags = [
+        Diagnostic("AVE204", "w", str(inside), Range.of(0, 0, 0, 0)),
+        Diagnostic("AVE101", "i", str(outside), Range.of(1, 2, 3, 4),
+                   severity=Severity.INFO),
+        Diagnostic("AVE101", "h", str(outside), Range.of(1, 2, 3, 4),
+                   severity=Severity.HINT),
+    ]
+    report = {"diagnostics": [d.to_json() for d in diags], "summary": {}}
+    log = sarif.to_sarif(report, cwd=str(tmp_path / "src"))
+    validate_sarif(log)
+    results = log["runs"][0]["results"]
+    assert [r["level"] for r in results] == ["warning", "note", "note"]
+    locs = [r["locations"][0]["physicalLocation"] for r in results]
+    assert locs[0]["artifactLocation"] == {"uri": "a%20b.py", "uriBaseId": "%SRCROOT%"}
+    assert locs[0]["region"] == {"startLine": 1, "startColumn": 1, "endLine": 1,
+                                 "endColumn": 1}
+    assert locs[1]["artifactLocation"] == {"uri": outside.as_uri()}
+    assert locs[1]["region"] == {"startLine": 2, "startColumn": 3, "endLine": 4,
+                                 "endColumn": 5}
+    assert [r["id"] for r in log["runs"][0]["tool"]["driver"]["rules"]] == \
+        ["AVE101", "AVE204"]
+    assert [r["ruleIndex"] for r in results] == [1, 0, 0]
+
+
+def test_sarif_utf16_columns(tmp_path):
+    text = 's = "😀"; t = 0\n'
+    src = SourceText(text, str(tmp_path / "u.py"))
+    col = text.index("t")
+    d = Diagnostic("AVE102", "m", src.path, Range(src.position_from_char(0, col),
+                                                   src.position_from_char(0, col + 1)))
+    log = sarif.to_sarif({"diagnostics": [d.to_json()], "summary": {}}, cwd=str(tmp_path))
+    region = log["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["region"]
+    assert region["startColumn"] == col + 2 and region["endColumn"] == col + 3  # 😀 = 2
+
+
+def test_code_flow_without_operands_and_without_threads(tmp_path):
+    pp = {"file": "k.py", "range": Range.of(3, 0, 3, 5).to_json(), "label": "ave.barrier"}
+    race = Diagnostic("AVE304", "race", "k.py", Range.of(5, 4, 5, 9),
+                      witness={"block": [1, 0, 0],
+                               "threads": [{"thread": 3, "warp": 0, "lane": 3},
+                                           {"thread": 40, "warp": 1, "lane": 8}],
+                               "loop_indices": {"i": 2}, "program_points": [pp]})
+    nothreads = Diagnostic("AVE202", "overlap", "k.py", Range.of(6, 4, 6, 9),
+                           witness={"threads": [], "program_points": [pp],
+                                    "coordinates": {"x": [1, 2]}})
+    bare = Diagnostic("AVE203", "uninit", "k.py", Range.of(7, 4, 7, 9),
+                      witness={"threads": [], "program_points": []})
+    report = {"diagnostics": [d.to_json() for d in (race, nothreads, bare)], "summary": {}}
+    log = sarif.to_sarif(report, cwd=str(tmp_path))
+    validate_sarif(log)
+    r0, r1, r2 = log["runs"][0]["results"]
+    flows = r0["codeFlows"][0]["threadFlows"]
+    assert [f["id"] for f in flows] == ["thread 3", "thread 40"]
+    for f in flows:   # the point (no operand named), then the flagged location
+        assert [loc["location"]["message"]["text"] for loc in f["locations"]] == \
+            ["ave.barrier", "AVE304 reported here"]
+        assert f["locations"][0]["state"] == {"block": {"text": "(1, 0, 0)"},
+                                              "i": {"text": "2"}}
+    (flow,) = r1["codeFlows"][0]["threadFlows"]
+    assert flow["id"] == "workgroup"
+    assert flow["locations"][0]["state"] == {"x.coordinates": {"text": "(1, 2)"}}
+    assert "codeFlows" not in r2
+
+
+# --- GitHub workflow commands --------------------------------------------------------------
+
+
+def test_github_output_exact_lines(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "bad.py", FRONTEND_ERROR)
+    write(tmp_path, "sub/b,c:d.py", FRONTEND_ERROR.replace("frobnicate", "nope"))
+    write(tmp_path, "ok.py", FRONTEND_ERROR.replace("x = ave.frobnicate(A)", "pass"))
+    rc, out, err = run(capsys, "--check", "--format", "github", ".")
+    assert rc == 1 and err == ""
+    assert out.splitlines() == [
+        "::error file=bad.py,line=6,col=9,endLine=6,endColumn=23,title=AVE102::"
+        "`ave.frobnicate` is not part of the DSL",
+        "::error file=sub/b%2Cc%3Ad.py,line=6,col=9,endLine=6,endColumn=17,title=AVE102::"
+        "`ave.nope` is not part of the DSL",
+        "checked 3 files, 3 kernels (1 specialization): 2 errors, 0 warnings",
+    ]
+
+
+def test_github_lines_severities_escapes_and_multiline_ranges():
+    def j(sev, rng, msg="m", path="k.py"):
+        return Diagnostic("AVE101", msg, path, rng, severity=Severity.from_label(sev)).to_json()
+
+    assert cli.github_line(j("warning", Range.of(0, 0, 0, 3))) == \
+        "::warning file=k.py,line=1,col=1,endLine=1,endColumn=4,title=AVE101::m"
+    assert cli.github_line(j("info", Range.of(2, 1, 2, 1))) == \
+        "::notice file=k.py,line=3,col=2,endLine=3,endColumn=2,title=AVE101::m"
+    assert cli.github_line(j("hint", Range.of(2, 1, 4, 0), "100% sure\r\nnext")) == \
+        "::notice file=k.py,line=3,endLine=5,title=AVE101::100%25 sure%0D%0Anext"
+    assert cli.github_escape_property("a%b:c,d\ne") == "a%25b%3Ac%2Cd%0Ae"
+    assert cli.github_escape_data("a:b,c") == "a:b,c"
+
+
+# --- suppressions --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("comment, suppressed", [
+    ("  # ave: ignore[AVE102]", True),
+    ("  # ave: ignore", True),
+    ("  # ave: ignore[AVE204, ave102]", True),
+    ("  # ave: ignore[AVE204]", False),
+    ('; s = "# ave: ignore"', False),          # not a comment
+])
+def test_suppression_comments_in_check(tmp_path, capsys, monkeypatch, comment, suppressed):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "bad.py", FRONTEND_ERROR.rstrip("\n") + comment + "\n")
+    rc, out, _ = run(capsys, "--check", "bad.py")
+    lines = out.splitlines()
+    if suppressed:
+        assert rc == 0
+        assert lines == ["checked 1 file, 1 kernel (0 specializations): 0 errors, 0 warnings, "
+                         "1 suppressed"]
+    else:
+        assert rc == 1 and lines[0].startswith("bad.py:6:9: error AVE102")
+        assert "suppressed" not in lines[-1]
+
+
+def test_suppression_applies_to_every_format(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path, "bad.py", FRONTEND_ERROR.rstrip("\n") + "  # ave: ignore[AVE102]\n")
+    write(tmp_path, "other.py", FRONTEND_ERROR)
+    rc, out, _ = run(capsys, "--check", "--format", "json", ".")
+    report = json.loads(out)
+    validate_report(report)
+    assert rc == 1 and [d["file"] for d in report["diagnostics"]] == ["./other.py"]
+    assert report["summary"]["suppressed"] == 1 and report["summary"]["errors"] == 1
+    rc, out, _ = run(capsys, "--check", "--format", "sarif", ".")
+    results = json.loads(out)["runs"][0]["results"]
+    assert rc == 1 and [r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+                        for r in results] == ["other.py"]
+    rc, out, _ = run(capsys, "--check", "--format", "github", ".")
+    assert rc == 1 and [ln.split(",")[0] for ln in out.splitlines()[:-1]] == \
+        ["::error file=other.py"]
+
+
+def test_suppression_of_a_helper_diagnostic_at_the_call_site(tmp_path):
+    from ave_core.check import FileReport
+    from ave_core.diagnostics import Location, Related
+
+    kernel = write(tmp_path, "k.py", "x = 1\ny = helper()  # ave: ignore[AVE110]\n")
+    helper = write(tmp_path, "h.py", "def helper():\n    return 1\n")
+    call = Related(Location(str(kernel), Range.of(1, 4, 1, 12)), "called here")
+    d1 = Diagnostic("AVE110", "in helper", str(helper), Range.of(1, 4, 1, 12), related=[call])
+    d2 = Diagnostic("AVE105", "in helper", str(helper), Range.of(1, 4, 1, 12), related=[call])
+    fr = FileReport(str(kernel), True, [], [d1, d2])
+    assert cli.Suppressions().apply(fr) == 1 and fr.diagnostics == [d2]
+    # a comment in the helper itself works too
+    helper.write_text("def helper():\n    return 1  # ave: ignore\n", "utf-8")
+    fr = FileReport(str(kernel), True, [], [d2])
+    assert cli.Suppressions().apply(fr) == 1 and fr.diagnostics == []
+
+
+# --- --fail-on with every format (fake front end: one warning) -----------------------------
+
+
+@pytest.fixture
+def warning_frontend(monkeypatch):
+    """A front end that reports ``# DIAG CODE severity message`` comments."""
+
+    def compile_source(text, path, *, workspace=None):
+        src = SourceText(text, path)
+        diags = []
+        for i, line in enumerate(src.lines):
+            if "# DIAG " in line:
+                col = line.index("# DIAG ")
+                _, _, code, sev, msg = line[col:].split(" ", 4)
+                start = src.position_from_char(i, col)
+                diags.append(Diagnostic(code, msg, path, Range(start, start),
+                                        severity=Severity.from_label(sev)))
+        return types.SimpleNamespace(uses_ave=True, diagnostics=diags, kernels=[])
+
+    mod = types.ModuleType("ave_core.compiler.frontend")
+    mod.compile_source = compile_source
+    monkeypatch.setitem(sys.modules, "ave_core.compiler.frontend", mod)
+
+
+@pytest.mark.parametrize("fmt", cli.FORMATS)
+def test_fail_on_with_every_format(warning_frontend, tmp_path, capsys, fmt):
+    warn = str(write(tmp_path, "w.py", "x = 1  # DIAG AVE204 warning vacuous\n"))
+    info = str(write(tmp_path, "i.py", "x = 1  # DIAG AVE101 info fyi\n"))
+    err = str(write(tmp_path, "e.py", "x = 1  # DIAG AVE102 error unknown\n"))
+    for path, fail_on, expected in [(warn, "error", 0), (warn, "warning", 1),
+                                    (info, "warning", 0), (err, "error", 1),
+                                    (err, "warning", 1)]:
+        rc, out, _ = run(capsys, "--check", "--format", fmt, "--fail-on", fail_on, path)
+        assert rc == expected, (fmt, path, fail_on)
+        assert out
+        if fmt == "sarif":
+            validate_sarif(json.loads(out))
+    rc, out, _ = run(capsys, "--check", "--format", fmt, "--fail-on", "warning",
+                     "--output", str(tmp_path / "out.txt"), warn)
+    assert rc == 1 and out == "" and (tmp_path / "out.txt").read_text("utf-8")
+
+
+def test_usage_errors_of_the_new_options(capsys):
+    assert run(capsys, "--watch")[0] == 2
+    assert run(capsys, "--check", "x.py", "--format", "sarif2")[0] == 2
+    rc, out, _ = run(capsys, "--help")
+    assert rc == 0 and "--watch" in out and "sarif" in out and "github" in out
+
+
+# --- progress ------------------------------------------------------------------------------
+
+
+class FakeTTY(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_only_on_a_terminal_and_for_several_files(monkeypatch):
+    monkeypatch.setitem(sys.modules, "rich", None)       # the fallback counter
+    monkeypatch.delenv("TERM", raising=False)
+    tty, pipe = FakeTTY(), io.StringIO()
+    n = cli.PROGRESS_MIN_FILES
+    assert cli.make_progress(n, pipe, tty) is None
+    assert cli.make_progress(n, tty, pipe) is None
+    assert cli.make_progress(n - 1, tty, tty) is None
+    monkeypatch.setenv("TERM", "dumb")
+    assert cli.make_progress(n, tty, tty) is None
+    monkeypatch.delenv("TERM")
+    err = FakeTTY()
+    progress = cli.make_progress(n, FakeTTY(), err)
+    assert progress is not None and progress._rich is None
+    progress.update(0, "a/long/name.py")
+    progress.update(1, "b.py")
+    progress.update(2, None)
+    text = err.getvalue()
+    assert "checking [1/4] a/long/name.py" in text and "checking [2/4] b.py" in text
+    assert text.endswith("\r" + " " * len("checking [1/4] a/long/name.py") + "\r")
+
+
+def test_progress_during_a_check(warning_frontend, tmp_path, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "rich", None)
+    monkeypatch.delenv("TERM", raising=False)
+    for i in range(cli.PROGRESS_MIN_FILES):
+        write(tmp_path, f"f{i}.py", "x = 1\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli, "_isatty", lambda stream: True)
+    rc, out, err = run(capsys, "--check", ".")
+    assert rc == 0 and out.startswith("checked 4 files")
+    assert "checking [4/4] ./f3.py" in err and err.endswith("\r")
+    monkeypatch.setattr(cli, "_isatty", lambda stream: False)
+    rc, out, err = run(capsys, "--check", ".")
+    assert rc == 0 and err == ""
