@@ -25,6 +25,7 @@ checker, the front end and z3 are imported in the worker when the first check ru
 from __future__ import annotations
 
 import asyncio
+import re
 import hashlib
 import logging
 import os
@@ -147,6 +148,39 @@ def internal_error_diagnostic(exc: BaseException) -> types.Diagnostic:
 def _result_id(version: int | None, items: list[types.Diagnostic]) -> str:
     digest = hashlib.sha1(repr(items).encode("utf-8", "replace")).hexdigest()[:16]
     return f"{version}:{digest}"
+
+
+# ----------------------------------------------------------------------------- documents
+
+_LSP_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _lsp_lines(source: str) -> tuple[str, ...]:
+    """Lines as LSP counts them: ended by \\n, \\r\\n or \\r only (not by \\f, \\v,
+    \\x1c-\\x1e, \\x85, U+2028/9, which str.splitlines also splits at)."""
+    return tuple(_LSP_LINE.findall(source))
+
+
+def _use_lsp_line_ends(workspace: Any) -> None:
+    """Make the workspace create documents that apply incremental edits by LSP lines.
+
+    pygls 2.1's TextDocument splits with ``str.splitlines``; after an edit below a form
+    feed (an Emacs page break) its copy of the buffer was wrong.
+    """
+    from pygls.workspace.text_document import TextDocument
+
+    class LspTextDocument(TextDocument):
+        @property
+        def lines(self):  # type: ignore[override]
+            return _lsp_lines(self.source)
+
+    def create(doc_uri: str, source: str | None = None, version: int | None = None,
+               language_id: str | None = None) -> TextDocument:
+        return LspTextDocument(doc_uri, source=source, version=version,
+                               language_id=language_id, sync_kind=workspace._sync_kind,
+                               position_codec=workspace._position_codec)
+
+    workspace._create_text_document = create
 
 
 # ----------------------------------------------------------------------------- server
@@ -470,6 +504,7 @@ def create_server() -> AveLanguageServer:
 
     @server.feature(types.INITIALIZED)
     async def initialized(ls: AveLanguageServer, params: types.InitializedParams) -> None:
+        _use_lsp_line_ends(ls.workspace)
         if ls._client_can("workspace", "did_change_configuration", "dynamic_registration"):
             try:
                 await ls.client_register_capability_async(types.RegistrationParams(
