@@ -50,6 +50,9 @@ class FileReport:
     uses_ave: bool
     kernels: list[dict] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    #: every file the file's kernels were built from (itself and imported helpers' files):
+    #: saving any of them calls for a re-check
+    files: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         """The report's ``files[]`` entry."""
@@ -180,7 +183,9 @@ def check_file(path: str, text: str | None = None, *, workspace: str | None = No
             irs = [k for k in result.kernels if isinstance(k, KernelIR)]
             if irs:
                 _analyze_into(irs, kernels, diags, options)
-        return FileReport(path, bool(result.uses_ave), kernels, diags)
+        return FileReport(path, bool(result.uses_ave), kernels, diags,
+                          [f for f in (getattr(result, "files", None) or [path])
+                           if not str(f).startswith("<")])
     except AveError as e:
         # A user error that escaped the front end's own collection: still the user's error.
         return FileReport(path, True, [], [e.to_diagnostic(SourceText(text, path))])

@@ -4,6 +4,8 @@ Usage::
 
     ave-lsp --check PATHS... [--format text|json|sarif|github] [--fail-on error|warning]
                              [--output FILE] [--workspace DIR] [--watch]
+                             [--trip-bound T] [--solver-timeout-ms MS]
+                             [--max-file-lines N] [--baseline FILE | --write-baseline FILE]
     ave-lsp --version
     ave-lsp [--stdio]        # the language server, over stdin/stdout
     ave-lsp --tcp HOST:PORT  # the language server on a TCP socket (for debugging)
@@ -40,6 +42,11 @@ also dropped when its call site in the checked file carries the comment, as in t
 printing new and fixed diagnostics and the updated summary (:mod:`ave_lsp.watch`); Ctrl-C
 ends it with status 0. On a terminal (stdout and stderr both TTYs) a progress bar or
 counter on stderr shows the files being checked when there are several.
+
+Configuration: ``[tool.ave]`` of the nearest ``pyproject.toml`` above each file, overridden
+by the flags (:mod:`ave_lsp.config`, shared with the server). ``--write-baseline FILE``
+records the findings; ``--baseline FILE`` (or ``[tool.ave] baseline``) drops the findings
+recorded there (``, N baselined`` in the summary).
 
 Exit status:
 
@@ -106,8 +113,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="workspace root where imported helper files are looked up")
     p.add_argument("--trip-bound", type=int, metavar="T",
                    help="unroll runtime loops for trip counts 1..T (default: STAGES + 2)")
-    p.add_argument("--solver-timeout-ms", type=int, default=2000, metavar="MS",
-                   help="budget of one SMT query; past it an assertion is unknown")
+    p.add_argument("--solver-timeout-ms", type=int, metavar="MS",
+                   help="budget of one SMT query; past it an assertion is unknown "
+                        "(default: [tool.ave] solverTimeoutMs, else 2000)")
+    p.add_argument("--max-file-lines", type=int, metavar="N",
+                   help="do not check files longer than N lines "
+                        "(default: [tool.ave] maxFileLines, else no limit)")
+    p.add_argument("--baseline", metavar="FILE",
+                   help="drop the findings recorded in this baseline file "
+                        "(default: [tool.ave] baseline)")
+    p.add_argument("--write-baseline", metavar="FILE",
+                   help="with --check: write the current findings to FILE as a baseline "
+                        "(no baseline is applied) and exit 0")
     p.add_argument("--no-analysis", action="store_true",
                    help="front end only: no tag analysis")
     p.add_argument("--watch", action="store_true",
@@ -138,6 +155,10 @@ def summary_line(report: dict) -> str:
         line += f", {_plural(s['infos'], 'info')}"
     if s.get("suppressed"):
         line += f", {s['suppressed']} suppressed"
+    if s.get("baselined"):
+        line += f", {s['baselined']} baselined"
+    if s.get("skipped"):
+        line += f", {_plural(s['skipped'], 'file')} not checked (maxFileLines)"
     verdicts = [(s.get(k, 0), k) for k in ("proved", "violated", "unknown", "vacuous")]
     if any(n for n, _ in verdicts):
         line += "; assertions: " + ", ".join(f"{n} {k}" for n, k in verdicts)
@@ -307,21 +328,70 @@ def _file_report(report: dict, path: str):
 
 class Checker:
     """Checks one file at a time with the driver (:func:`ave_core.check.check_paths`),
-    drops suppressed diagnostics and builds the report of several files."""
+    drops suppressed and baselined diagnostics and builds the report of several files.
 
-    def __init__(self, *, workspace: str | None, analyze: bool, options: Any) -> None:
+    With ``overrides`` (a dict of :class:`ave_lsp.config.Config` fields: the command-line
+    flags), each file's configuration is ``[tool.ave]`` of its nearest pyproject.toml
+    overridden by them (:func:`ave_lsp.config.resolve`); otherwise ``options`` is used
+    as given.
+    """
+
+    def __init__(self, *, workspace: str | None, analyze: bool, options: Any,
+                 overrides: dict | None = None, use_baseline: bool = True,
+                 warn: Callable[[str], None] | None = None) -> None:
         self.workspace = workspace
         self.analyze = analyze
         self.options = options
+        self.overrides = overrides
+        self.use_baseline = use_baseline
+        self.warn = warn
+        self._warned: set[str] = set()
+        #: per path: {"baselined": n, "skipped": 0|1}
+        self.extra: dict[str, dict[str, int]] = {}
+
+    def _warn(self, message: str) -> None:
+        if self.warn is not None and message not in self._warned:
+            self._warned.add(message)
+            self.warn(message)
 
     def check(self, path: str):
         """Check one file; returns ``(FileReport, number of suppressed diagnostics)``."""
         from ave_core import check as check_mod
 
+        options, cfg = self.options, None
+        if self.overrides is not None:
+            from ave_lsp.config import count_lines, resolve, too_long_message
+
+            cfg, warnings = resolve(path, self.overrides)
+            for w in warnings:
+                self._warn(w)
+            if self.analyze:
+                options = cfg.analysis_options()
+            if cfg.max_file_lines is not None and os.path.isfile(path):
+                text, _ = check_mod.read_source(path)
+                n = count_lines(text) if text is not None else 0
+                if n > cfg.max_file_lines:
+                    self._warn(f"{path}: {too_long_message(n, cfg.max_file_lines)}")
+                    self.extra[path] = {"baselined": 0, "skipped": 1}
+                    return check_mod.FileReport(path, True, [], []), 0
         report = check_mod.check_paths([path], workspace=self.workspace,
-                                       analyze=self.analyze, options=self.options)
+                                       analyze=self.analyze, options=options)
         fr = _file_report(report, path)
-        return fr, Suppressions().apply(fr)
+        suppressed = Suppressions().apply(fr)
+        baselined = 0
+        if cfg is not None and cfg.baseline is not None and self.use_baseline \
+                and fr.diagnostics:
+            from ave_lsp.config import load_baseline_cached
+
+            baseline, err = load_baseline_cached(cfg.baseline)
+            if err is not None:
+                self._warn(err)
+            else:
+                hits = baseline.matches([d.to_json() for d in fr.diagnostics])
+                fr.diagnostics = [d for d, h in zip(fr.diagnostics, hits) if not h]
+                baselined = sum(hits)
+        self.extra[path] = {"baselined": baselined, "skipped": 0}
+        return fr, suppressed
 
     def check_all(self, files: Sequence[str], progress: "Progress | None" = None):
         """Check ``files`` in order; returns ``{path: (FileReport, suppressed)}``."""
@@ -336,15 +406,19 @@ class Checker:
                 progress.update(len(out), None)
         return out
 
-    @staticmethod
-    def report(results) -> dict:
-        """The report (schema ``check-output.v1``) of ``{path: (FileReport, suppressed)}``."""
+    def report(self, results) -> dict:
+        """The report (schema ``check-output.v1``) of ``{path: (FileReport, suppressed)}``;
+        its summary gains ``suppressed``, ``baselined`` and ``skipped`` when non-zero."""
         from ave_core.check import build_report
 
         report = build_report(fr for fr, _ in results.values())
         suppressed = sum(n for _, n in results.values())
         if suppressed:
             report["summary"]["suppressed"] = suppressed
+        for key in ("baselined", "skipped"):
+            n = sum(self.extra.get(p, {}).get(key, 0) for p in results)
+            if n:
+                report["summary"][key] = n
         return report
 
 
@@ -416,18 +490,50 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return EXIT_USAGE
     from ave_core.check import iter_python_files
 
-    options = None
-    if not args.no_analysis:
-        from ave_core.analysis import AnalysisOptions
-        if args.trip_bound is not None and args.trip_bound < 1:
-            print("ave-lsp: --trip-bound must be >= 1", file=sys.stderr)
+    overrides: dict[str, Any] = {}
+    if args.trip_bound is not None:
+        if args.trip_bound < 1:
+            print(f"{PROG}: error: --trip-bound must be >= 1", file=stderr)
             return EXIT_USAGE
-        options = AnalysisOptions(trip_bound=args.trip_bound,
-                                  solver_timeout_ms=args.solver_timeout_ms)
-    checker = Checker(workspace=args.workspace, analyze=not args.no_analysis, options=options)
+        overrides["trip_count_bound"] = args.trip_bound
+    if args.solver_timeout_ms is not None:
+        if args.solver_timeout_ms < 1:
+            print(f"{PROG}: error: --solver-timeout-ms must be >= 1", file=stderr)
+            return EXIT_USAGE
+        overrides["solver_timeout_ms"] = args.solver_timeout_ms
+    if args.max_file_lines is not None:
+        if args.max_file_lines < 1:
+            print(f"{PROG}: error: --max-file-lines must be >= 1", file=stderr)
+            return EXIT_USAGE
+        overrides["max_file_lines"] = args.max_file_lines
+    if args.baseline is not None and args.write_baseline is None:
+        from ave_lsp.config import load_baseline_cached
+
+        overrides["baseline"] = os.path.abspath(args.baseline)
+        _, err = load_baseline_cached(overrides["baseline"])
+        if err is not None:
+            print(f"{PROG}: error: {err}", file=stderr)
+            return EXIT_USAGE
+    if args.write_baseline is not None and args.watch:
+        print(f"{PROG}: error: --write-baseline and --watch do not go together", file=stderr)
+        return EXIT_USAGE
+    checker = Checker(workspace=args.workspace, analyze=not args.no_analysis, options=None,
+                      overrides=overrides, use_baseline=args.write_baseline is None,
+                      warn=lambda m: print(f"{PROG}: warning: {m}", file=stderr))
     files = iter_python_files(args.paths)
     results = checker.check_all(files, make_progress(len(files), stdout, stderr))
     report = checker.report(results)
+    if args.write_baseline is not None:
+        from ave_lsp.config import write_baseline
+
+        try:
+            n = write_baseline(args.write_baseline, report["diagnostics"])
+        except OSError as e:
+            print(f"{PROG}: error: cannot write {args.write_baseline}: {e.strerror or e}",
+                  file=stderr)
+            return EXIT_USAGE
+        print(f"{PROG}: wrote {_plural(n, 'finding')} to {args.write_baseline}", file=stderr)
+        return EXIT_OK
     text = FORMATTERS[args.format](report)
     try:
         _write(text, args.output, stdout)

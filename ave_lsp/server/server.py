@@ -51,6 +51,12 @@ NAME = "ave-lsp"
 #: Quiet time after a change before a ``checkOnChange`` check starts (seconds).
 DEBOUNCE_S = 0.3
 
+#: A check running longer than this gets work-done progress (seconds).
+PROGRESS_AFTER_S = 0.3
+
+#: Interval of the progress reports while a check runs (seconds).
+PROGRESS_REPORT_S = 1.0
+
 #: How long the first check waits for the client's settings (seconds).
 SETTINGS_WAIT_S = 5.0
 
@@ -90,6 +96,7 @@ class _Doc:
     task_version: int | None = None     # version the task checks (None: debouncing)
     result: _Result | None = None       # last delivered result
     pull_waiters: int = 0               # pull requests waiting on the task
+    files: list[str] = field(default_factory=list)  # files its kernels are built from
     hover: tuple[int | None, asyncio.Future] | None = None
 
 
@@ -99,25 +106,72 @@ class _Outcome:
 
     items: list[types.Diagnostic] = field(default_factory=list)
     logs: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)   # configuration problems
+    files: list[str] = field(default_factory=list)      # files the kernels were built from
 
 
-# ----------------------------------------------------------------------------- worker side
+def _too_long_diagnostic(lines: int, limit: int) -> types.Diagnostic:
+    from ave_lsp.config import too_long_message
+
+    return types.Diagnostic(
+        range=types.Range(types.Position(0, 0), types.Position(0, 0)),
+        message=too_long_message(lines, limit),
+        severity=types.DiagnosticSeverity.Information,
+        source=convert.SOURCE,
+    )
+
+
+def _read_disk(path: str) -> str | None:
+    try:
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8-sig", errors="replace")
+    except OSError:
+        return None
+
+
+def _files_of(report: Any, path: str) -> list[str]:
+    files = {os.path.abspath(path)}
+    files.update(os.path.abspath(f) for f in (getattr(report, "files", None) or []))
+    return sorted(files)
+
 
 def _check_in_worker(uri: str, path: str, text: str, root: str | None,
                      settings: Settings) -> _Outcome:
-    """Check one buffer and convert its diagnostics (runs in the worker thread)."""
+    """Check one buffer and convert its diagnostics (runs in the worker thread):
+    configuration from ``[tool.ave]`` then the editor's settings, ``maxFileLines``,
+    the baseline."""
     from ave_core.check import check_file
+    from ave_lsp.config import count_lines, load_baseline_cached
 
-    report = check_file(path, text, workspace=root, options=settings.analysis_options())
+    cfg, warnings = settings.config_for(path, root)
+    if cfg.max_file_lines is not None and "ave_core" in text:
+        n = count_lines(text)
+        if n > cfg.max_file_lines:
+            return _Outcome([_too_long_diagnostic(n, cfg.max_file_lines)], warnings=warnings)
+    report = check_file(path, text, workspace=root, options=cfg.analysis_options())
+    files = _files_of(report, path) if not path.startswith("<") else []
     if not report.uses_ave:
-        return _Outcome()
+        return _Outcome(warnings=warnings)
     logs = []
     for d in report.diagnostics:
         if d.code == "AVE900":
             logs.append("\n".join([f"{d.file}:{d.range.start.line + 1}: {d.message}",
                                    *(f"    {n}" for n in d.notes)]))
-    items = convert.to_lsp(report.diagnostics, path=path, uri=uri, text=text, root=root)
-    return _Outcome(items, logs)
+    diags = list(report.diagnostics)
+    if cfg.baseline is not None and diags:
+        baseline, err = load_baseline_cached(cfg.baseline)
+        if err is not None:
+            warnings.append(err)
+        else:
+            me = os.path.normcase(os.path.abspath(path))
+
+            def reader(p: str) -> str | None:
+                return text if os.path.normcase(os.path.abspath(p)) == me else _read_disk(p)
+
+            hits = baseline.matches([d.to_json() for d in diags], reader)
+            diags = [d for d, h in zip(diags, hits) if not h]
+    items = convert.to_lsp(diags, path=path, uri=uri, text=text, root=root)
+    return _Outcome(items, logs, warnings, files)
 
 
 def is_python(language_id: str | None, path: str) -> bool:
@@ -196,6 +250,7 @@ class AveLanguageServer(LanguageServer):
         self._hover_pool: ThreadPoolExecutor | None = None
         self._settings_ready: asyncio.Event | None = None
         self._background: set[asyncio.Task] = set()
+        self._warned: set[str] = set()
 
     # ------------------------------------------------------------------ capabilities
 
@@ -271,10 +326,28 @@ class AveLanguageServer(LanguageServer):
         for w in warnings:
             self.log(f"ave-lsp: {w}", types.MessageType.Warning)
         old, self.settings = self.settings, new
-        if (old.trip_count_bound, old.solver_timeout_ms) != \
-                (new.trip_count_bound, new.solver_timeout_ms):
+        def key(s: Settings) -> dict:
+            return {k: v for k, v in s.explicit.items() if k != "check_on_change"}
+        if key(old) != key(new):
             for uri in list(self.docs):
                 self.schedule(uri, 0.0)
+
+    def check_on_change(self, uri: str) -> bool:
+        """``checkOnChange`` for this document ([tool.ave], then the editor)."""
+        path = self.path_of(uri)
+        try:
+            return self.settings.config_for(path, self.root_for(path))[0].check_on_change
+        except Exception:  # noqa: BLE001 - a bad pyproject.toml: the editor's value
+            return self.settings.check_on_change
+
+    def dependents(self, uri: str) -> list[str]:
+        """Open documents (other than ``uri``) whose kernels are built from its file."""
+        path = self.path_of(uri)
+        if path.startswith("<"):
+            return []
+        me = os.path.normcase(os.path.abspath(path))
+        return [u for u, st in self.docs.items()
+                if u != uri and any(os.path.normcase(f) == me for f in st.files)]
 
     # ------------------------------------------------------------------ paths
 
@@ -348,8 +421,9 @@ class AveLanguageServer(LanguageServer):
         loop = asyncio.get_running_loop()
         try:
             if is_python(doc.language_id, path):
-                outcome = await loop.run_in_executor(self.check_pool(), _check_in_worker,
-                                                     st.uri, path, text, root, self.settings)
+                fut = loop.run_in_executor(self.check_pool(), _check_in_worker,
+                                           st.uri, path, text, root, self.settings)
+                outcome = await self._with_progress(fut, path)
             else:
                 outcome = _Outcome()                     # not Python: nothing to say
         except asyncio.CancelledError:
@@ -362,14 +436,64 @@ class AveLanguageServer(LanguageServer):
         for entry in outcome.logs:
             self.log(f"ave-lsp: internal error while checking {path}:\n{entry}",
                      types.MessageType.Error)
+        for w in outcome.warnings:
+            if w not in self._warned:                    # each problem once
+                self._warned.add(w)
+                self.log(f"ave-lsp: {w}", types.MessageType.Warning)
         if st.task is not me or self.docs.get(st.uri) is not st:
             return                                       # superseded or closed
         if self.current_version(st.uri) != version:
             logger.debug("dropping diagnostics of %s version %s (now %s)", st.uri, version,
                          self.current_version(st.uri))
             return
+        st.files = outcome.files
         st.result = _Result(version, outcome.items, _result_id(version, outcome.items))
         self._deliver(st)
+
+    async def _with_progress(self, fut: asyncio.Future, path: str) -> Any:
+        """Await the check ``fut``; when it takes longer than :data:`PROGRESS_AFTER_S`
+        and the client supports it (``window.workDoneProgress``), show work-done
+        progress: ``window/workDoneProgress/create``, then ``$/progress`` begin,
+        a report every :data:`PROGRESS_REPORT_S`, end."""
+        if not self._client_can("window", "work_done_progress"):
+            return await fut
+        try:
+            done, _ = await asyncio.wait({fut}, timeout=PROGRESS_AFTER_S)
+        except asyncio.CancelledError:
+            fut.cancel()
+            raise
+        if done:
+            return fut.result()
+        self._progress_seq = getattr(self, "_progress_seq", 0) + 1
+        token = f"ave-check-{os.getpid()}-{self._progress_seq}"
+        name = os.path.basename(path)
+        started = False
+        try:
+            try:
+                await asyncio.wait_for(self.work_done_progress.create_async(token), 5.0)
+                self.work_done_progress.begin(token, types.WorkDoneProgressBegin(
+                    title="Ave", message=f"checking {name}", cancellable=False))
+                started = True
+            except Exception as e:  # noqa: BLE001 - progress is a nicety
+                logger.info("no work-done progress: %s", e)
+            loop = asyncio.get_running_loop()
+            t0 = loop.time()
+            while True:
+                done, _ = await asyncio.wait({fut}, timeout=PROGRESS_REPORT_S)
+                if done:
+                    return fut.result()
+                if started:
+                    self.work_done_progress.report(token, types.WorkDoneProgressReport(
+                        message=f"checking {name} ({loop.time() - t0 + PROGRESS_AFTER_S:.0f} s)"))
+        finally:
+            if not fut.done():
+                fut.cancel()                             # superseded: drop the result
+            if started:
+                try:
+                    self.work_done_progress.end(token, types.WorkDoneProgressEnd(
+                        message=f"checked {name}"))
+                except Exception:  # noqa: BLE001 - the client went away
+                    pass
 
     def _deliver(self, st: _Doc) -> None:
         r = st.result
@@ -402,7 +526,7 @@ class AveLanguageServer(LanguageServer):
             pending = task is not None and not task.done() and \
                 st.task_version in (None, version)
             if not pending:
-                if not self.settings.check_on_change and r is not None and \
+                if not self.check_on_change(uri) and r is not None and \
                         params.previous_result_id == r.result_id:
                     # edits since the last check and no check on change: the client
                     # keeps what it shows until the next save
@@ -540,7 +664,7 @@ def create_server() -> AveLanguageServer:
         uri = params.text_document.uri
         if uri not in ls.docs:
             ls.docs[uri] = _Doc(uri)
-        if ls.settings.check_on_change:
+        if ls.check_on_change(uri):
             ls.schedule(uri, DEBOUNCE_S)
         else:
             ls.drop_stale(uri)
@@ -551,6 +675,8 @@ def create_server() -> AveLanguageServer:
         if uri not in ls.docs:
             ls.docs[uri] = _Doc(uri)
         ls.schedule(uri, 0.0)
+        for dep in ls.dependents(uri):       # kernels built from the saved helper
+            ls.schedule(dep, 0.0)
 
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: AveLanguageServer, params: types.DidCloseTextDocumentParams) -> None:

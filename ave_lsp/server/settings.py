@@ -1,13 +1,10 @@
 """The editor settings of the language server (``workspace/configuration`` section ``ave``).
 
-=================  ===========  ==========================================================
-setting            type         meaning
-=================  ===========  ==========================================================
-``checkOnChange``  bool         also check while typing (debounced), not only on open/save
-``tripCountBound`` int | null   unroll runtime loops for trip counts ``1..T``
-                                (``null``: the kernel's ``STAGES + 2``)
-``solverTimeoutMs`` int         budget of one SMT query; past it an assertion is unknown
-=================  ===========  ==========================================================
+A thin layer over :mod:`ave_lsp.config` (the one source of configuration, shared with
+``ave-lsp --check``): the editor's values are validated there and override the
+``[tool.ave]`` table of the nearest ``pyproject.toml`` of each checked file
+(:meth:`Settings.config_for`). A key the editor leaves out or sets to ``null`` is not set:
+the pyproject value, else the default, applies.
 
 Only the standard library is imported here; :meth:`Settings.analysis_options` imports the
 analysis when a check runs.
@@ -15,13 +12,15 @@ analysis when a check runs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, field
 from typing import Any
+
+from ave_lsp import config as config_mod
+from ave_lsp.config import DEFAULT_SOLVER_TIMEOUT_MS, Config
 
 #: The ``workspace/configuration`` section the server asks for.
 SECTION = "ave"
-
-DEFAULT_SOLVER_TIMEOUT_MS = 2000
 
 
 @dataclass(frozen=True)
@@ -29,37 +28,40 @@ class Settings:
     check_on_change: bool = False
     trip_count_bound: int | None = None
     solver_timeout_ms: int = DEFAULT_SOLVER_TIMEOUT_MS
+    max_file_lines: int | None = None
+    baseline: str | None = None
+    #: the Config fields the editor set (they override pyproject.toml)
+    explicit: dict = field(default_factory=dict, compare=False, hash=False)
 
     @classmethod
     def from_json(cls, value: Any) -> tuple["Settings", list[str]]:
         """Settings from the client's ``ave`` section (anything: a client may send
         ``null`` or garbage). Returns the settings and one warning per ignored entry;
         a bad entry keeps its default."""
-        warnings: list[str] = []
-        if value is None:
-            return cls(), warnings
-        if not isinstance(value, dict):
+        if value is not None and not isinstance(value, dict):
             return cls(), [f"the 'ave' settings must be an object, not {type(value).__name__}"]
-        check_on_change = value.get("checkOnChange", False)
-        if not isinstance(check_on_change, bool):
-            warnings.append(f"ave.checkOnChange must be true or false, not {check_on_change!r}")
-            check_on_change = False
-        bound = value.get("tripCountBound")
-        if bound is not None and (isinstance(bound, bool) or not isinstance(bound, int)
-                                  or bound < 1):
-            warnings.append(f"ave.tripCountBound must be an integer >= 1 or null, "
-                            f"not {bound!r}")
-            bound = None
-        timeout = value.get("solverTimeoutMs", DEFAULT_SOLVER_TIMEOUT_MS)
-        if timeout is None:
-            timeout = DEFAULT_SOLVER_TIMEOUT_MS
-        if isinstance(timeout, bool) or not isinstance(timeout, int) or timeout < 1:
-            warnings.append(f"ave.solverTimeoutMs must be an integer >= 1, not {timeout!r}")
-            timeout = DEFAULT_SOLVER_TIMEOUT_MS
-        return cls(check_on_change, bound, timeout), warnings
+        raw_baseline = value.get("baseline") if isinstance(value, dict) else None
+        values, warnings = config_mod.validate(value, "ave", warn_unknown=False)
+        if "baseline" in values:
+            values["baseline"] = os.path.expanduser(raw_baseline)   # resolved per root
+        base = Settings()
+        fields = {k: values.get(k, getattr(base, k)) for k in
+                  ("check_on_change", "trip_count_bound", "solver_timeout_ms",
+                   "max_file_lines", "baseline")}
+        return cls(**fields, explicit=dict(values)), warnings
+
+    def config_for(self, path: str | None, root: str | None = None) -> tuple[Config, list[str]]:
+        """The effective configuration of ``path``: pyproject.toml, then these settings.
+        A relative editor ``baseline`` is taken relative to the workspace ``root``."""
+        overrides = dict(self.explicit)
+        b = overrides.get("baseline")
+        if b is not None and not os.path.isabs(b):
+            overrides["baseline"] = os.path.abspath(os.path.join(root or os.getcwd(), b))
+        start = path if path and not path.startswith("<") else root
+        return config_mod.resolve(start, overrides)
 
     def analysis_options(self) -> Any:
-        """The :class:`ave_core.analysis.AnalysisOptions` these settings map onto
+        """The :class:`ave_core.analysis.AnalysisOptions` of the editor's values alone
         (imports the analysis: call it in the worker, not on the event loop)."""
         from ave_core.analysis import AnalysisOptions
 

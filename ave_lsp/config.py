@@ -1,0 +1,295 @@
+"""Ave's configuration, one source for ``ave-lsp --check`` and the language server.
+
+Values come from, lowest precedence first:
+
+1. the defaults (:data:`DEFAULTS`);
+2. ``[tool.ave]`` of the nearest ``pyproject.toml`` at or above the checked file (or the
+   workspace folder), read with :mod:`tomllib`;
+3. the editor's ``workspace/configuration`` section ``ave`` (server) or the command-line
+   flags (``--check``).
+
+=================== =========== =========================================================
+key                 type        meaning
+=================== =========== =========================================================
+``solverTimeoutMs`` int >= 1    budget of one SMT query (ms)
+``tripCountBound``  int >= 1    unroll runtime loops for trip counts ``1..T``
+                    or null     (null: the kernel's ``STAGES + 2``)
+``checkOnChange``   bool        the server also checks while typing
+``maxFileLines``    int >= 1    files with more lines are not checked (an info says so)
+                    or null
+``baseline``        str         path of a baseline file (relative paths: to the
+                                ``pyproject.toml`` that names it, or to the working
+                                directory for a flag)
+=================== =========== =========================================================
+
+A value of the wrong type is ignored with a warning (the lower layer's value is kept). In
+the editor's section and on the command line, ``null``/an absent key means "not set" (the
+pyproject or default value applies).
+
+Only the standard library is imported here.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, replace
+from typing import Any
+
+KEYS = ("solverTimeoutMs", "tripCountBound", "checkOnChange", "maxFileLines", "baseline")
+
+DEFAULT_SOLVER_TIMEOUT_MS = 2000
+
+
+@dataclass(frozen=True)
+class Config:
+    """The effective configuration of one file."""
+
+    solver_timeout_ms: int = DEFAULT_SOLVER_TIMEOUT_MS
+    trip_count_bound: int | None = None
+    check_on_change: bool = False
+    max_file_lines: int | None = None
+    baseline: str | None = None          # absolute path
+    pyproject: str | None = None         # the pyproject.toml read, if any
+
+    def analysis_options(self) -> Any:
+        """The :class:`ave_core.analysis.AnalysisOptions` (imports the analysis)."""
+        from ave_core.analysis import AnalysisOptions
+
+        return AnalysisOptions(trip_bound=self.trip_count_bound,
+                               solver_timeout_ms=self.solver_timeout_ms)
+
+
+_FIELDS = {"solverTimeoutMs": "solver_timeout_ms", "tripCountBound": "trip_count_bound",
+           "checkOnChange": "check_on_change", "maxFileLines": "max_file_lines",
+           "baseline": "baseline"}
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def validate(values: Any, where: str, base_dir: str | None = None,
+             null_is_unset: bool = True, warn_unknown: bool = True,
+             ) -> tuple[dict[str, Any], list[str]]:
+    """The valid entries of ``values`` (camelCase keys) as :class:`Config` field names,
+    and one warning per ignored entry. ``baseline`` is made absolute against
+    ``base_dir`` (or the working directory)."""
+    out: dict[str, Any] = {}
+    warnings: list[str] = []
+    if values is None:
+        return out, warnings
+    if not isinstance(values, dict):
+        return out, [f"{where} must be a table/object, not {type(values).__name__}"]
+    for key, v in values.items():
+        if key not in _FIELDS:
+            if warn_unknown:
+                warnings.append(f"{where}: unknown key {key!r} ignored")
+            continue
+        if v is None and null_is_unset:
+            continue
+        ok = True
+        if key == "solverTimeoutMs":
+            ok = _is_int(v) and v >= 1
+            want = "an integer >= 1"
+        elif key in ("tripCountBound", "maxFileLines"):
+            ok = v is None or (_is_int(v) and v >= 1)
+            want = "an integer >= 1 or null"
+        elif key == "checkOnChange":
+            ok = isinstance(v, bool)
+            want = "true or false"
+        else:  # baseline
+            ok = isinstance(v, str) and v != ""
+            want = "a path (string)"
+            if ok:
+                v = os.path.abspath(os.path.join(base_dir or os.getcwd(),
+                                                 os.path.expanduser(v)))
+        if not ok:
+            warnings.append(f"{where}.{key} must be {want}, not {v!r}; ignored")
+            continue
+        out[_FIELDS[key]] = v
+    return out, warnings
+
+
+# ----------------------------------------------------------------------------- pyproject
+
+_cache: dict[str, tuple[tuple[int, int] | None, dict[str, Any], list[str]]] = {}
+
+
+def find_pyproject(start: str) -> str | None:
+    """The nearest ``pyproject.toml`` in ``start`` (a directory) or the directory of
+    ``start`` (a file), or above."""
+    p = os.path.abspath(start)
+    d = p if os.path.isdir(p) else os.path.dirname(p)
+    while True:
+        cand = os.path.join(d, "pyproject.toml")
+        if os.path.isfile(cand):
+            return cand
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
+
+
+def read_pyproject(path: str) -> tuple[dict[str, Any], list[str]]:
+    """The valid ``[tool.ave]`` entries of ``path`` and warnings (cached by mtime)."""
+    try:
+        st = os.stat(path)
+        stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = None
+    hit = _cache.get(path)
+    if hit is not None and hit[0] == stamp:
+        return hit[1], hit[2]
+    try:
+        with open(path, "rb") as f:
+            data = tomllib.load(f)
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        values, warnings = {}, [f"{path}: cannot read [tool.ave]: {e}"]
+    else:
+        section = data.get("tool", {}).get("ave") if isinstance(data.get("tool"), dict) \
+            else None
+        values, warnings = validate(section, f"{path}: [tool.ave]",
+                                    os.path.dirname(path), null_is_unset=False)
+    _cache[path] = (stamp, values, warnings)
+    return values, warnings
+
+
+def resolve(start: str | None, overrides: dict[str, Any] | None = None) -> tuple[Config, list[str]]:
+    """The configuration for a file or directory ``start``: defaults, then ``[tool.ave]``
+    of the nearest pyproject.toml, then ``overrides`` (valid :class:`Config` field
+    values, as :func:`validate` returns them). Returns it and the pyproject's warnings."""
+    cfg = Config()
+    warnings: list[str] = []
+    if start and not start.startswith("<"):
+        pp = find_pyproject(start)
+        if pp is not None:
+            values, warnings = read_pyproject(pp)
+            cfg = replace(cfg, pyproject=pp, **values)
+    if overrides:
+        cfg = replace(cfg, **overrides)
+    return cfg, list(warnings)
+
+
+def count_lines(text: str) -> int:
+    """Lines of ``text`` as an editor counts them (a final line without newline counts)."""
+    if not text:
+        return 0
+    n = text.count("\n") + text.count("\r") - text.count("\r\n")
+    return n + (0 if text.endswith(("\n", "\r")) else 1)
+
+
+def too_long_message(lines: int, limit: int) -> str:
+    return (f"not checked: the file has {lines} lines, more than maxFileLines = {limit} "
+            f"([tool.ave] or the editor's ave.maxFileLines)")
+
+
+# ----------------------------------------------------------------------------- baseline
+
+BASELINE_VERSION = 1
+
+
+def _baseline_key(d: dict, base_dir: str, sources: Any) -> tuple[str, str, str]:
+    """``(code, file relative to base_dir, line-independent fingerprint)`` of a report
+    diagnostic (a dict), the fingerprint being SARIF's ``aveFingerprint/v1`` base
+    (:func:`ave_lsp.sarif.fingerprint_base`) computed relative to ``base_dir``."""
+    from ave_lsp.sarif import display_path, fingerprint_base
+
+    return (d["code"], display_path(d["file"], base_dir),
+            fingerprint_base(d, sources, base_dir))
+
+
+def baseline_entries(diagnostics: list[dict], baseline_path: str,
+                     reader: Any = None) -> list[dict]:
+    """The baseline entries of report diagnostics (dicts)."""
+    from ave_lsp.sarif import Sources
+
+    base = os.path.dirname(os.path.abspath(baseline_path))
+    sources = Sources(reader)
+    out = []
+    for d in diagnostics:
+        code, f, fp = _baseline_key(d, base, sources)
+        out.append({"code": code, "file": f, "fingerprint": fp})
+    out.sort(key=lambda e: (e["file"], e["code"], e["fingerprint"]))
+    return out
+
+
+def write_baseline(path: str, diagnostics: list[dict]) -> int:
+    """Write the baseline file of ``diagnostics``; returns how many entries."""
+    import json
+
+    entries = baseline_entries(diagnostics, path)
+    with open(path, "w", encoding="utf-8", newline="\n") as f:
+        json.dump({"version": BASELINE_VERSION, "tool": "ave-lsp", "findings": entries},
+                  f, indent=2)
+        f.write("\n")
+    return len(entries)
+
+
+class Baseline:
+    """Accepted findings (a baseline file); :meth:`filter` drops the ones present."""
+
+    def __init__(self, path: str, entries: list[dict]) -> None:
+        self.path = os.path.abspath(path)
+        self.dir = os.path.dirname(self.path)
+        self.keys: dict[tuple[str, str, str], int] = {}
+        for e in entries:
+            k = (e["code"], e["file"], e["fingerprint"])
+            self.keys[k] = self.keys.get(k, 0) + 1
+
+    @classmethod
+    def load(cls, path: str) -> "Baseline":
+        """Read a baseline file; raises ``OSError`` or ``ValueError`` when it is bad."""
+        import json
+
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        if not isinstance(data, dict) or not isinstance(data.get("findings"), list) or \
+                not all(isinstance(e, dict) and {"code", "file", "fingerprint"} <= set(e)
+                        for e in data["findings"]):
+            raise ValueError(f"{path}: not an ave-lsp baseline file")
+        return cls(path, data["findings"])
+
+    def matches(self, diagnostics: list[dict], reader: Any = None) -> list[bool]:
+        """For each report diagnostic (a dict), whether the baseline accepts it; each
+        baseline entry absorbs one matching finding. ``reader(path)`` gives a file's text
+        (an editor buffer), default: read it from disk."""
+        from ave_lsp.sarif import Sources
+
+        sources = Sources(reader)
+        left = dict(self.keys)
+        out = []
+        for d in diagnostics:
+            k = _baseline_key(d, self.dir, sources)
+            hit = left.get(k, 0) > 0
+            if hit:
+                left[k] -= 1
+            out.append(hit)
+        return out
+
+    def filter(self, diagnostics: list[dict], reader: Any = None) -> tuple[list[dict], int]:
+        """``(kept, number dropped)``."""
+        hits = self.matches(diagnostics, reader)
+        kept = [d for d, h in zip(diagnostics, hits) if not h]
+        return kept, len(diagnostics) - len(kept)
+
+
+_baselines: dict[str, tuple[tuple[int, int] | None, Baseline | None, str | None]] = {}
+
+
+def load_baseline_cached(path: str) -> tuple[Baseline | None, str | None]:
+    """The baseline at ``path`` (reloaded when it changes) or ``(None, error message)``."""
+    try:
+        st = os.stat(path)
+        stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = None
+    hit = _baselines.get(path)
+    if hit is not None and hit[0] == stamp:
+        return hit[1], hit[2]
+    try:
+        b, err = Baseline.load(path), None
+    except (OSError, ValueError) as e:
+        b, err = None, f"cannot read the baseline {path}: {e}"
+    _baselines[path] = (stamp, b, err)
+    return b, err

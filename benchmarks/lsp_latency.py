@@ -1,0 +1,252 @@
+"""Latency of the language server, as an editor sees it.
+
+(a) Start-up: time from spawning the server to its ``initialize`` response, for
+    ``ave-lsp`` (``python -m ave_lsp``) and, side by side, for a minimal pygls server (a
+    few lines, started the same way: ``python FILE``); median of ``--starts`` starts each,
+    and the ratio (goal <= 1.25).
+(b) didSave -> diagnostics: for each example, after a first check (warm-up), ``--saves``
+    saves, each a ``didChange`` with a trivially modified text (a comment line with a
+    counter, so no result can be reused) then ``didSave``; the time from the save to the
+    ``publishDiagnostics`` of that version. Median and p95 (goal p95 <= 100 ms).
+(c) The server's resident memory (``VmRSS`` of ``/proc/<pid>/status``) after the saves.
+
+Prints a table last; writes JSON (``--out``, default benchmarks/results/lsp_latency.json).
+
+Usage: python benchmarks/lsp_latency.py [--starts 10] [--saves 20] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ["examples/gemm.py", "examples/flash_attention.py", "examples/moe.py"]
+START_GOAL = 1.25
+P95_GOAL_MS = 100.0
+
+MINIMAL_SERVER = """\
+from pygls.lsp.server import LanguageServer
+
+server = LanguageServer("minimal", "0")
+server.start_io()
+"""
+
+
+class Client:
+    """A bare JSON-RPC client over a subprocess' stdin/stdout."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        self.next_id = 0
+        self.pending: dict[int, asyncio.Future] = {}
+        self.publishes: list[tuple[float, dict]] = []
+        self.publish_event = asyncio.Event()
+        self.reader = asyncio.get_running_loop().create_task(self._read())
+
+    @classmethod
+    async def spawn(cls, argv: list[str], cwd: str) -> "Client":
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL, cwd=cwd)
+        return cls(proc)
+
+    def _send(self, msg: dict) -> None:
+        body = json.dumps(msg).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    async def request(self, method: str, params: dict | None) -> dict:
+        self.next_id += 1
+        fut = asyncio.get_running_loop().create_future()
+        self.pending[self.next_id] = fut
+        self._send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        return await fut
+
+    def notify(self, method: str, params: dict | None) -> None:
+        self._send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def _read(self) -> None:
+        out = self.proc.stdout
+        while True:
+            length = None
+            while True:
+                line = await out.readline()
+                if not line:
+                    return
+                line = line.strip()
+                if not line:
+                    break
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            msg = json.loads(await out.readexactly(length))
+            now = time.perf_counter()
+            if "id" in msg and "method" not in msg:
+                fut = self.pending.pop(msg["id"], None)
+                if fut is not None and not fut.done():
+                    fut.set_result(msg)
+            elif "id" in msg:                               # a request of the server
+                result = None
+                if msg["method"] == "workspace/configuration":
+                    result = [{"checkOnChange": False} for _ in msg["params"]["items"]]
+                self._send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
+            elif msg.get("method") == "textDocument/publishDiagnostics":
+                self.publishes.append((now, msg["params"]))
+                self.publish_event.set()
+
+    async def wait_publish(self, uri: str, version: int, timeout: float = 120.0) -> float:
+        deadline = time.perf_counter() + timeout
+        while True:
+            for t, p in self.publishes:
+                if p["uri"] == uri and p.get("version") == version:
+                    return t
+            self.publish_event.clear()
+            left = deadline - time.perf_counter()
+            if left <= 0:
+                raise TimeoutError(f"no diagnostics for {uri} version {version}")
+            try:
+                await asyncio.wait_for(self.publish_event.wait(), left)
+            except asyncio.TimeoutError:
+                pass
+
+    async def close(self) -> None:
+        try:
+            await asyncio.wait_for(self.request("shutdown", None), 10)
+            self.notify("exit", None)
+            await asyncio.wait_for(self.proc.wait(), 10)
+        except (asyncio.TimeoutError, ConnectionError, BrokenPipeError):
+            self.proc.kill()
+            await self.proc.wait()
+        self.reader.cancel()
+
+
+def init_params(root: Path) -> dict:
+    return {"processId": os.getpid(), "rootUri": root.as_uri(),
+            "workspaceFolders": [{"uri": root.as_uri(), "name": "ws"}],
+            "capabilities": {"workspace": {"configuration": True},
+                             "textDocument": {"synchronization": {"didSave": True},
+                                              "publishDiagnostics": {"versionSupport": True}}}}
+
+
+async def time_start(argv: list[str], cwd: Path) -> float:
+    t0 = time.perf_counter()
+    c = await Client.spawn(argv, str(cwd))
+    await c.request("initialize", init_params(cwd))
+    dt = time.perf_counter() - t0
+    c.notify("initialized", {})
+    await c.close()
+    return dt
+
+
+def vm_rss_kib(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    k = (len(s) - 1) * q
+    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
+    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+
+
+async def save_latency(example: str, saves: int, ws: Path) -> dict:
+    src = (ROOT / example).read_text("utf-8")
+    path = ws / Path(example).name
+    path.write_text(src, "utf-8")
+    uri = path.as_uri()
+    c = await Client.spawn([sys.executable, "-m", "ave_lsp"], str(ws))
+    await c.request("initialize", init_params(ws))
+    c.notify("initialized", {})
+    c.notify("textDocument/didOpen", {"textDocument": {
+        "uri": uri, "languageId": "python", "version": 1, "text": src}})
+    await c.wait_publish(uri, 1)                     # warm-up: imports, z3, first check
+    lat = []
+    n_diags = None
+    for i in range(saves):
+        version = i + 2
+        text = src + f"\n# save {i}\n"
+        path.write_text(text, "utf-8")
+        c.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": version},
+            "contentChanges": [{"text": text}]})
+        t0 = time.perf_counter()
+        c.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+        t1 = await c.wait_publish(uri, version)
+        lat.append((t1 - t0) * 1000)
+        n_diags = len(next(p for _, p in reversed(c.publishes)
+                           if p["uri"] == uri and p.get("version") == version)["diagnostics"])
+    rss = vm_rss_kib(c.proc.pid)
+    await c.close()
+    return {"example": example, "saves": saves, "median_ms": statistics.median(lat),
+            "p95_ms": pct(lat, 0.95), "max_ms": max(lat), "diagnostics": n_diags,
+            "rss_mib": round(rss / 1024, 1) if rss else None, "samples_ms": lat}
+
+
+async def main_async(args: argparse.Namespace) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        ws = Path(tmp)
+        minimal = ws / "minimal_server.py"
+        minimal.write_text(MINIMAL_SERVER)
+        starts = {"ave-lsp": [], "minimal pygls": []}
+        for _ in range(args.starts):                 # interleaved: same machine load
+            starts["ave-lsp"].append(await time_start([sys.executable, "-m", "ave_lsp"], ws))
+            starts["minimal pygls"].append(await time_start([sys.executable, str(minimal)], ws))
+        med = {k: statistics.median(v) * 1000 for k, v in starts.items()}
+        ratio = med["ave-lsp"] / med["minimal pygls"]
+        saves = [await save_latency(ex, args.saves, ws) for ex in args.examples]
+    return {"start": {"starts": args.starts, "median_ms": med, "ratio": ratio,
+                      "goal_ratio": START_GOAL,
+                      "samples_ms": {k: [x * 1000 for x in v] for k, v in starts.items()}},
+            "saves": saves, "goal_p95_ms": P95_GOAL_MS,
+            "machine": {"cpus": os.cpu_count(), "load": os.getloadavg()}}
+
+
+def table(res: dict) -> str:
+    st = res["start"]
+    lines = [f"start to initialize response (median of {st['starts']}):",
+             f"  ave-lsp        {st['median_ms']['ave-lsp']:8.1f} ms",
+             f"  minimal pygls  {st['median_ms']['minimal pygls']:8.1f} ms",
+             f"  ratio          {st['ratio']:8.2f}   (goal <= {st['goal_ratio']})",
+             "",
+             f"{'didSave -> diagnostics':28} {'saves':>5} {'median ms':>10} {'p95 ms':>9} "
+             f"{'max ms':>9} {'diags':>5} {'RSS MiB':>8}  p95 goal"]
+    for s in res["saves"]:
+        ok = "ok" if s["p95_ms"] <= res["goal_p95_ms"] else "MISSED"
+        lines.append(f"{s['example']:28} {s['saves']:5d} {s['median_ms']:10.1f} "
+                     f"{s['p95_ms']:9.1f} {s['max_ms']:9.1f} {s['diagnostics']:5d} "
+                     f"{s['rss_mib']:8.1f}  {ok} (<= {res['goal_p95_ms']:.0f})")
+    lines.append(f"machine: {res['machine']['cpus']} CPUs, load average "
+                 f"{', '.join(f'{x:.1f}' for x in res['machine']['load'])}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--starts", type=int, default=10)
+    p.add_argument("--saves", type=int, default=20)
+    p.add_argument("--examples", nargs="+", default=EXAMPLES)
+    p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "lsp_latency.json"))
+    args = p.parse_args()
+    res = asyncio.run(main_async(args))
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(res, f, indent=2)
+    print(table(res))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

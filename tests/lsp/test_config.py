@@ -1,0 +1,224 @@
+"""Configuration (``[tool.ave]``, editor settings, CLI flags: :mod:`ave_lsp.config`) and
+the baseline file of accepted findings, in the CLI and in the server's check."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ave_lsp import cli, config
+from ave_lsp.config import Config, resolve
+from ave_lsp.server.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+BROKEN = ROOT / "examples" / "broken" / "gemm_swizzle_mismatch.py"
+
+
+def pyproject(d: Path, body: str) -> Path:
+    p = d / "pyproject.toml"
+    p.write_text("[project]\nname = 'x'\n\n[tool.ave]\n" + body, "utf-8")
+    return p
+
+
+# ----------------------------------------------------------------------------- precedence
+
+def test_defaults_without_pyproject(tmp_path):
+    f = tmp_path / "k.py"
+    f.write_text("x = 1\n")
+    cfg, warnings = resolve(str(f))
+    # tmp dirs have no pyproject.toml above them (or one without [tool.ave])
+    assert (cfg.solver_timeout_ms, cfg.trip_count_bound, cfg.check_on_change,
+            cfg.max_file_lines, cfg.baseline) == (2000, None, False, None, None)
+    assert warnings == []
+
+
+def test_nearest_pyproject_above_the_file(tmp_path):
+    pyproject(tmp_path, "solverTimeoutMs = 111\ntripCountBound = 3\n")
+    sub = tmp_path / "a" / "b"
+    sub.mkdir(parents=True)
+    pyproject(tmp_path / "a", "solverTimeoutMs = 222\nbaseline = 'base.json'\n")
+    cfg, warnings = resolve(str(sub / "k.py"))
+    assert warnings == []
+    assert cfg.solver_timeout_ms == 222            # the nearest one wins ...
+    assert cfg.trip_count_bound is None            # ... alone (no merging of files)
+    assert cfg.baseline == str(tmp_path / "a" / "base.json")   # relative to it
+    assert cfg.pyproject == str(tmp_path / "a" / "pyproject.toml")
+    assert resolve(str(tmp_path / "k.py"))[0].trip_count_bound == 3
+
+
+def test_editor_overrides_pyproject(tmp_path):
+    pyproject(tmp_path, "solverTimeoutMs = 111\ntripCountBound = 3\ncheckOnChange = true\n"
+                        "maxFileLines = 50\n")
+    s, w = Settings.from_json({"solverTimeoutMs": 999, "tripCountBound": None,
+                               "baseline": "b.json"})
+    assert w == []
+    cfg, _ = s.config_for(str(tmp_path / "k.py"), str(tmp_path))
+    assert cfg.solver_timeout_ms == 999            # editor value wins
+    assert cfg.trip_count_bound == 3               # null in the editor: not set
+    assert cfg.check_on_change is True and cfg.max_file_lines == 50
+    assert cfg.baseline == str(tmp_path / "b.json")   # relative to the workspace root
+    opts = cfg.analysis_options()
+    assert (opts.trip_bound, opts.solver_timeout_ms) == (3, 999)
+
+
+def test_cli_flags_override_pyproject(tmp_path, monkeypatch):
+    pyproject(tmp_path, "solverTimeoutMs = 111\ntripCountBound = 3\n")
+    f = tmp_path / "k.py"
+    f.write_text("x = 1\n")
+    seen = []
+    from ave_core import check as check_mod
+
+    real = check_mod.check_paths
+
+    def spy(paths, **kw):
+        seen.append(kw["options"])
+        return real(paths, **kw)
+
+    monkeypatch.setattr(check_mod, "check_paths", spy)
+    assert cli.main(["--check", str(f)]) == 0
+    assert (seen[-1].trip_bound, seen[-1].solver_timeout_ms) == (3, 111)
+    assert cli.main(["--check", str(f), "--solver-timeout-ms", "5"]) == 0
+    assert (seen[-1].trip_bound, seen[-1].solver_timeout_ms) == (3, 5)
+
+
+# ----------------------------------------------------------------------------- bad values
+
+def test_bad_pyproject_values_are_ignored_with_a_warning(tmp_path):
+    pyproject(tmp_path, "solverTimeoutMs = 'fast'\ntripCountBound = 0\ncheckOnChange = 1\n"
+                        "maxFileLines = -3\nbaseline = 7\nnope = 1\n")
+    cfg, warnings = resolve(str(tmp_path / "k.py"))
+    assert cfg == Config(pyproject=str(tmp_path / "pyproject.toml"))
+    assert len(warnings) == 6
+    assert any("solverTimeoutMs" in w and "'fast'" in w for w in warnings)
+    assert any("unknown key 'nope'" in w for w in warnings)
+
+
+def test_bad_value_keeps_the_pyproject_value_under_the_editor(tmp_path):
+    pyproject(tmp_path, "solverTimeoutMs = 111\n")
+    s, w = Settings.from_json({"solverTimeoutMs": "x"})
+    assert len(w) == 1
+    assert s.config_for(str(tmp_path / "k.py"), str(tmp_path))[0].solver_timeout_ms == 111
+
+
+def test_unparsable_pyproject_is_a_warning(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("[tool.ave\n")
+    cfg, warnings = resolve(str(tmp_path / "k.py"))
+    assert cfg.solver_timeout_ms == 2000 and len(warnings) == 1
+
+
+def test_cli_prints_pyproject_warnings(tmp_path, capsys):
+    pyproject(tmp_path, "solverTimeoutMs = 'fast'\n")
+    f = tmp_path / "k.py"
+    f.write_text("x = 1\n")
+    assert cli.main(["--check", str(f)]) == 0
+    err = capsys.readouterr().err
+    assert "warning" in err and "solverTimeoutMs" in err
+
+
+# ----------------------------------------------------------------------------- maxFileLines
+
+def test_count_lines():
+    assert [config.count_lines(t) for t in ("", "a", "a\n", "a\nb", "a\r\nb\r\n", "a\rb")] \
+        == [0, 1, 1, 2, 2, 2]
+
+
+def test_max_file_lines_cli(tmp_path, capsys):
+    pyproject(tmp_path, "maxFileLines = 3\n")
+    f = tmp_path / "k.py"
+    f.write_text("import ave_core.lang as ave\n" + "x = 1\n" * 5)
+    assert cli.main(["--check", str(f), "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["summary"]["skipped"] == 1
+    assert "not checked" in err and "maxFileLines = 3" in err
+    # the flag overrides the pyproject value: now it is checked
+    assert cli.main(["--check", str(f), "--max-file-lines", "100", "--format", "json"]) == 0
+    assert "skipped" not in json.loads(capsys.readouterr().out)["summary"]
+
+
+def test_max_file_lines_server(tmp_path):
+    from ave_lsp.server.server import _check_in_worker
+
+    pyproject(tmp_path, "maxFileLines = 3\n")
+    f = tmp_path / "k.py"
+    text = "import ave_core.lang as ave\n" + "x = 1\n" * 5
+    out = _check_in_worker(f.as_uri(), str(f), text, str(tmp_path), Settings())
+    (d,) = out.items
+    assert d.severity == 3 and "not checked" in d.message and "6 lines" in d.message
+    # a file that does not use Ave is not flagged
+    out = _check_in_worker(f.as_uri(), str(f), "x = 1\n" * 9, str(tmp_path), Settings())
+    assert out.items == []
+    # the editor's value overrides the pyproject's
+    s, _ = Settings.from_json({"maxFileLines": 1000})
+    out = _check_in_worker(f.as_uri(), str(f), text, str(tmp_path), s)
+    assert not any("not checked" in d.message for d in out.items)
+
+
+# ----------------------------------------------------------------------------- baseline
+
+@pytest.fixture
+def broken(tmp_path) -> Path:
+    d = tmp_path / "proj"
+    d.mkdir()
+    shutil.copyfile(BROKEN, d / "kernel.py")
+    return d
+
+
+def test_write_and_apply_baseline_cli(broken, capsys):
+    base = broken / "base.json"
+    assert cli.main(["--check", str(broken), "--write-baseline", str(base)]) == 0
+    data = json.loads(base.read_text())
+    assert data["findings"] and all(e["file"] == "kernel.py" for e in data["findings"])
+    assert all(len(e["fingerprint"]) == 64 for e in data["findings"])
+    n = len(data["findings"])
+    capsys.readouterr()
+    assert cli.main(["--check", str(broken)]) == 1
+    capsys.readouterr()
+    assert cli.main(["--check", str(broken), "--baseline", str(base), "--format", "json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["diagnostics"] == [] and report["summary"]["baselined"] == n
+    # lines added above: still the same findings (the fingerprint has no line numbers)
+    k = broken / "kernel.py"
+    k.write_text("# a comment\n\n" + k.read_text())
+    assert cli.main(["--check", str(broken), "--baseline", str(base)]) == 0
+    assert f"{n} baselined" in capsys.readouterr().out
+    # [tool.ave] baseline does the same
+    pyproject(broken, "baseline = 'base.json'\n")
+    assert cli.main(["--check", str(broken)]) == 0
+
+
+def test_baseline_only_drops_what_it_holds(broken, capsys):
+    base = broken / "base.json"
+    assert cli.main(["--check", str(broken), "--write-baseline", str(base)]) == 0
+    data = json.loads(base.read_text())
+    data["findings"] = data["findings"][:1]
+    base.write_text(json.dumps(data))
+    capsys.readouterr()
+    assert cli.main(["--check", str(broken), "--baseline", str(base), "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert report["summary"]["baselined"] == 1 and report["diagnostics"]
+
+
+def test_bad_baseline_flag_is_a_usage_error(tmp_path, capsys):
+    f = tmp_path / "k.py"
+    f.write_text("x = 1\n")
+    (tmp_path / "bad.json").write_text("{}")
+    assert cli.main(["--check", str(f), "--baseline", str(tmp_path / "bad.json")]) == 2
+    assert cli.main(["--check", str(f), "--baseline", str(tmp_path / "none.json")]) == 2
+
+
+def test_baseline_in_the_server(broken):
+    from ave_lsp.server.server import _check_in_worker
+
+    k = broken / "kernel.py"
+    base = broken / "base.json"
+    assert cli.main(["--check", str(broken), "--write-baseline", str(base)]) == 0
+    text = "\n\n" + k.read_text()                   # the buffer, not saved, lines moved
+    out = _check_in_worker(k.as_uri(), str(k), text, str(broken), Settings())
+    assert any(d.code == "AVE201" for d in out.items)
+    s, _ = Settings.from_json({"baseline": "base.json"})
+    out = _check_in_worker(k.as_uri(), str(k), text, str(broken), s)
+    assert not any(d.code == "AVE201" for d in out.items)
+    assert str(k) in out.files
