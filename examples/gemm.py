@@ -55,8 +55,8 @@ Pipeline (written out, STAGES deep; one commit group per k-tile)
 Invariants checked (tags: A -> (row=m, k=k), B -> (k=k, col=n))
     * operand pairing: every A value an mma consumes has the same k as the B value it is
       multiplied with -- ``ave.assert_conform(a, b, contract=(1, 0))`` before the mma, and
-      the mma checks it again by itself. It catches a reader/writer swizzle mismatch, a
-      wrong stage index, a wrong k offset.
+      the mma checks it again by itself. It catches a swizzle mismatch that moves k (sA's;
+      sB's swizzle permutes n within a row, which no tag here compares), a wrong stage, a k offset.
     * stage separation: the stage refilled in iteration kt never overlaps the stage read in
       iteration kt (``ave.assert_disjoint`` for sA and sB).
     * (from the analysis itself) a stage read before a wait_async has retired its copies is
