@@ -818,20 +818,10 @@ def _tag_fns(kernel) -> dict:
 
 
 def _eval_tag(fields, region, coords) -> dict:
-    env: dict = dict(zip(region.args, coords))
-    for rop in region.ops:
-        if rop.name == "ave.yield":
-            return {f: np.broadcast_to(np.asarray(env[v], dtype=np.int64), coords[0].shape)
-                    for f, v in zip(fields, rop.operands)}
-        if rop.name == "arith.constant":
-            env[rop.result] = int(rop.attrs["value"])
-            continue
-        a = [env[v] for v in rop.operands]
-        name = rop.name.split(".", 1)[1]
-        env[rop.result] = {"add": lambda: a[0] + a[1], "sub": lambda: a[0] - a[1],
-                           "mul": lambda: a[0] * a[1], "floordiv": lambda: a[0] // a[1],
-                           "mod": lambda: a[0] % a[1], "neg": lambda: -a[0]}[name]()
-    return {}
+    from ave_core.analysis.replay import eval_tag_region
+    out = eval_tag_region(fields, region, coords)
+    return {f: np.broadcast_to(np.asarray(v, dtype=np.int64), coords[0].shape)
+            for f, v in out.items()}
 
 
 def _fields(result, fns: dict, pids: np.ndarray | None) -> dict:

@@ -46,19 +46,26 @@ def tag_fields(kernel: KernelIR, tensor: str, coords: Sequence[int]) -> dict:
         if src.name != tensor and not any(p.name == tensor and p.value is src
                                           for p in kernel.params):
             continue
-        region = op.regions[0]
-        env = {a: int(c) for a, c in zip(region.args, coords)}
-        for rop in region.ops:
-            if rop.name == "ave.yield":
-                return {f: env[v] for f, v in zip(op.attrs["fields"], rop.operands)}
-            if rop.name == "arith.constant":
-                env[rop.result] = int(rop.attrs["value"])
-                continue
-            a = [env[v] for v in rop.operands]
-            name = rop.name.split(".", 1)[1]
-            env[rop.result] = {"add": lambda: a[0] + a[1], "sub": lambda: a[0] - a[1],
-                               "mul": lambda: a[0] * a[1], "floordiv": lambda: a[0] // a[1],
-                               "mod": lambda: a[0] % a[1], "neg": lambda: -a[0]}[name]()
+        out = eval_tag_region(op.attrs["fields"], op.regions[0], [int(c) for c in coords])
+        return {f: int(v) for f, v in out.items()}
+    return {}
+
+
+def eval_tag_region(fields: Sequence[str], region: Any, coords: Sequence[Any]) -> dict:
+    """Evaluate an ``ave.tag`` region (arithmetic on coordinates) on concrete coordinates:
+    Python ints or numpy integer arrays (elementwise). Returns field -> value(s)."""
+    env: dict = dict(zip(region.args, coords))
+    for rop in region.ops:
+        if rop.name == "ave.yield":
+            return {f: env[v] for f, v in zip(fields, rop.operands)}
+        if rop.name == "arith.constant":
+            env[rop.result] = int(rop.attrs["value"])
+            continue
+        a = [env[v] for v in rop.operands]
+        name = rop.name.split(".", 1)[1]
+        env[rop.result] = {"add": lambda: a[0] + a[1], "sub": lambda: a[0] - a[1],
+                           "mul": lambda: a[0] * a[1], "floordiv": lambda: a[0] // a[1],
+                           "mod": lambda: a[0] % a[1], "neg": lambda: -a[0]}[name]()
     return {}
 
 
@@ -157,4 +164,5 @@ def replay_witness(kernel: KernelIR, result: Any, kind: str, loc_range: Any, wit
     return Replay(xv is not None and yv is not None and xv != yv, f, xv, yv, xf, yf)
 
 
-__all__ = ["replay_witness", "confirm_pair", "find_records", "tag_fields", "Replay"]
+__all__ = ["replay_witness", "confirm_pair", "find_records", "tag_fields", "eval_tag_region",
+           "Replay"]
