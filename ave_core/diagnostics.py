@@ -114,8 +114,9 @@ CODES: dict[str, CodeInfo] = {
            "The kernel exceeds a front-end limit (unrolled iterations, IR size, inlining "
            "depth) that keeps checking fast and bounded."),
         _c("AVE201", "operand pairing violated", _E,
-           "An ave.mma's operands, or the two sides of an ave.assert_conform, pair elements "
-           "whose tags disagree; the witness names the thread, iteration and coordinates."),
+           "An ave.mma's operands, the two sides of an ave.assert_conform, or a value and the "
+           "element of a tagged tensor it is stored into, pair elements whose tags disagree; "
+           "the witness names the thread, iteration and coordinates."),
         _c("AVE202", "disjointness violated", _E,
            "The two tiles of an ave.assert_disjoint share bytes of shared memory."),
         _c("AVE203", "uninitialized shared-memory read", _W,

@@ -45,7 +45,7 @@ class AnalysisOptions:
 class AssertionResult:
     """The verdict on one assertion of the source, over every unrolled variant."""
 
-    kind: str                         # "mma" | "assert_conform" | "assert_disjoint"
+    kind: str                # "mma" | "assert_conform" | "assert_disjoint" | "store"
     loc: Loc
     status: str                       # proved | violated | unknown | vacuous
     compared: int = 0
@@ -195,8 +195,11 @@ def _diagnose(kernel: KernelIR, r: AssertionResult) -> list[Diagnostic]:
         xv = x.get("tags", {}).get(f, "nothing")
         yv = y.get("tags", {}).get(f, "nothing")
         loops = ", ".join(f"{k}={v}" for k, v in w.get("loop_indices", {}).items())
-        what = "MMA operand pairing violated" if r.kind == "mma" else "assert_conform violated"
-        la, lb = ("A", "B") if r.kind == "mma" else ("x", "y")
+        what = {"mma": "MMA operand pairing violated",
+                "store": "stored value does not conform to its destination"}.get(
+                    r.kind, "assert_conform violated")
+        la, lb = {"mma": ("A", "B"), "store": ("the value", "the destination")}.get(
+            r.kind, ("x", "y"))
 
         def desc(label: str, name: str, tags: dict) -> str:
             inner = ", ".join(f"{k}={v}" for k, v in tags.items())

@@ -97,9 +97,11 @@ def agree(tags: Sequence[Tags], conds: CondTable) -> Tags:
     for t in tags[1:]:
         both = base.pres & t.pres
         same = both & ~base.top & ~t.top & (base.key == t.key) & (base.conc == t.conc)
+        # a value computed from a conflicted (⊤) one stays conflicted
+        top = both & (base.top | t.top)
         only_t = t.pres & ~base.pres
-        base.pres = (base.pres & ~both) | same | only_t
-        base.top = np.where(only_t, t.top, base.top & base.pres)
+        base.pres = (base.pres & ~both) | same | top | only_t
+        base.top = np.where(only_t, t.top, (base.top & base.pres & ~both) | top)
         base.key = np.where(only_t, t.key, base.key)
         base.conc = np.where(only_t, t.conc, base.conc)
         base.cond = conds.conj_arrays(base.cond, t.cond)
@@ -819,7 +821,9 @@ class Engine:
         dst: TileVal = self.env[op.operands[0]]
         fr: FragVal = self.env[op.operands[1]]
         if dst.space == "global":
-            return
+            if dst.tensor is not None and dst.tensor.tag_op is not None:
+                self._check_store(op, dst, fr)
+            return                                    # global writes are not tracked
         lay = op.operands[1].type.layout
         tab = self.table(lay)
         T, V, R = tab.shape
@@ -828,6 +832,30 @@ class Engine:
         tags = fr.tags.copy()
         tags.moved[:] = self.record(op)
         self.write_bytes(dst, [c[act] for c in coords], tags.take(act), op, False)
+
+    def _check_store(self, op: Op, dst: TileVal, fr: FragVal) -> None:
+        """A value stored into a tagged tensor must carry tags that conform to the tag of
+        the element it lands on (on the fields both have): C[m, n] must hold the product
+        of A's row m and B's column n."""
+        lay = op.operands[1].type.layout
+        if not hasattr(lay, "coords_table"):
+            return
+        tab = self.table(lay)
+        T, V, R = tab.shape
+        coords = [tab[:, :, d].reshape(-1) for d in range(R)]
+        n = T * V
+        guard = self.eval_mask(op, coords, dst, n)
+        gc = self.global_coords(dst, coords)
+        dtags = self.tensor_tags(dst.tensor, gc, n)
+        dtags.cond = guard.copy()
+        held = np.repeat(self.active, V) & (self.conds.truth(guard) != 1)
+        check = self.new_check(op, "store")
+        holder = np.repeat(np.arange(T), V)
+        reg = np.tile(np.arange(V), T)
+        X = {"tags": fr.tags, "holder": holder, "reg": reg, "held": held, "shape": (n,)}
+        Y = {"tags": dtags, "holder": holder, "reg": reg, "held": held, "shape": (n,)}
+        self._pair(check, X, Y, None, None, op)
+        self.checks.append(check)
 
     # ------------------------------------------------------------------ fragments
 
@@ -963,8 +991,16 @@ class Engine:
         self._pair_warps(check, A, B, None, op)
         # the result takes A's fields constant along k (row fields) and B's fields constant
         # along k (column fields), per warp: each warp multiplies its own registers
-        row = self._constant_along_w(A, axis=1)            # (W * BM)
-        col = self._constant_along_w(B, axis=0)            # (W * BN)
+        # A's fields B does not have (row fields) and B's fields A does not have (column
+        # fields) must be constant along k; if they are not, the MMA mixed rows (columns):
+        # ⊤, not ⊥. Fields both have (k, and e.g. head) are checked by the pairing and are
+        # consumed (k) or kept where constant.
+        fa = np.any(A["tags"].pres[A["held"]], axis=0) if A["held"].any() else \
+            np.zeros(self.F, bool)
+        fb = np.any(B["tags"].pres[B["held"]], axis=0) if B["held"].any() else \
+            np.zeros(self.F, bool)
+        row = self._constant_along_w(A, axis=1, top_fields=fa & ~fb)      # (W * BM)
+        col = self._constant_along_w(B, axis=0, top_fields=fb & ~fa)      # (W * BN)
         tc = self.table(tiled.c)
         T, Vc, _ = tc.shape
         w = (np.arange(T) // at)[:, None]
@@ -1010,7 +1046,8 @@ class Engine:
         return {"tags": tags, "holder": np.where(h, pk // V, -1), "reg": np.where(h, pk % V, -1),
                 "held": h, "shape": shape, "W": pick.shape[0]}
 
-    def _constant_along_w(self, D: dict, axis: int) -> Tags:
+    def _constant_along_w(self, D: dict, axis: int, top_fields: np.ndarray | None = None
+                          ) -> Tags:
         t: Tags = D["tags"]
         W = D["W"]
         R, C = D["shape"]
@@ -1035,8 +1072,11 @@ class Engine:
             ok = np.all(~held[..., None] | (pres & ~top & (key == k0) & (conc == c0)), axis=1)
             base = t.take(((wi * R + i0) * C + ci).reshape(-1))
         ok = ok.reshape(W * (R if axis == 1 else C), F)
-        base.pres = base.pres & ok
-        base.top = base.top & ok
+        if top_fields is None:
+            top_fields = np.zeros(F, bool)
+        conflict = ~ok & top_fields[None, :] & base.pres
+        base.pres = base.pres & (ok | conflict)
+        base.top = (base.top & ok) | conflict
         return base
 
     def _pair_warps(self, check: PairCheck, X: dict, Y: dict, fields: tuple | None,
