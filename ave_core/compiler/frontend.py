@@ -46,6 +46,11 @@ MAX_OPS = 200_000
 MAX_INLINE_DEPTH = 32
 MAX_INT_BITS = 4096
 MAX_SEQUENCE = 1_000_000
+#: Largest tile (elements) the front end enumerates for its layout checks.
+MAX_TILE_ELEMENTS = 1 << 22
+#: Shared memory a workgroup can use (bytes): sm_90 (H100/H200: 227 KB, CUDA C Programming
+#: Guide, compute capability 9.0) and CDNA3 LDS (64 KB, AMD CDNA3 ISA).
+SHARED_BYTES = {"nvidia": 232448, "amd": 65536}
 
 # ============================================================================ results
 
@@ -1457,6 +1462,7 @@ class KernelBuilder:
                 if not isinstance(i, Value) and not _is_ct_int(i):
                     raise self.err("AVE118", f"index must be an integer, got {_kind(i)}", e)
                 offsets.append(self._offset(i, dyn, e))
+        self._limit(_prod(tuple(shape)) if shape else 1, node, "this tile")
         space = "global" if is_tensor else t.space
         dtype = t.dtype
         layout = None if (is_tensor or t.space == "global") else t.layout
@@ -1553,6 +1559,12 @@ class KernelBuilder:
 
     # ---- tiles
 
+    def _limit(self, n: int, node: ast.AST, what: str) -> None:
+        if n > MAX_TILE_ELEMENTS:
+            raise self.err("AVE121", f"{what} has {n} elements; tiles are limited to "
+                           f"{MAX_TILE_ELEMENTS} elements (a workgroup's tile, not a tensor)",
+                           node)
+
     def _shape(self, shape: Any, node: ast.AST, what: str = "shape") -> tuple[int, ...]:
         if _is_ct_int(shape):
             shape = (shape,)
@@ -1606,6 +1618,14 @@ class KernelBuilder:
             cos = int(layout.cosize)
         except Exception as e:
             raise self.err("AVE120", f"cannot evaluate the layout: {e}", node) from None
+        self._limit(_prod(shape), node, "this allocation")
+        if space == "shared":
+            self.shared_bytes = getattr(self, "shared_bytes", 0) + cos * dtype.bytes
+            cap = SHARED_BYTES.get(self.target, SHARED_BYTES["nvidia"])
+            if self.shared_bytes > cap:
+                raise self.err("AVE121", f"shared memory allocations total {self.shared_bytes} "
+                               f"bytes, more than the {cap} bytes a workgroup can use on "
+                               f"{'sm_90' if self.target == 'nvidia' else 'CDNA3'}", node)
         t = TileType(dtype, shape, space, layout, reg_class)
         return self.emit("ave.alloc", [], [t], node,
                          {"shape": shape, "dtype": dtype, "space": space, "layout": layout,
@@ -1638,6 +1658,10 @@ class KernelBuilder:
             layout = L.row_major(shape)
         else:
             self._check_layout_covers(layout, shape, _arg_node(node, "layout", 3), "ave.view")
+        if not _contiguous_tile(src):
+            raise self.err("AVE106", "ave.view reinterprets the bytes of a contiguous tile; "
+                           "this slice is strided in memory (view the whole allocation or a "
+                           "whole stage, then slice the view)", node)
         src_bytes = src.type.nbytes
         dst_bytes = _prod(shape) * dtype.bytes
         if src_bytes != dst_bytes:
@@ -1855,6 +1879,7 @@ class KernelBuilder:
             raise self.err("AVE107", f"{what}: the TV layout distributes a "
                            f"{_fmt_shape(layout.tile_shape)} tile but the tile is "
                            f"{_fmt_shape(shape)}", node)
+        self._limit(int(layout.num_threads) * int(layout.num_values), node, f"{what}'s TV layout")
         if layout.num_threads != self.threads:
             raise self.err("AVE107", f"{what}: the TV layout spans {layout.num_threads} threads "
                            f"but the kernel has threads={self.threads}", node)
@@ -1901,6 +1926,10 @@ class KernelBuilder:
     def h_store(self, node, sc, dst, value, vector_bytes, mask):
         d = self._tile(dst, _arg_node(node, "dst", 0), "ave.store's destination")
         v = self._frag(value, _arg_node(node, "value", 1), "ave.store's value")
+        if v.type.layout is not None and not hasattr(v.type.layout, "coords_table"):
+            raise self.err("AVE118", "ave.store of a reduced (or broadcast) fragment is not "
+                           "supported yet: ave.convert it to a TV layout over its shape first",
+                           node)
         if d.type.shape != v.type.shape:
             raise self.err("AVE116", f"ave.store: tile shape {d.type.shape} and fragment shape "
                            f"{v.type.shape} differ", node)
@@ -2560,6 +2589,27 @@ def _enumerate_offsets(builder: KernelBuilder, tile: Value, n: int):
             out.append(np.asarray(lay(tuple(coords)), dtype=np.int64))
         yield combo, starts, np.stack(out, axis=1)
         out = []
+
+
+def _contiguous_tile(tile: Value) -> bool:
+    """Whether a shared/register tile's elements fill one contiguous range of offsets."""
+    geo = _tile_geometry(tile)
+    if geo is None:
+        return True
+    lay, bshape, origins, dims = geo
+    shape = tile.type.shape
+    n = _prod(shape)
+    if n > MAX_TILE_ELEMENTS:
+        return False
+    idx = np.indices(shape).reshape(len(shape), -1)
+    for combo in _product_lists(origins, 8):
+        coords = [np.full(n, combo[bd], dtype=np.int64) for bd in range(len(bshape))]
+        for ld, bd in enumerate(dims):
+            coords[bd] = coords[bd] + idx[ld]
+        offs = np.sort(np.asarray(lay(tuple(coords)), dtype=np.int64))
+        if not np.array_equal(offs, np.arange(offs[0], offs[0] + n)):
+            return False
+    return True
 
 
 def _vector_violation(builder: KernelBuilder, tile: Value, n: int):

@@ -1,0 +1,50 @@
+"""Regressions from adversarial testing, one per reported bug, with the smallest input."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ave_core.compiler.frontend import compile_source
+
+H = "import ave_core.lang as ave\n@ave.kernel(threads=32)\n" \
+    "def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):\n"
+
+
+def _codes(body: str) -> list[str]:
+    return [d.code for d in compile_source(H + body, "k.py").diagnostics]
+
+
+def test_view_of_a_strided_slice_is_rejected():
+    # the interpreter used to read the first 512 bytes of `s` (rows 0-3), silently
+    body = ("    s = ave.alloc((8, 32), ave.f32)\n"
+            "    v = ave.view(s[0:8, 0:16], (8, 16))\n")
+    assert _codes(body) == ["AVE106"]
+    # a whole stage is contiguous: accepted
+    ok = ("    s = ave.alloc((2, 8, 32), ave.f32)\n"
+          "    v = ave.view(s[1], (8, 32))\n")
+    assert _codes(ok) == []
+
+
+def test_store_of_a_reduced_fragment_is_a_diagnostic_not_a_crash():
+    body = ("    tv = ave.tv_layout(ave.layout((4, 8), (8, 1)), ave.layout(8, 32), (8, 32))\n"
+            "    x = ave.load(X[0:8, 0:32], tv)\n"
+            "    ave.store(Y[0, 0:8], ave.sum(x, 1))\n")
+    assert _codes(body) == ["AVE118"]
+
+
+def test_huge_tiles_are_a_resource_limit_fast():
+    t = time.perf_counter()
+    assert _codes("    s = ave.alloc((65536, 65536), ave.f32)\n") == ["AVE121"]
+    assert _codes("    tv = ave.tv_layout(ave.layout(32, 1), ave.layout(1048576, 32), "
+                  "(4096, 8192))\n    x = ave.load(X[0:4096, 0:8192], tv)\n") == ["AVE121"]
+    assert time.perf_counter() - t < 10
+
+
+def test_shared_memory_beyond_the_hardware_is_reported():
+    # sm_90: 227 KB (232448 bytes) per workgroup; 2 x 128 x 256 f32 = 256 KB
+    body = ("    a = ave.alloc((128, 256), ave.f32)\n"
+            "    b = ave.alloc((128, 256), ave.f32)\n")
+    assert _codes(body) == ["AVE121"]
+    assert _codes("    a = ave.alloc((128, 256), ave.f32)\n") == []
