@@ -765,7 +765,9 @@ class Engine:
         guard = self.eval_mask(op, coords, dst if on_dst else src, n)
         if dst.space == "global":
             if src.space == "shared":
-                self.read_tags(src, coords, op, np.zeros(n, np.int32), thread)
+                stags = self.read_tags(src, coords, op, np.zeros(n, np.int32), thread)
+                if dst.tensor is not None and dst.tensor.tag_op is not None:
+                    self._check_into_tagged(op, stags, dst, coords, thread, guard)
             return                                    # global writes are not tracked
         tags = self.read_tags(src, coords, op, np.zeros(n, np.int32) if on_dst else guard,
                               thread)
@@ -832,6 +834,21 @@ class Engine:
         tags = fr.tags.copy()
         tags.moved[:] = self.record(op)
         self.write_bytes(dst, [c[act] for c in coords], tags.take(act), op, False)
+
+    def _check_into_tagged(self, op: Op, tags: Tags, dst: TileVal, coords: list,
+                           thread: np.ndarray, guard: np.ndarray) -> None:
+        """A copy from shared memory into a tagged tensor: each element's tags must conform
+        to the destination element's tag (see :meth:`_check_store`)."""
+        n = len(thread)
+        dtags = self.tensor_tags(dst.tensor, self.global_coords(dst, coords), n)
+        dtags.cond = self.conds.rows(guard, n).copy()
+        held = self.conds.truth(dtags.cond) != 1
+        check = self.new_check(op, "store")
+        reg = np.zeros(n, np.int64)
+        X = {"tags": tags, "holder": thread, "reg": reg, "held": held, "shape": (n,)}
+        Y = {"tags": dtags, "holder": thread, "reg": reg, "held": held, "shape": (n,)}
+        self._pair(check, X, Y, None, None, op)
+        self.checks.append(check)
 
     def _check_store(self, op: Op, dst: TileVal, fr: FragVal) -> None:
         """A value stored into a tagged tensor must carry tags that conform to the tag of

@@ -202,3 +202,20 @@ def test_conflicted_column_survives_accumulation():
     a = analyze(res.kernels[0])
     kinds = {r.kind: r for r in a.assertions}
     assert kinds["store"].status == "violated"
+
+
+def test_copy_from_shared_into_tagged_tensor_is_checked():
+    # the epilogue stages C through shared memory; staging it transposed puts C[n, m] at
+    # C[m, n]: the copy into the tagged C is flagged, the straight one is proved
+    base = STORE.replace("READ", "sB").replace(
+        "    ave.store(C[0:64, 0:64], acc)",
+        "    sC = ave.alloc((64, 64), ave.f32)\n"
+        "    ave.store(SC, acc)\n"
+        "    ave.barrier()\n"
+        "    ave.copy(sC, C[0:64, 0:64], vector_bytes=4)")
+    good = compile_source(base.replace("SC", "sC"), "good.py")
+    bad = compile_source(base.replace("SC", "sC.T"), "bad.py")
+    assert good.diagnostics == [] and bad.diagnostics == []
+    ga, ba = analyze(good.kernels[0]), analyze(bad.kernels[0])
+    assert [r.status for r in ga.assertions if r.kind == "store"] == ["proved"]
+    assert [r.status for r in ba.assertions if r.kind == "store"] == ["violated"]
