@@ -297,7 +297,6 @@ class Session:
     saves: int = 0
     oracle_checks: int = 0
     check_seconds: float = 0.0
-    known_divergences: int = 0
     solver_timing_differences: int = 0
     codes: Counter = field(default_factory=Counter)      # diagnostics' codes seen
     kinds: Counter = field(default_factory=Counter)      # cases by kind
@@ -408,7 +407,6 @@ def run_case(sess: Session, *, name: str, text: str, edits: list[list[tuple[int,
             "contentChanges": [{"text": text}]})
         opened_version = None
     # 2. incremental edits: each notification carries one or more changes, applied in order
-    known_divergence = False
     for group in edits:
         changes = []
         for start_frac, length, new in group:
@@ -451,13 +449,12 @@ def run_case(sess: Session, *, name: str, text: str, edits: list[list[tuple[int,
                 if not pathological:
                     pytest.fail(f"internal error on a {name} text: {d['message']}\n"
                                 f"notes: {d.get('data')}\ntext: {text!r}")
-        if not known_divergence:
-            for d in items:
-                _in_document(sess, d["range"], lines, d["code"])
-                for r in d.get("relatedInformation") or []:
-                    if r["location"]["uri"] == sess.uri:
-                        _in_document(sess, r["location"]["range"], lines,
-                                     "related of " + d["code"])
+        for d in items:
+            _in_document(sess, d["range"], lines, d["code"])
+            for r in d.get("relatedInformation") or []:
+                if r["location"]["uri"] == sess.uri:
+                    _in_document(sess, r["location"]["range"], lines,
+                                 "related of " + d["code"])
         # (not for deep nesting: whether it ends in AVE121 "nested too deeply" depends on
         # the stack depth the check starts at, and hypothesis raises the recursion limit
         # while it runs the test)
@@ -467,12 +464,11 @@ def run_case(sess: Session, *, name: str, text: str, edits: list[list[tuple[int,
             exp = [_strip(d) for d in _oracle(sess, text)]
             if got != exp and _drop_solver_timeouts(got) == _drop_solver_timeouts(exp):
                 sess.solver_timing_differences += 1      # a loaded machine's z3 budget
-            elif got != exp:
-                assert known_divergence, (
+            else:
+                assert got == exp, (
                     f"the server's diagnostics differ from a check of the client's text "
                     f"(its copy of the buffer diverged?)\nserver: {got}\nlocal: {exp}\n"
                     f"text: {text!r}")
-                sess.known_divergences += 1
     # 4. hover somewhere (also past the end of a line or of the file)
     n = len(text)
     off = min(n, int(hover_at * (n + 1)))
@@ -485,7 +481,7 @@ def run_case(sess: Session, *, name: str, text: str, edits: list[list[tuple[int,
                                            "position": pos})
     if h is not None:
         assert h["contents"]["kind"] == "markdown" and h["contents"]["value"], h
-        if h.get("range") and not known_divergence:
+        if h.get("range"):
             _in_document(sess, h["range"], lines, "hover")
     for m in srv.logs[logs_before:]:
         if m.get("type") == 1 and "hover failed" in m.get("message", ""):
@@ -512,11 +508,9 @@ def run_case(sess: Session, *, name: str, text: str, edits: list[list[tuple[int,
         edit = a["edit"]
         got += edit["changes"][sess.uri] if "changes" in edit else \
             [e for dc in edit["documentChanges"] for e in dc["edits"]]
-    if got != expected:
-        assert known_divergence, (f"the server's line {line} differs from the client's "
-                                  f"{lines[line]!r} (its copy of the buffer diverged?)",
-                                  got, expected, text)
-        sess.known_divergences += 1
+    assert got == expected, (f"the server's line {line} differs from the client's "
+                             f"{lines[line]!r} (its copy of the buffer diverged?)",
+                             got, expected, text)
     assert srv.proc.poll() is None, f"the server died\n{srv.stderr_tail()}"
     sess.kind_seconds[kind] += time.monotonic() - started
 
@@ -644,7 +638,6 @@ def test_fuzz_server(session: Session):
         print(f"\nfuzz: {s.cases} cases in {elapsed:.1f} s ({s.saves} saves, "
               f"{s.oracle_checks} compared with a local check, {s.check_seconds:.1f} s "
               f"waiting for diagnostics); findings: {len(s.findings)}; "
-              f"known buffer divergences (form feed etc.): {s.known_divergences}; "
               f"ranges past the end of a line: {len(s.past_line_end)}; solver-budget "
               f"differences from the local check: {s.solver_timing_differences}")
         print("  cases (seconds) by kind: " + ", ".join(
