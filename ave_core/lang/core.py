@@ -45,11 +45,6 @@ DEFAULT_WARP_SIZE: dict[str, int] = {"nvidia": 32, "amd": 64}
 #: Largest workgroup size (threads per block) on both NVIDIA and AMD CDNA3.
 MAX_THREADS = 1024
 
-_GPU_LAUNCH_MESSAGE = (
-    "launching Ave kernels on a GPU (the MLIR JIT) is not available in this version; "
-    "pass CPU tensors (numpy arrays or torch CPU tensors) or set AVE_INTERPRET=1 to run "
-    "the kernel in the CPU interpreter"
-)
 
 
 def _on_gpu(x: Any) -> bool:
@@ -198,10 +193,15 @@ class KernelLauncher:
         (numpy arrays, torch CPU tensors), the kernel runs in the CPU reference interpreter
         (:mod:`ave_core.interp`): outputs are written in place, and dynamic checks
         (out-of-bounds, races, uninitialized shared memory) raise
-        ``ave_core.interp.KernelCheckError``.
+        ``ave_core.interp.KernelCheckError``. With torch CUDA tensors it is compiled (and
+        cached on disk) and launched on the GPU on torch's current stream
+        (:mod:`ave_core.jit`).
 
         Raises:
-            NotImplementedError: GPU tensors (the GPU JIT is not available in this version).
+            ave_core.jit.KernelCheckFailed: (GPU) a new specialization's invariants are not
+                proved (``AVE_CHECK=error``, the default).
+            ave_core.compiler.lower.LoweringError, ave_core.jit.pipeline.ToolchainError:
+                (GPU) the kernel cannot be compiled here.
             ave_core.compiler.frontend.SpecializationError: the kernel does not compile for
                 these constexprs.
             TypeError, ValueError: arguments that do not match the kernel's parameters.
@@ -211,7 +211,8 @@ class KernelLauncher:
                 _on_gpu(a) for a in args):
             from ave_core.interp import launch  # lazy: the interpreter needs numpy only
             return launch(self.kernel, self.grid, args, kwargs)
-        raise NotImplementedError(_GPU_LAUNCH_MESSAGE)
+        from ave_core.jit import launch as gpu_launch  # lazy: torch + cuda-bindings only
+        return gpu_launch(self.kernel, self.grid, args, kwargs)
 
     def __repr__(self) -> str:
         return f"<ave kernel launcher {self.kernel.name}[{self.grid}]>"

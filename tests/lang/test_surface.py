@@ -331,9 +331,17 @@ def test_launcher(grid, expected):
         class device:
             type = "cuda"
 
-    with pytest.raises(NotImplementedError) as info:
-        launcher(_CudaTensor(), None, 1.0, BM=64)
-    assert "GPU" in str(info.value) and "AVE_INTERPRET=1" in str(info.value)
+    # GPU tensors go to the JIT (ave_core.jit.launch), never to the interpreter
+    import ave_core.jit as jit
+    seen = []
+    orig = jit.launch
+    jit.launch = lambda kern, grid, args, kw: seen.append((kern, grid, args, kw))
+    try:
+        t = _CudaTensor()
+        launcher(t, None, 1.0, BM=64)
+    finally:
+        jit.launch = orig
+    assert seen == [(k, expected, (t, None, 1.0), {"BM": 64})]
 
 
 @pytest.mark.parametrize("grid, exc", [

