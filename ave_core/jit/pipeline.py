@@ -68,7 +68,7 @@ def mlir_to_ptx(text: str, keep_stages: bool = False) -> tuple[str, dict]:
     (when asked) the intermediate stages as text."""
     ir, passmanager, gpu = _mlir()
     stages: dict = {}
-    with ir.Context():
+    with ir.Context(), ir.Location.unknown():
         try:
             m = ir.Module.parse(text)
         except Exception as e:   # an MLIRError: our lowering emitted something invalid

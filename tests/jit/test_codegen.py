@@ -1,0 +1,176 @@
+"""Code generation without a GPU: PTX inspection, ptxas resources, the cache key, the warm-cache
+launch path, and clear diagnostics for what the code generator does not support yet."""
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from ave_core.compiler.frontend import compile_file, compile_source
+from ave_core.compiler.lower import LoweringError, lower_kernel
+from ave_core.jit import cache
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GEMM = os.path.join(ROOT, "examples", "gemm.py")
+
+mlir = pytest.importorskip("mlir.ir", reason="the MLIR bindings (pip install 'ave[gpu]')")
+
+
+def _gemm_kernels():
+    res = compile_file(GEMM)
+    assert not [d for d in res.diagnostics if d.severity.label == "error"]
+    return res.kernels
+
+
+@pytest.fixture(scope="module")
+def gemm_ptx():
+    from ave_core.jit.pipeline import mlir_to_ptx
+    out = []
+    for k in _gemm_kernels():
+        ptx, _ = mlir_to_ptx(lower_kernel(k).mlir)
+        out.append((k, ptx))
+    return out
+
+
+def test_mma_count_per_k_step(gemm_ptx):
+    for k, ptx in gemm_ptx:
+        c = k.constexprs
+        per_kstep = c["BM"] * c["BN"] * c["BK"] // (16 * 8 * 16) // (c["WM"] * c["WN"])
+        n = len(re.findall(r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.bf16\.bf16\.f32", ptx))
+        # the main loop is one k-tile per iteration and is not unrolled: its body holds all
+        assert n == per_kstep, (c, n, per_kstep)
+
+
+def test_cp_async_moves_16_bytes_and_ldmatrix_is_used(gemm_ptx):
+    for k, ptx in gemm_ptx:
+        cps = re.findall(r"cp\.async\.(c[ag])\.shared\.global[^;]*\], (\d+)", ptx)
+        assert cps and all(size == "16" and kind == "cg" for kind, size in cps)
+        c = k.constexprs
+        # per k-tile: (BM*BK + BK*BN) bf16 / 8 per vector / 128 threads; STAGES-1 in the prologue
+        per_tile = (c["BM"] * c["BK"] + c["BK"] * c["BN"]) // 8 // 128
+        assert len(cps) == per_tile * c["STAGES"]
+        lds = re.findall(r"ldmatrix\.sync\.aligned\.m8n8\.x4(\.trans)?\.shared\.b16", ptx)
+        # A: BM/WM x BK per warp = (BM/WM/16)*(BK/16) x4 loads; B (.trans): (BN/WN/16)*(BK/16)
+        na = (c["BM"] // c["WM"] // 16) * (c["BK"] // 16)
+        nb = (c["BN"] // c["WN"] // 16) * (c["BK"] // 16)
+        assert sum(1 for t in lds if not t) == na and sum(1 for t in lds if t) == nb
+        assert re.search(rf"cp\.async\.wait_group\s+{c['STAGES'] - 2};", ptx)
+        assert "bar.sync" in ptx
+
+
+@pytest.mark.skipif(not __import__("shutil").which("ptxas"), reason="ptxas is not on PATH")
+def test_ptxas_reports_no_spills(gemm_ptx):
+    from ave_core.jit.pipeline import ptx_to_cubin
+    for k, ptx in gemm_ptx:
+        cubin, res, ver = ptx_to_cubin(ptx, "sm_90")
+        assert cubin[:4] == b"\x7fELF"
+        assert res["spill_store_bytes"] == 0 and res["spill_load_bytes"] == 0
+        assert 0 < res["registers"] <= 255
+
+
+def test_every_key_input_changes_the_cache_key(monkeypatch):
+    k0, k1 = _gemm_kernels()
+    base = cache.cache_key(k0, "sm_90", {"pointer_align": 16})
+    assert cache.cache_key(k0, "sm_90", {"pointer_align": 16}) == base      # deterministic
+    assert cache.cache_key(k1, "sm_90", {"pointer_align": 16}) != base      # constexprs / IR
+    assert cache.cache_key(k0, "sm_80", {"pointer_align": 16}) != base      # target
+    assert cache.cache_key(k0, "sm_90", {"pointer_align": 8}) != base       # specialization
+    monkeypatch.setattr(cache, "ave_version", lambda: "9.9.9")
+    assert cache.cache_key(k0, "sm_90", {"pointer_align": 16}) != base      # Ave's version
+
+
+def test_moving_the_kernel_in_its_file_keeps_the_key():
+    text = open(GEMM, encoding="utf-8").read()
+    a = compile_source(text, GEMM).kernels[0]
+    b = compile_source("\n\n# a comment\n" + text, GEMM).kernels[0]
+    assert cache.cache_key(a, "sm_90", {}) == cache.cache_key(b, "sm_90", {})
+
+
+def test_a_changed_kernel_changes_the_key():
+    text = open(GEMM, encoding="utf-8").read()
+    a = compile_source(text, GEMM).kernels[0]
+    b = compile_source(text.replace("vector_bytes=8,", "vector_bytes=4,"), GEMM).kernels[0]
+    assert cache.cache_key(a, "sm_90", {}) != cache.cache_key(b, "sm_90", {})
+
+
+@pytest.mark.skipif(not __import__("shutil").which("ptxas"), reason="ptxas is not on PATH")
+def test_warm_cache_launch_needs_no_mlir_llvm_z3_or_pygls(tmp_path):
+    env = dict(os.environ, AVE_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    p = subprocess.run([sys.executable, "-m", "ave_core.jit", "compile", GEMM], env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    assert "registers" in p.stdout and "analysis proved" in p.stdout
+    script = textwrap.dedent(f"""
+        import sys, importlib.abc, json
+        class Block(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path, target=None):
+                if name.split('.')[0] in ('mlir', 'llvmlite', 'z3', 'pygls', 'lsprotocol'):
+                    raise ImportError('blocked: ' + name)
+        sys.meta_path.insert(0, Block())
+        import ave_core.jit as jit, ave_core.jit.driver as drv
+        seen = []
+        class Fake:
+            def __init__(self, meta, cubin): seen.append((meta, cubin))
+            def __call__(self, grid, args): seen.append(('launch', grid, len(args)))
+        drv.CudaLauncher = Fake
+        import importlib.util
+        spec = importlib.util.spec_from_file_location('g', {GEMM!r})
+        m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+        jit.launch(m.gemm, (2, 3), [object(), object(), object()], dict(BM=64, BN=128, BK=32, WM=2, WN=2, STAGES=4))
+        meta, cubin = seen[0]
+        assert cubin[:4] == b'\\x7fELF' and meta['symbol'] == 'ave_gemm'
+        assert seen[1] == ('launch', (2, 3), 3)
+        bad = [n for n in ('mlir', 'llvmlite', 'z3', 'pygls') if n in sys.modules]
+        print(json.dumps({{'bad': bad, 'shared': meta['shared_bytes']}}))
+    """)
+    p = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out == {"bad": [], "shared": 2 * (4 * 64 * 32 + 4 * 32 * 128)}
+
+
+def test_cli_list_and_clear(tmp_path):
+    env = dict(os.environ, AVE_CACHE_DIR=str(tmp_path), PYTHONPATH=ROOT)
+    (tmp_path / "abc").mkdir()
+    p = subprocess.run([sys.executable, "-m", "ave_core.jit", "clear"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and "removed 1" in p.stdout
+    p = subprocess.run([sys.executable, "-m", "ave_core.jit", "list"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and str(tmp_path) in p.stdout
+
+
+def test_unsupported_op_is_a_diagnostic_with_its_range():
+    res = compile_file(os.path.join(ROOT, "examples", "moe.py"))
+    with pytest.raises(LoweringError) as info:
+        lower_kernel(res.kernels[0])
+    e = info.value
+    assert "not supported by the code generator yet" in str(e)
+    assert e.op is not None and e.op.loc.file.endswith("moe.py") and e.op.loc.range.start.line > 0
+
+
+def test_amd_kernels_are_refused_clearly():
+    res = compile_file(os.path.join(ROOT, "examples", "mi300x", "gemm_mfma.py"))
+    with pytest.raises(LoweringError, match="only NVIDIA"):
+        lower_kernel(res.kernels[0])
+
+
+def test_dump_writes_every_stage(tmp_path):
+    env = dict(os.environ, AVE_CACHE_DIR=str(tmp_path / "c"), PYTHONPATH=ROOT)
+    p = subprocess.run([sys.executable, "-m", "ave_core.jit", "compile", GEMM, "--check", "off",
+                        "--dump", str(tmp_path / "d")], env=env, capture_output=True, text=True,
+                       timeout=600)
+    if p.returncode != 0 and "ptxas" in p.stderr:
+        pytest.skip("ptxas is not on PATH")
+    assert p.returncode == 0, p.stderr
+    d = tmp_path / "d" / "gemm-0"
+    names = sorted(os.listdir(d))
+    assert names == ["ave.ir", "input.mlir", "kernel.ll", "kernel.ptx", "lowered.mlir"]
+    assert "nvvm.mma.sync" in (d / "input.mlir").read_text()
+    assert "llvm.nvvm" in (d / "kernel.ll").read_text()
+    assert ".target sm_90" in (d / "kernel.ptx").read_text()
