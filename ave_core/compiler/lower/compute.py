@@ -24,6 +24,7 @@ class LFrag:
     dtype: Any
     layout: Any
     vals: list
+    packed: dict | None = None    # value 2j -> one b32 register holding values 2j, 2j+1
 
 
 def _mt(dt: Any) -> str:

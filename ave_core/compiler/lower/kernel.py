@@ -118,6 +118,22 @@ class KernelLowering(MemoryLowering, ComputeLowering):
         p = Pred(self.em.op(f"arith.cmpi eq, {x.value()}, {self.em.const(k)} : i32", "i1"))
         return self.select_int(p, a, b)
 
+    def select_index(self, g: Any, cands: list) -> Any:
+        """``cands[g]`` for a runtime index ``g``: the terms common to every candidate (say a
+        loop's stage offset) are added after the selection, so the selected rest stays
+        loop-invariant (and is hoisted out of the loop by LLVM)."""
+        em = self.em
+        syms = [c if isinstance(c, Sym) else Sym(em, {}, int(c)) for c in cands]
+        first = syms[0]
+        common = {k: c for k, c in first.terms.items()
+                  if all(x.terms.get(k) == c for x in syms[1:])}
+        csym = Sym.make(em, common, 0)
+        rests = [x - csym for x in syms]
+        a = rests[0]
+        for j in range(1, len(rests)):
+            a = self.select_int_eq(g, j, rests[j], a)
+        return a + csym
+
     def address_table(self, t: LTile, tv: Any) -> np.ndarray:
         """Byte addresses ``(T, V)`` of a fragment's elements in a shared tile, with every
         runtime origin at 0 (a numeric check of access patterns)."""

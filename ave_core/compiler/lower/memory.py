@@ -275,7 +275,20 @@ class MemoryLowering:
         zero = em.const(0)
         if nv == 1:
             return em.op(f"arith.select {m0.v}, {full}, {zero} : i32", "i32")
-        # partial: count the valid elements (an interval starting at element 0)
+        # whole (first and last valid), none (first invalid), or -- rarely, in a branch --
+        # the leading valid elements (an interval starting at element 0)
+        whole = em.op(f"arith.select {m1.v if m1 is not True else em.const(True, 'i1')}, "
+                      f"{full}, {zero} : i32", "i32") if m1 is not True else full
+        if m0 is True:
+            first_ok = em.const(True, "i1")
+        else:
+            first_ok = m0.v
+        last_bad = em.op(f"arith.xori {m1.v}, {em.const(True, 'i1')} : i1", "i1") \
+            if m1 is not True else em.const(False, "i1")
+        partial = em.op(f"arith.andi {first_ok}, {last_bad} : i1", "i1")
+        res = em.fresh("vb")
+        em.line(f"{res} = scf.if {partial} -> (i32) {{")
+        em.push()
         cnt = None
         for e in range(nv):
             ce = c0[:-1] + [c0[-1] + e]
@@ -285,7 +298,16 @@ class MemoryLowering:
             else:
                 b = em.op(f"arith.extui {me.v} : i1 to i32", "i32")
             cnt = b if cnt is None else em.op(f"arith.addi {cnt}, {b} : i32", "i32")
-        return em.op(f"arith.muli {cnt}, {em.const(eb)} : i32", "i32")
+        nb = em.op(f"arith.muli {cnt}, {em.const(eb)} : i32", "i32")
+        em.line(f"scf.yield {nb} : i32")
+        em.pop()
+        em.line("} else {")
+        em.push()
+        sel = whole if m0 is True else em.op(f"arith.select {m0.v}, {whole}, {zero} : i32", "i32")
+        em.line(f"scf.yield {sel} : i32")
+        em.pop()
+        em.line("}")
+        return V(res, "i32")
 
     def _copy_vector(self, op, src, dst, c0, nv, eb, m0, m1, on_dst) -> None:
         """A synchronous copy of one vector (global or shared to global or shared)."""
@@ -455,8 +477,10 @@ class MemoryLowering:
         src: LTile = self.get(op.operands[0])
         tv = op.attrs["layout"]
         if op.attrs.get("ldmatrix"):
-            vals = self.target.ldmatrix(self, op, src, tv)
-            self.set(op.result, self.frag(op.result.type, vals))
+            vals, packed = self.target.ldmatrix(self, op, src, tv)
+            fr = self.frag(op.result.type, vals)
+            fr.packed = packed
+            self.set(op.result, fr)
             return
         em = self.em
         vals: list = [None] * tv.num_values

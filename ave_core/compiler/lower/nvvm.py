@@ -70,6 +70,7 @@ class NVVMTarget:
         g = (ln // 8) % 4
         r8 = ln % 8
         out: list = [None] * nvals
+        packed: dict = {}
         for r0 in range(0, nregs, 4):
             cnt = min(4, nregs - r0)
             num = 4 if cnt == 4 else (2 if cnt >= 2 else 1)
@@ -90,10 +91,8 @@ class NVVMTarget:
                     be = lw.shared_byte(src, ce)
                     bo = lw.shared_byte(src, co)
                     par = r8 % 2
-                    cands.append(lw.select_int(par, bo, be))
-            a = cands[0]
-            for j in range(1, cnt):
-                a = lw.select_int_eq(g % cnt if cnt < 4 else g, j, cands[j], a)
+                    cands.append(lw.select_index(par, [be, bo]))
+            a = lw.select_index(g % cnt if cnt < 4 else g, cands)
             ptr = lw.shared_ptr(a)
             st = "!llvm.struct<(" + ", ".join(["i32"] * cnt) + ")>"
             lay = "col" if trans else "row"
@@ -104,11 +103,12 @@ class NVVMTarget:
             for j in range(cnt):
                 reg = r0 + j
                 w = em.op(f"llvm.extractvalue {res}[{j}] : {st}", "i32")
+                packed[2 * reg] = w
                 pair = em.op(f"llvm.bitcast {w} : i32 to vector<2x{et}>", f"vector<2x{et}>")
                 for h in range(2):
                     out[2 * reg + h] = em.op(
                         f"llvm.extractelement {pair}[{em.const(h)} : i32] : vector<2x{et}>", et)
-        return out
+        return out, packed
 
     # ------------------------------------------------------------------ mma
     def mma(self, lw, op, a, b, c) -> list:
@@ -129,7 +129,10 @@ class NVVMTarget:
         et = atom.ab_dtype.name
         acc = list(c.vals)
 
-        def pack(vals: list, i: int) -> V:
+        def pack(fr, i: int) -> V:
+            if fr.packed and i in fr.packed:      # straight from ldmatrix: no repacking
+                return fr.packed[i]
+            vals = fr.vals
             vt = f"vector<2x{et}>"
             u = em.op(f"llvm.mlir.undef : {vt}", vt)
             u = em.op(f"llvm.insertelement {vals[i]}, {u}[{em.const(0)} : i32] : {vt}", vt)
@@ -141,10 +144,10 @@ class NVVMTarget:
         for rk in range(RK):
             for rm in range(RM):
                 base = Va * (rm + RM * rk)
-                apk[rm, rk] = [pack(a.vals, base + 2 * i) for i in range(Va // 2)]
+                apk[rm, rk] = [pack(a, base + 2 * i) for i in range(Va // 2)]
             for rn in range(RN):
                 base = Vb * (rn + RN * rk)
-                bpk[rn, rk] = [pack(b.vals, base + 2 * i) for i in range(Vb // 2)]
+                bpk[rn, rk] = [pack(b, base + 2 * i) for i in range(Vb // 2)]
         st = "!llvm.struct<(f32, f32, f32, f32)>"
         for rk in range(RK):
             for rn in range(RN):
