@@ -96,12 +96,14 @@ class CudaLauncher:
                     raise ValueError(f"`{p['name']}` has innermost stride {st[-1]}; Ave tensors "
                                      "are contiguous along their last dimension (.contiguous())")
                 eb = a.element_size()
-                if a.data_ptr() % self.align:
+                if a.numel() == 0:
+                    pass                      # nothing is read or written through it
+                elif a.data_ptr() % self.align:
                     raise ValueError(f"`{p['name']}` is not {self.align}-byte aligned (data_ptr "
                                      f"{a.data_ptr():#x}); the compiled kernel uses "
                                      f"{self.align}-byte vector accesses")
                 for d in range(a.dim() - 1):
-                    if a.shape[d] > 1 and (st[d] * eb) % self.align:
+                    if a.numel() and a.shape[d] > 1 and (st[d] * eb) % self.align:
                         raise ValueError(
                             f"`{p['name']}`: the pitch of dimension {d} is {st[d] * eb} bytes, "
                             f"not a multiple of {self.align} (the kernel's vector width); pad "

@@ -463,3 +463,160 @@ class ComputeLowering:
                 vals = [V(res[0], ts[0])]
             k += len(ts)
             self.env[r] = self._rebuild(r, vals)
+
+
+class FragmentLowering:
+    """Mixin: moving fragment values between layouts (registers and warp shuffles)."""
+
+    def _same_thread_map(self, idx: Any, v1: int, what: str, op) -> list:
+        """``idx`` (T, V2) flat source indices ``t*V1 + v``: the per-value map when every
+        thread reads its own registers in the same pattern."""
+        import numpy as np
+        T = idx.shape[0]
+        own = idx - (np.arange(T)[:, None] * v1)
+        if np.any(own < 0) or np.any(own >= v1) or np.any(own != own[0]):
+            raise LoweringError(f"{what}: threads would exchange data in a pattern the code "
+                                "generator does not support yet", op)
+        return own[0].tolist()
+
+    def op_ave_broadcast(self, op):
+        from ave_core.compiler.fragments import broadcast_index
+        x = self.get(op.operands[0])
+        lay = op.operands[0].type.layout
+        dst = op.result.type.layout
+        t = op.result.type
+        parent = getattr(lay, "parent", None)
+        if parent is dst or parent == dst:
+            self.set(op.result, LFrag(t.dtype, dst, list(x.vals)))
+            return
+        idx = broadcast_index(parent, dst, op.attrs["keep"], t.shape)
+        m = self._same_thread_map(idx, len(x.vals), "this broadcast", op)
+        self.set(op.result, LFrag(t.dtype, dst, [x.vals[i] for i in m]))
+
+    def op_ave_convert(self, op):
+        import numpy as np
+        x = self.get(op.operands[0])
+        src = op.operands[0].type.layout
+        dst = op.attrs["layout"]
+        shape = op.operands[0].type.shape
+        ts = np.asarray(src.coords_table())
+        td = np.asarray(dst.coords_table())
+        T, V1, R = ts.shape
+        V2 = td.shape[1]
+        sl = np.ravel_multi_index(tuple(ts[:, :, d] for d in range(R)), shape)
+        dl = np.ravel_multi_index(tuple(td[:, :, d] for d in range(R)), shape)
+        idx = np.empty((T, V2), dtype=np.int64)
+        for t in range(T):
+            lookup: dict = {}
+            for v, k in enumerate(sl[t].tolist()):
+                lookup.setdefault(k, v)
+            got = [lookup.get(k, -1) for k in dl[t].tolist()]
+            if -1 in got:
+                raise LoweringError("a layout conversion that moves data between threads is "
+                                    "not supported by the code generator yet (only "
+                                    "register-only conversions are)", op)
+            idx[t] = np.asarray(got) + t * V1
+        m = self._same_thread_map(idx, V1, "this conversion", op)
+        t = op.result.type
+        self.set(op.result, LFrag(t.dtype, dst, [x.vals[i] for i in m]))
+
+    def op_ave_reduce(self, op):
+        """Reduction along one axis: within each thread, then a butterfly of warp shuffles
+        over the lane bits whose partners hold other elements of the same row (checked on
+        the layout's tables: disjoint elements, complete rows). Block-scope reductions
+        (across warps) are not lowered yet."""
+        import numpy as np
+        em = self.em
+        x = self.get(op.operands[0])
+        src_t = op.operands[0].type
+        lay = src_t.layout
+        axis = op.attrs["axis"]
+        kind = op.attrs["op"]
+        tab = np.asarray(lay.coords_table())
+        T, NV, R = tab.shape
+        keep = [d for d in range(R) if d != axis]
+        kshape = tuple(src_t.shape[d] for d in keep)
+        key = np.ravel_multi_index(tuple(tab[:, :, d] for d in keep), kshape) if keep \
+            else np.zeros((T, NV), dtype=np.int64)
+        full = np.ravel_multi_index(tuple(tab[:, :, d] for d in range(R)), src_t.shape)
+        # groups of values with the same kept coordinate: the same partition in every thread
+        groups: dict = {}
+        for v, k in enumerate(key[0].tolist()):
+            groups.setdefault(k, []).append(v)
+        glist = list(groups.values())
+        for t in range(T):
+            for g in glist:
+                if len(set(key[t, g].tolist())) != 1:
+                    raise LoweringError("this reduction's layout groups values differently "
+                                        "per thread (not supported by the code generator)", op)
+        et = _mt(src_t.dtype)
+        fl = et in FLOATS
+
+        def comb(a, b):
+            if kind == "sum":
+                return em.op(f"arith.{'addf' if fl else 'addi'} {a}, {b} : {et}", et)
+            if kind == "max":
+                return em.op(f"arith.{'maximumf' if fl else 'maxsi'} {a}, {b} : {et}", et)
+            return em.op(f"arith.{'minimumf' if fl else 'minsi'} {a}, {b} : {et}", et)
+
+        vals = [self._as_value(v, et) for v in x.vals]
+        red = []
+        for g in glist:
+            seen = set()
+            acc = None
+            for v in g:          # replicated copies of one element count once
+                if full[0, v] in seen:
+                    continue
+                seen.add(full[0, v])
+                acc = vals[v] if acc is None else comb(acc, vals[v])
+            red.append(acc)
+        # cross-thread: lane bits whose partner holds other elements of the same rows
+        bits = []
+        nb = int(T - 1).bit_length()
+        for b in range(nb):
+            p = np.arange(T) ^ (1 << b)
+            if np.any(p >= T):
+                continue
+            same_key = all(np.array_equal(key[:, g[0]], key[p, g[0]]) for g in glist)
+            if not same_key:
+                continue
+            sets_t = [set(full[t, glist[0]].tolist()) for t in range(T)]
+            sets_p = [sets_t[q] for q in p]
+            if all(a == c for a, c in zip(sets_t, sets_p)):
+                continue                      # a replica of the same elements
+            if any(a & c for a, c in zip(sets_t, sets_p)):
+                raise LoweringError("this reduction's holders overlap partially (not "
+                                    "supported by the code generator)", op)
+            bits.append(b)
+        ws = self.k.warp_size
+        if any((1 << b) >= ws for b in bits):
+            raise LoweringError("a reduction across warps (block scope) is not supported by "
+                                "the code generator yet", op)
+        # completeness: the orbit of each row holds the whole row
+        n_axis = src_t.shape[axis]
+        orbit = [0]
+        for b in bits:
+            orbit = orbit + [o ^ (1 << b) for o in orbit]
+        for g in glist:
+            els = set()
+            for o in orbit:
+                els |= set(full[o, g].tolist())
+            if len(els) != n_axis:
+                raise LoweringError(f"this reduction sees {len(els)} of {n_axis} elements of "
+                                    "a row in one warp (not supported by the code generator)",
+                                    op)
+        width = em.const(ws)
+        for b in bits:
+            off = em.const(1 << b)
+            new = []
+            for a in red:
+                s = em.fresh("sh")
+                em.line(f"{s}, {em.fresh('ok')} = gpu.shuffle xor {a}, {off}, {width} : {et}")
+                new.append(comb(a, V(s, et)))
+            red = new
+        out: list = [None] * NV
+        for g, r in zip(glist, red):
+            for v in g:
+                out[v] = r
+        t = op.result.type
+        self.set(op.result, LFrag(t.dtype, t.layout, out))

@@ -105,6 +105,23 @@ class Emitter:
         return self.cache(key, v)
 
     # ------------------------------------------------------------------ integer atoms
+    def field(self, name: str, m: int) -> tuple[str, str]:
+        """Names of ``x % m`` and ``x // m`` for the non-negative atom ``x`` and a power of
+        two ``m`` (emitted once, where ``x`` is visible)."""
+        key = ("field", name, m)
+        hit = self.cached(key)
+        if hit is not None:
+            return hit
+        lo, hi = self.ranges.get(name, (0, None))
+        sh = m.bit_length() - 1
+        a = self.op(f"arith.andi {name}, {self.const(m - 1)} : i32", "i32", "f")
+        b = self.op(f"arith.shrui {name}, {self.const(sh)} : i32", "i32", "f")
+        self.ranges[a.name] = (0, m - 1 if hi is None or hi >= m - 1 else hi)
+        self.ranges[b.name] = (lo >> sh if lo is not None else 0,
+                               None if hi is None else hi >> sh)
+        return self.cache(key, (a.name, b.name))
+
+    # ------------------------------------------------------------------ integer atoms
     def atom(self, v: V, lo: int | None = None, hi: int | None = None) -> "Sym":
         """A Sym for an emitted ``i32`` value with the inclusive range ``[lo, hi]``."""
         self.ranges[v.name] = (lo, hi)
@@ -251,11 +268,32 @@ class Sym:
     __rmul__ = __mul__
 
     # -------------------------------------------------------------- division family
+    def _refine(self, d: int) -> "Sym":
+        """Rewrite terms ``c*x`` (``c`` a power of two below the power of two ``d``, ``x`` a
+        non-negative atom) as ``c*(x % m) + c*m*(x // m)`` with ``m = d / c``: the second
+        part is then a multiple of ``d``. The two fields of ``x`` are emitted once."""
+        if d & (d - 1) or d <= 1:
+            return self
+        em = self.em
+        terms: dict = {}
+        for k, c in self.terms.items():
+            lo, hi = em.ranges.get(k, (None, None))
+            if (c > 0 and c & (c - 1) == 0 and c < d and lo is not None and lo >= 0
+                    and hi is not None and hi >= d // c):
+                m = d // c
+                lo_f, hi_f = em.field(k, m)
+                terms[lo_f] = terms.get(lo_f, 0) + c
+                terms[hi_f] = terms.get(hi_f, 0) + c * m
+            else:
+                terms[k] = terms.get(k, 0) + c
+        return Sym(em, terms, self.const)
+
     def _split(self, d: int) -> tuple[dict, "Sym | int"] | None:
         """``self == d*q + r`` with ``q`` linear and ``0 <= r < d``: (q terms, q const) and
         r; None when the ranges don't allow it."""
-        mult = {k: c // d for k, c in self.terms.items() if c % d == 0}
-        rest = {k: c for k, c in self.terms.items() if c % d != 0}
+        me = self._refine(d)
+        mult = {k: c // d for k, c in me.terms.items() if c % d == 0}
+        rest = {k: c for k, c in me.terms.items() if c % d != 0}
         r = Sym.make(self.em, rest, self.const % d)
         q_const = self.const // d
         lo, hi = (r.range() if isinstance(r, Sym) else (r, r))

@@ -25,7 +25,7 @@ import numpy as np
 from ave_core.compiler.ir import FragmentType, KernelIR, ScalarType, TensorType
 from ave_core.compiler.lower.emit import Emitter, LoweringError, Pred, Sym, V, materialize
 from ave_core.compiler.lower.memory import LTensor, LTile, MemoryLowering, mlir_type
-from ave_core.compiler.lower.compute import ComputeLowering, LFrag
+from ave_core.compiler.lower.compute import ComputeLowering, FragmentLowering, LFrag
 
 
 def shared_plan(kernel: KernelIR) -> tuple[dict, int]:
@@ -66,7 +66,7 @@ class LoweredKernel:
     target: str = "sm_90"
 
 
-class KernelLowering(MemoryLowering, ComputeLowering):
+class KernelLowering(MemoryLowering, ComputeLowering, FragmentLowering):
     """Walks one :class:`KernelIR` and emits the body of its ``gpu.func``."""
 
     def __init__(self, kernel: KernelIR, target: Any, chip: str) -> None:

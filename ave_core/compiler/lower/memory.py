@@ -25,6 +25,7 @@ masks that are intervals along the innermost dimension within a vector (``coord 
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,10 +87,33 @@ def apply_layout(layout: Any, coords: list) -> Any:
             high_terms = {k: c for k, c in x.terms.items() if c % hb == 0}
             low_terms = {k: c for k, c in x.terms.items() if c % hb != 0}
             high = Sym.make(x.em, high_terms, x.const - x.const % hb)
-            low = Sym.make(x.em, low_terms, x.const % hb)
-            return high + sw(low)
+            d = x.const % hb
+            low = Sym.make(x.em, low_terms, 0)
+            pm = possible_bits(low)
+            if d and pm is not None and not (pm & d):
+                # T + d == T ^ d (no common bits) and a swizzle is XOR-linear:
+                # swizzle(T ^ d) == swizzle(T) ^ swizzle(d); one shared base per thread
+                return high + (sw(low) ^ sw(d))
+            return high + sw(low + d)
         return sw(x)
     return layout(tuple(coords))
+
+
+def possible_bits(x: Any) -> int | None:
+    """A mask of the bits a non-negative linear form can have set, when its terms occupy
+    disjoint bit ranges (so the sum has no carries); None when unknown."""
+    if isinstance(x, int):
+        return x if x >= 0 else None
+    m = 0
+    for name, c in x.terms.items():
+        lo, hi = x.em.ranges.get(name, (None, None))
+        if lo is None or hi is None or lo < 0 or c <= 0 or c & (c - 1):
+            return None
+        tm = ((1 << int(hi).bit_length()) - 1) * c
+        if m & tm:
+            return None
+        m |= tm
+    return m
 
 
 class MemoryLowering:
@@ -161,12 +185,89 @@ class MemoryLowering:
                      f"!llvm.ptr<3>, i8", "!llvm.ptr<3>", "sp")
 
     def global_coords(self, t: LTile, coords: list) -> list:
+        """Tensor coordinates of tile coordinates; a gathered dimension is looked up in its
+        index (``-1`` outside the index, as in the interpreter)."""
         tc = self.base_coords(t, coords)
         ten = t.tensor
         if ten.gather is not None:
             gd, lookup = ten.gather
-            tc[gd] = lookup(tc[gd])
+            ld = t.dims.index(gd) if gd in t.dims else None
+            tc[gd] = lookup(tc[gd], self._numeric_dim(t, coords, ld, gd))
         return tc
+
+    @contextlib.contextmanager
+    def numeric(self, sym_coords: list, num_coords: list):
+        """Within: ``sym_coords`` (tile coordinates, Syms) are known per thread as the numpy
+        arrays ``num_coords`` (shape (T,)): what a gather through a fragment needs."""
+        saved = getattr(self, "_numctx", None)
+        self._numctx = (list(sym_coords), [np.asarray(c) for c in num_coords])
+        try:
+            yield
+        finally:
+            self._numctx = saved
+
+    def _numeric_dim(self, t: LTile, coords: list, ld: Any, gd: int) -> Any:
+        ctx = getattr(self, "_numctx", None)
+        if ctx is None or ld is None:
+            return None
+        base, num = ctx
+        delta = coords[ld] - base[ld]
+        origin = t.origin[gd]
+        if not isinstance(delta, int) or not isinstance(origin, int):
+            return None
+        return origin + num[ld] + delta
+
+    def op_ave_gather(self, op):
+        em = self.em
+        ten: LTensor = self.get(op.operands[0])
+        idx = self.get(op.operands[1])
+        dim = op.attrs["dim"]
+        from ave_core.compiler.lower.compute import LFrag
+        if isinstance(idx, LTile):
+            n = idx.shape[0]
+
+            def lookup(r, num, idx=idx, n=n):
+                lo, hi = r.range() if isinstance(r, Sym) else (r, r)
+                inside = lo is not None and hi is not None and lo >= 0 and hi < n
+                rr = r
+                if not inside:
+                    rr = self.select_int(pred_and(em, [r >= 0, r < n]) or True, r, 0) \
+                        if isinstance(r, Sym) else min(max(r, 0), n - 1)
+                p = self.elem_ptr(idx, [rr])
+                pt = self._ptr_type(idx)
+                v = em.atom(em.op(f"llvm.load {p} : {pt} -> i32", "i32"))
+                if inside:
+                    return v
+                ok = pred_and(em, [r >= 0, r < n]) if isinstance(r, Sym) else (0 <= r < n)
+                return self.select_int(ok, v, -1) if not isinstance(ok, bool) else (
+                    v if ok else -1)
+        elif isinstance(idx, LFrag):
+            tv = op.operands[1].type.layout
+            tab = np.asarray(tv.coords_table())[:, :, 0]          # (T, V): element held
+
+            def lookup(r, num, idx=idx, tab=tab):
+                if num is None:
+                    raise LoweringError("a gather through a register fragment needs each "
+                                        "thread's rows at compile time", op)
+                T = tab.shape[0]
+                num = np.broadcast_to(np.asarray(num), (T,))
+                vs = []
+                for t in range(T):
+                    hit = np.nonzero(tab[t] == num[t])[0]
+                    if not len(hit):
+                        raise LoweringError(f"thread {t} needs index element {int(num[t])} "
+                                            "that it does not hold", op)
+                    vs.append(int(hit[0]))
+                if len(set(vs)) != 1:
+                    raise LoweringError("the index register a thread needs differs between "
+                                        "threads (not supported by the code generator)", op)
+                return idx.vals[vs[0]]
+        else:
+            raise LoweringError("a gather index must be a tile or a fragment", op)
+        self.set(op.result, LTensor(ten.name, ten.dtype, ten.ptr, ten.sizes, ten.strides,
+                                    (dim, lookup)))
+
+    op_ave_scatter = op_ave_gather
 
     def global_ptr(self, t: LTile, tc: list) -> V:
         """Pointer to the tensor element at tensor coordinates ``tc`` (ints/Syms)."""
@@ -233,8 +334,11 @@ class MemoryLowering:
             if (n + 1) * nthreads > nvec:
                 guards.append(j < nvec)
             g = pred_and(em, guards)
+            jn = np.minimum(np.arange(self.T) + n * nthreads, nvec - 1)
+            c0n = self.vector_coords(src.shape, jn * nv)
             with self.guarded(g):
                 c0 = self.vector_coords(src.shape, j * nv)
+                self._numctx = (list(c0), [np.asarray(c) for c in c0n])
                 c1 = c0[:-1] + [c0[-1] + (nv - 1)]
                 mt = dst if on_dst else src
                 m0 = self.eval_mask(op, mt, c0)
@@ -243,6 +347,7 @@ class MemoryLowering:
                     self._cp_async(op, src, dst, c0, nv, eb, m0, m1, on_dst)
                 else:
                     self._copy_vector(op, src, dst, c0, nv, eb, m0, m1, on_dst)
+                self._numctx = None
         del vb
 
     def _cp_async(self, op, src, dst, c0, nv, eb, m0, m1, on_dst) -> None:
@@ -485,11 +590,13 @@ class MemoryLowering:
         em = self.em
         vals: list = [None] * tv.num_values
         other = op.attrs.get("other", 0)
+        tabn = np.asarray(tv.coords_table())
         for v0, n in self.frag_runs(tv, src, op.attrs.get("vector_bytes")):
             c0 = list(tv.coord(self.tid, v0))
-            m0 = self.eval_mask(op, src, c0)
-            m1 = m0 if n == 1 else self.eval_mask(op, src, c0[:-1] + [c0[-1] + (n - 1)])
-            got = self.read_vector(src, c0, n, m0, m1, other, op)
+            with self.numeric(c0, [tabn[:, v0, d] for d in range(tabn.shape[2])]):
+                m0 = self.eval_mask(op, src, c0)
+                m1 = m0 if n == 1 else self.eval_mask(op, src, c0[:-1] + [c0[-1] + (n - 1)])
+                got = self.read_vector(src, c0, n, m0, m1, other, op)
             if src.dtype.name == "i32":         # integers take part in index arithmetic
                 got = [em.atom(g) for g in got]
             vals[v0:v0 + n] = got
@@ -516,13 +623,14 @@ class MemoryLowering:
             if not w.any():
                 continue
             c0 = list(tv.coord(self.tid, v0))
-            m0 = self.eval_mask(op, dst, c0)
-            m1 = m0 if n == 1 else self.eval_mask(op, dst, c0[:-1] + [c0[-1] + (n - 1)])
-            if not w.all():
-                own = self.thread_set_pred(w.all(axis=1))
-                m0 = pred_and(em, [m0, own]) or True
-                m1 = pred_and(em, [m1, own]) or True
-            self.write_vector(dst, c0, cvt[v0:v0 + n], m0, m1, op)
+            with self.numeric(c0, [tab[:, v0, d] for d in range(R)]):
+                m0 = self.eval_mask(op, dst, c0)
+                m1 = m0 if n == 1 else self.eval_mask(op, dst, c0[:-1] + [c0[-1] + (n - 1)])
+                if not w.all():
+                    own = self.thread_set_pred(w.all(axis=1))
+                    m0 = pred_and(em, [m0, own]) or True
+                    m1 = pred_and(em, [m1, own]) or True
+                self.write_vector(dst, c0, cvt[v0:v0 + n], m0, m1, op)
 
     def thread_set_pred(self, mask: np.ndarray) -> Any:
         """A Pred that holds for the threads where ``mask`` (length T) is True."""
