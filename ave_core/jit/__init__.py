@@ -9,8 +9,8 @@
    compiled (:mod:`.pipeline`: MLIR, ptxas) and stored — so what runs is what was proved;
 3. arguments are checked against the specialization (dtype, rank, device, innermost stride
    1, 16-byte aligned pointers and row pitches: a clear ``ValueError``/``TypeError``, never a
-   silent wrong launch), and the cubin is launched with the CUDA driver API
-   (``cuda-bindings``) on torch's current stream (:mod:`.driver`).
+   silent wrong launch), and the binary is launched on torch's current stream with the CUDA
+   driver API (``cuda-bindings``: cubin) or HIP (``hip-python``: HSACO) (:mod:`.driver`).
 
 From a warm cache only the standard library, numpy, torch and cuda-bindings are imported
 (not z3, pygls, MLIR or LLVM).
@@ -94,7 +94,7 @@ def launch(kernel_obj: Any, grid: Any, args: Sequence[Any], constexprs: dict) ->
         KernelCheckFailed, ValueError, TypeError, ave_core.compiler.lower.LoweringError,
         ave_core.jit.pipeline.ToolchainError, RuntimeError (CUDA driver errors).
     """
-    from ave_core.jit.driver import CudaLauncher
+    from ave_core.jit.driver import device_target, make_launcher
     grid_t = (grid,) if isinstance(grid, int) else tuple(grid)
     if not 1 <= len(grid_t) <= 3 or any(not isinstance(g, int) or g < 1 for g in grid_t):
         raise ValueError(f"grid must be 1 to 3 positive ints, got {grid!r}")
@@ -108,8 +108,8 @@ def launch(kernel_obj: Any, grid: Any, args: Sequence[Any], constexprs: dict) ->
         with open(path, encoding="utf-8") as f:
             text = f.read()
         k = specialize(text, path, kernel_obj.fn.__name__, constexprs)
-        meta, cubin, _ = compile_cached(k)
-        ent = _memo[mkey] = CudaLauncher(meta, cubin)
+        meta, binary, _ = compile_cached(k, device_target())
+        ent = _memo[mkey] = make_launcher(meta, binary)
     ent(grid_t, args)
 
 

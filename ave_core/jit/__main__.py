@@ -25,9 +25,8 @@ def _cmd_compile(ns) -> int:
     from ave_core.jit import KernelCheckFailed, SPEC, compile_cached, run_analysis
     from ave_core.jit import cache
     from ave_core.jit.pipeline import ToolchainError, compile_kernel
-    if not ns.target.startswith("sm_"):
-        print(f"target {ns.target}: only NVIDIA targets (sm_80, sm_90) are implemented so far",
-              file=sys.stderr)
+    if not ns.target.startswith(("sm_", "gfx")):
+        print(f"unknown target {ns.target} (sm_80, sm_90, gfx942, gfx950)", file=sys.stderr)
         return 2
     res = compile_file(ns.file)
     errs = [d for d in res.diagnostics if d.severity.label == "error"]
@@ -53,16 +52,22 @@ def _cmd_compile(ns) -> int:
                     with open(os.path.join(d, name), "w", encoding="utf-8") as f:
                         f.write(text)
         except (LoweringError, KernelCheckFailed, ToolchainError) as e:
-            op = getattr(e, "op", None)
-            where = f"{op.loc}" if op is not None else ns.file
+            loc = getattr(e, "location", None)
+            where = f"{loc}" if loc is not None else ns.file
             print(f"{where}: {label}: {e}", file=sys.stderr)
             status = 1
             continue
         r = meta["resources"]
-        print(f"{label}: {'cached' if hit else 'compiled'}  registers {r.get('registers')}  "
-              f"spills {r.get('spill_store_bytes', 0)}+{r.get('spill_load_bytes', 0)} B  "
-              f"shared {meta['shared_bytes']} B  occupancy {r.get('blocks_per_sm')} blocks/SM "
-              f"({r.get('limited_by')})  analysis {meta['analysis']}  key {cache.cache_key(k, ns.target, dict(SPEC))[:12]}")
+        key = cache.cache_key(k, ns.target, dict(SPEC))[:12]
+        if ns.target.startswith("gfx"):
+            print(f"{label}: {'cached' if hit else 'compiled'}  VGPRs {r.get('vgprs')}  AGPRs "
+                  f"{r.get('agprs')}  SGPRs {r.get('sgprs')}  VGPR spills {r.get('vgpr_spills')}  "
+                  f"LDS {meta['shared_bytes']} B  analysis {meta['analysis']}  key {key}")
+        else:
+            print(f"{label}: {'cached' if hit else 'compiled'}  registers {r.get('registers')}  "
+                  f"spills {r.get('spill_store_bytes', 0)}+{r.get('spill_load_bytes', 0)} B  "
+                  f"shared {meta['shared_bytes']} B  occupancy {r.get('blocks_per_sm')} "
+                  f"blocks/SM ({r.get('limited_by')})  analysis {meta['analysis']}  key {key}")
     del run_analysis
     return status
 

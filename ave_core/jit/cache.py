@@ -68,13 +68,19 @@ def entry_path(key: str) -> str:
     return os.path.join(cache_dir(), key)
 
 
+def binary_name(target: str) -> tuple[str, str]:
+    """File names of an entry's binary and its text (cubin + PTX, or HSACO + AMDGCN)."""
+    return ("kernel.hsaco", "kernel.s") if target.startswith("gfx") else ("kernel.cubin",
+                                                                         "kernel.ptx")
+
+
 def load(key: str) -> tuple[dict, bytes] | None:
-    """(metadata, cubin) of an entry, or None."""
+    """(metadata, binary) of an entry, or None."""
     d = entry_path(key)
     try:
         with open(os.path.join(d, "meta.json"), encoding="utf-8") as f:
             meta = json.load(f)
-        with open(os.path.join(d, "kernel.cubin"), "rb") as f:
+        with open(os.path.join(d, binary_name(meta.get("target", "sm_90"))[0]), "rb") as f:
             cubin = f.read()
     except (OSError, ValueError):
         return None
@@ -90,9 +96,10 @@ def store(key: str, meta: dict, cubin: bytes, ptx: str) -> str:
     tmp = tempfile.mkdtemp(prefix=".tmp-", dir=root)
     with open(os.path.join(tmp, "meta.json"), "w", encoding="utf-8") as f:
         json.dump({**meta, "format": FORMAT, "key": key}, f, indent=1, sort_keys=True)
-    with open(os.path.join(tmp, "kernel.cubin"), "wb") as f:
+    bname, tname = binary_name(meta.get("target", "sm_90"))
+    with open(os.path.join(tmp, bname), "wb") as f:
         f.write(cubin)
-    with open(os.path.join(tmp, "kernel.ptx"), "w", encoding="utf-8") as f:
+    with open(os.path.join(tmp, tname), "w", encoding="utf-8") as f:
         f.write(ptx)
     dst = entry_path(key)
     try:

@@ -1,6 +1,7 @@
-"""Launching a cached cubin with the CUDA driver API (``cuda-bindings``) on torch tensors.
+"""Launching a cached binary on torch tensors: cubin with the CUDA driver API
+(``cuda-bindings``), HSACO with HIP (``hip-python``), behind one interface.
 
-Imports only the standard library, torch and ``cuda.bindings`` (lazily, at first launch).
+Imports only the standard library, torch and the GPU runtime binding (lazily, at first launch).
 """
 
 from __future__ import annotations
@@ -36,7 +37,103 @@ def _check(res: Any, what: str) -> Any:
     return None
 
 
-class CudaLauncher:
+def _pack(self: Any, args: Sequence[Any]) -> tuple[tuple, tuple]:
+    """Check the arguments against the specialization and build the parameter list."""
+    import torch
+    if len(args) != len(self.params):
+        names = ", ".join(p["name"] for p in self.params)
+        raise TypeError(f"{self.meta['kernel']} takes {len(self.params)} runtime arguments "
+                        f"({names}), got {len(args)}")
+    vals: list = []
+    types: list = []
+    dev = None
+    for p, a in zip(self.params, args):
+        if p["kind"] == "tensor":
+            if not isinstance(a, torch.Tensor):
+                raise TypeError(f"`{p['name']}` must be a torch CUDA tensor, got "
+                                f"{type(a).__name__}")
+            want = getattr(torch, TORCH_DTYPES.get(p["dtype"], p["dtype"]), None)
+            if a.dtype != want:
+                raise TypeError(f"`{p['name']}` has dtype {a.dtype}; the kernel declares "
+                                f"{p['dtype']} ({want})")
+            if a.device.type != "cuda":
+                raise ValueError(f"`{p['name']}` is on {a.device}; all tensors must be on "
+                                 "the same CUDA device")
+            if dev is None:
+                dev = a.device
+            elif a.device != dev:
+                raise ValueError(f"`{p['name']}` is on {a.device}, others on {dev}")
+            if a.dim() != p["rank"]:
+                raise ValueError(f"`{p['name']}` has rank {a.dim()}; the kernel declares "
+                                 f"{p['rank']}")
+            st = a.stride()
+            if a.numel() and a.shape[-1] > 1 and st[-1] != 1:
+                raise ValueError(f"`{p['name']}` has innermost stride {st[-1]}; Ave tensors "
+                                 "are contiguous along their last dimension (.contiguous())")
+            eb = a.element_size()
+            if a.numel() == 0:
+                pass                      # nothing is read or written through it
+            elif a.data_ptr() % self.align:
+                raise ValueError(f"`{p['name']}` is not {self.align}-byte aligned (data_ptr "
+                                 f"{a.data_ptr():#x}); the compiled kernel uses "
+                                 f"{self.align}-byte vector accesses")
+            for d in range(a.dim() - 1):
+                if a.numel() and a.shape[d] > 1 and (st[d] * eb) % self.align:
+                    raise ValueError(
+                        f"`{p['name']}`: the pitch of dimension {d} is {st[d] * eb} bytes, "
+                        f"not a multiple of {self.align} (the kernel's vector width); pad "
+                        "the tensor or pick sizes that keep rows aligned")
+            if any(s >= 2 ** 31 for s in a.shape):
+                raise ValueError(f"`{p['name']}`: dimensions must be < 2**31")
+            vals.append(a.data_ptr())
+            types.append(ctypes.c_void_p)
+            for s in a.shape:
+                vals.append(int(s))
+                types.append(ctypes.c_int32)
+            for d in range(a.dim() - 1):
+                vals.append(int(st[d]))
+                types.append(ctypes.c_int64)
+        else:
+            if p["dtype"] in ("f32", "f16", "bf16", "f64"):
+                vals.append(float(a))
+                types.append(ctypes.c_double if p["dtype"] == "f64" else ctypes.c_float)
+            else:
+                vals.append(int(a))
+                types.append(ctypes.c_int32)
+    return tuple(vals), tuple(types)
+
+
+
+def device_target() -> str:
+    """The target of torch's current GPU: ``sm_XY`` (CUDA) or ``gfxNNN`` (ROCm)."""
+    import torch
+    if not torch.cuda.is_available():
+        raise RuntimeError("no GPU is visible to torch (torch.cuda.is_available() is False)")
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    if getattr(torch.version, "hip", None):
+        return str(getattr(props, "gcnArchName", "gfx942")).split(":")[0]
+    return f"sm_{props.major}{props.minor}"
+
+
+def make_launcher(meta: dict, binary: bytes):
+    """The launcher for a cache entry's target."""
+    if str(meta.get("target", "")).startswith("gfx"):
+        return HipLauncher(meta, binary)
+    return CudaLauncher(meta, binary)
+
+
+class _Args:
+    """Argument checks and packing shared by the CUDA and HIP launchers."""
+
+    meta: dict
+    params: list
+    align: int
+
+    def pack(self, args: Sequence[Any]) -> tuple[tuple, tuple]:
+        return _pack(self, args)
+
+
+class CudaLauncher(_Args):
     """A loaded cubin: call it with ``(grid, args)``."""
 
     def __init__(self, meta: dict, cubin: bytes) -> None:
@@ -62,71 +159,6 @@ class CudaLauncher:
         self.threads = int(meta["threads"])
         self.align = int(meta.get("spec", {}).get("pointer_align", 16))
 
-    def pack(self, args: Sequence[Any]) -> tuple[tuple, tuple]:
-        """Check the arguments against the specialization and build the parameter list."""
-        import torch
-        if len(args) != len(self.params):
-            names = ", ".join(p["name"] for p in self.params)
-            raise TypeError(f"{self.meta['kernel']} takes {len(self.params)} runtime arguments "
-                            f"({names}), got {len(args)}")
-        vals: list = []
-        types: list = []
-        dev = None
-        for p, a in zip(self.params, args):
-            if p["kind"] == "tensor":
-                if not isinstance(a, torch.Tensor):
-                    raise TypeError(f"`{p['name']}` must be a torch CUDA tensor, got "
-                                    f"{type(a).__name__}")
-                want = getattr(torch, TORCH_DTYPES.get(p["dtype"], p["dtype"]), None)
-                if a.dtype != want:
-                    raise TypeError(f"`{p['name']}` has dtype {a.dtype}; the kernel declares "
-                                    f"{p['dtype']} ({want})")
-                if a.device.type != "cuda":
-                    raise ValueError(f"`{p['name']}` is on {a.device}; all tensors must be on "
-                                     "the same CUDA device")
-                if dev is None:
-                    dev = a.device
-                elif a.device != dev:
-                    raise ValueError(f"`{p['name']}` is on {a.device}, others on {dev}")
-                if a.dim() != p["rank"]:
-                    raise ValueError(f"`{p['name']}` has rank {a.dim()}; the kernel declares "
-                                     f"{p['rank']}")
-                st = a.stride()
-                if a.numel() and a.shape[-1] > 1 and st[-1] != 1:
-                    raise ValueError(f"`{p['name']}` has innermost stride {st[-1]}; Ave tensors "
-                                     "are contiguous along their last dimension (.contiguous())")
-                eb = a.element_size()
-                if a.numel() == 0:
-                    pass                      # nothing is read or written through it
-                elif a.data_ptr() % self.align:
-                    raise ValueError(f"`{p['name']}` is not {self.align}-byte aligned (data_ptr "
-                                     f"{a.data_ptr():#x}); the compiled kernel uses "
-                                     f"{self.align}-byte vector accesses")
-                for d in range(a.dim() - 1):
-                    if a.numel() and a.shape[d] > 1 and (st[d] * eb) % self.align:
-                        raise ValueError(
-                            f"`{p['name']}`: the pitch of dimension {d} is {st[d] * eb} bytes, "
-                            f"not a multiple of {self.align} (the kernel's vector width); pad "
-                            "the tensor or pick sizes that keep rows aligned")
-                if any(s >= 2 ** 31 for s in a.shape):
-                    raise ValueError(f"`{p['name']}`: dimensions must be < 2**31")
-                vals.append(a.data_ptr())
-                types.append(ctypes.c_void_p)
-                for s in a.shape:
-                    vals.append(int(s))
-                    types.append(ctypes.c_int32)
-                for d in range(a.dim() - 1):
-                    vals.append(int(st[d]))
-                    types.append(ctypes.c_int64)
-            else:
-                if p["dtype"] in ("f32", "f16", "bf16", "f64"):
-                    vals.append(float(a))
-                    types.append(ctypes.c_double if p["dtype"] == "f64" else ctypes.c_float)
-                else:
-                    vals.append(int(a))
-                    types.append(ctypes.c_int32)
-        return tuple(vals), tuple(types)
-
     def __call__(self, grid: tuple, args: Sequence[Any]) -> None:
         import torch
         drv = _driver()
@@ -135,3 +167,47 @@ class CudaLauncher:
         stream = torch.cuda.current_stream().cuda_stream
         _check(drv.cuLaunchKernel(self.func, g[0], g[1], g[2], self.threads, 1, 1, self.smem,
                                   stream, (vals, types), 0), "cuLaunchKernel")
+
+
+class HipLauncher(_Args):
+    """A loaded HSACO code object (AMD, ROCm): call it with ``(grid, args)``."""
+
+    def __init__(self, meta: dict, hsaco: bytes) -> None:
+        try:
+            from hip import hip
+        except ImportError:
+            raise RuntimeError("launching on AMD GPUs needs hip-python: pip install "
+                               "'ave[amd]'") from None
+        except RuntimeError as e:     # hip-python without a ROCm runtime
+            raise RuntimeError("launching on AMD GPUs needs the ROCm runtime "
+                               f"(libamdhip64.so), which is not installed here ({e})") from None
+        self.hip = hip
+        self.meta = meta
+        self.params = meta["params"]
+        self.align = int(meta.get("spec", {}).get("pointer_align", 16))
+        self.threads = int(meta["threads"])
+        self.smem = 0                 # LDS is allocated statically in the code object
+        self._keep = hsaco
+        try:
+            err, self.module = hip.hipModuleLoadData(hsaco)
+        except RuntimeError as e:     # hip-python loads libamdhip64.so at the first call
+            raise RuntimeError("launching on AMD GPUs needs the ROCm runtime "
+                               f"(libamdhip64.so), which is not installed here ({e})") from None
+        self._check(err, "hipModuleLoadData")
+        err, self.func = hip.hipModuleGetFunction(self.module, meta["symbol"].encode())
+        self._check(err, "hipModuleGetFunction")
+
+    def _check(self, err: Any, what: str) -> None:
+        if int(err) != 0:
+            raise RuntimeError(f"HIP error in {what}: {err}")
+
+    def __call__(self, grid: tuple, args: Sequence[Any]) -> None:
+        import torch
+        vals, types = self.pack(args)
+        g = tuple(grid) + (1,) * (3 - len(grid))
+        holders = [t(v) for v, t in zip(vals, types)]
+        ptrs = (ctypes.c_void_p * len(holders))(*[ctypes.addressof(h) for h in holders])
+        stream = torch.cuda.current_stream().cuda_stream
+        err = self.hip.hipModuleLaunchKernel(self.func, g[0], g[1], g[2], self.threads, 1, 1,
+                                             self.smem, stream, kernelParams=ptrs, extra=None)
+        self._check(err[0] if isinstance(err, tuple) else err, "hipModuleLaunchKernel")

@@ -31,6 +31,8 @@ from ave_core.compiler.lower import LoweredKernel, lower_kernel
 
 PASSES = ("builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-nvvm{index-bitwidth=32},"
           "canonicalize,cse),reconcile-unrealized-casts)")
+PASSES_AMD = ("builtin.module(gpu.module(convert-scf-to-cf,convert-gpu-to-rocdl{{chipset={chip} "
+              "index-bitwidth=32}},canonicalize,cse),reconcile-unrealized-casts)")
 
 
 class ToolchainError(RuntimeError):
@@ -78,15 +80,7 @@ def mlir_to_ptx(text: str, keep_stages: bool = False) -> tuple[str, dict]:
         if keep_stages:
             stages["lowered.mlir"] = str(m)
             try:
-                from mlir.dialects import llvm
-                gm = m.body.operations[0]
-                inner = gm.regions[0].blocks[0]
-                # translate a copy of the device module's body as a plain LLVM module
-                mod = ir.Module.create()
-                with ir.InsertionPoint(mod.body):
-                    for op in inner.operations:
-                        op.clone()
-                stages["kernel.ll"] = str(llvm.translate_module_to_llvmir(mod.operation))
+                stages["kernel.ll"] = _device_llvm_ir(ir, m)
             except Exception as e:  # pragma: no cover - informational stage only
                 stages["kernel.ll"] = f"; LLVM IR unavailable: {e}\n"
         pm2 = passmanager.PassManager.parse("builtin.module(gpu-module-to-binary{format=isa})")
@@ -96,6 +90,90 @@ def mlir_to_ptx(text: str, keep_stages: bool = False) -> tuple[str, dict]:
         ptx = obj.object
         ptx = ptx.decode() if isinstance(ptx, (bytes, bytearray)) else str(ptx)
     return ptx, stages
+
+
+def _device_llvm_ir(ir, m) -> str:
+    """LLVM IR of the (already LLVM-dialect) body of the module's first ``gpu.module``."""
+    from mlir.dialects import llvm
+    gm = m.body.operations[0]
+    mod = ir.Module.create()
+    with ir.InsertionPoint(mod.body):
+        for op in gm.regions[0].blocks[0].operations:
+            op.clone()
+    return str(llvm.translate_module_to_llvmir(mod.operation))
+
+
+def mlir_to_amdgcn(text: str, chip: str, keep_stages: bool = False
+                   ) -> tuple[bytes, str, dict]:
+    """AMD: MLIR -> LLVM IR (``convert-gpu-to-rocdl``, ``translate_module_to_llvmir``) ->
+    llvmlite (``amdgcn-amd-amdhsa``, ``chip``) assembly and object -> HSACO code object
+    linked by LLD (``ziglang``'s ``ld.lld``; Debian's LLD 14 refuses code object v5).
+    Returns (hsaco, AMDGCN assembly, stages)."""
+    ir, passmanager, _ = _mlir()
+    stages: dict = {}
+    with ir.Context(), ir.Location.unknown():
+        try:
+            m = ir.Module.parse(text)
+        except Exception as e:
+            raise ToolchainError(f"the lowered module does not verify: {e}") from None
+        passmanager.PassManager.parse(PASSES_AMD.format(chip=chip)).run(m.operation)
+        if keep_stages:
+            stages["lowered.mlir"] = str(m)
+        ll = _device_llvm_ir(ir, m)
+    if keep_stages:
+        stages["kernel.ll"] = ll
+    try:
+        import llvmlite  # noqa: F401
+    except ImportError:
+        raise ToolchainError("AMD code generation needs llvmlite: pip install 'ave[amd]'") \
+            from None
+    import sys
+    with tempfile.TemporaryDirectory() as d:
+        src, s_path, o_path = (os.path.join(d, n) for n in ("k.ll", "k.s", "k.o"))
+        with open(src, "w", encoding="utf-8") as f:
+            f.write(ll)
+        p = subprocess.run([sys.executable, "-m", "ave_core.jit._amdgcn", chip, src, s_path,
+                            o_path], capture_output=True, text=True, timeout=600)
+        if p.returncode != 0:
+            raise ToolchainError(f"LLVM failed to compile the kernel for {chip} (exit "
+                                 f"{p.returncode}): {p.stderr.strip()[-2000:]}")
+        with open(s_path, encoding="utf-8") as f:
+            asm = f.read()
+        with open(o_path, "rb") as f:
+            obj = f.read()
+    if "__ocml_" in asm or "__ockl_" in asm:
+        raise ToolchainError("the AMDGCN code calls ROCm device-library functions (ocml/ockl), "
+                             "which are not linked here")
+    with tempfile.TemporaryDirectory() as d:
+        o, h = os.path.join(d, "k.o"), os.path.join(d, "k.hsaco")
+        with open(o, "wb") as f:
+            f.write(obj)
+        p = subprocess.run([sys.executable, "-m", "ziglang", "ld.lld", "-shared", o, "-o", h],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0:
+            raise ToolchainError("linking the HSACO code object failed (needs the ziglang "
+                                 f"wheel: pip install 'ave[amd]'): {p.stderr.strip()}")
+        with open(h, "rb") as f:
+            hsaco = f.read()
+    return hsaco, asm, stages
+
+
+_VGPR = re.compile(r"\.vgpr_count:\s+(\d+)")
+_SGPR = re.compile(r"\.sgpr_count:\s+(\d+)")
+_AGPR = re.compile(r"\.agpr_count:\s+(\d+)")
+_SPILL_V = re.compile(r"\.vgpr_spill_count:\s+(\d+)")
+_LDS = re.compile(r"\.group_segment_fixed_size:\s+(\d+)")
+
+
+def amdgcn_resources(asm: str) -> dict:
+    """Registers, spills and LDS from the code object metadata in the AMDGCN assembly."""
+    out: dict = {}
+    for name, rx in (("vgprs", _VGPR), ("sgprs", _SGPR), ("agprs", _AGPR),
+                     ("vgpr_spills", _SPILL_V), ("lds_bytes", _LDS)):
+        m = rx.search(asm)
+        if m:
+            out[name] = int(m.group(1))
+    return out
 
 
 def ptxas_path() -> str | None:
@@ -166,13 +244,25 @@ def occupancy(threads: int, registers: int, shared_bytes: int) -> dict:
 
 def compile_kernel(kernel: KernelIR, chip: str = "sm_90", *, keep_stages: bool = False,
                    assemble: bool = True) -> Compiled:
-    """Lower and compile one specialization for ``chip``.
+    """Lower and compile one specialization for ``chip`` (``sm_90``... or ``gfx942``...).
+
+    ``Compiled.ptx`` holds the PTX (NVIDIA) or the AMDGCN assembly (AMD); ``cubin`` the cubin
+    or the HSACO code object.
 
     Raises:
         ave_core.compiler.lower.LoweringError: an op the code generator cannot express.
-        ToolchainError: MLIR bindings / ptxas missing or failing.
+        ToolchainError: MLIR bindings / ptxas / llvmlite / LLD missing or failing.
     """
     lowered = lower_kernel(kernel, chip)
+    if chip.startswith("gfx"):
+        hsaco, asm, stages = mlir_to_amdgcn(lowered.mlir, chip, keep_stages)
+        res = amdgcn_resources(asm)
+        if keep_stages:
+            stages = {"ave.ir": format_kernel(kernel) + "\n", "input.mlir": lowered.mlir,
+                      **stages, "kernel.s": asm}
+        return Compiled(lowered, asm, hsaco, res, stages,
+                        {"mlir": _mlir_version(), "llvmlite": _pkg_version("llvmlite"),
+                         "ziglang": _pkg_version("ziglang")})
     ptx, stages = mlir_to_ptx(lowered.mlir, keep_stages)
     cubin, res, ver = (None, {}, None)
     if assemble:
@@ -183,6 +273,14 @@ def compile_kernel(kernel: KernelIR, chip: str = "sm_90", *, keep_stages: bool =
                   "kernel.ptx": ptx}
     tool = {"mlir": _mlir_version(), "ptxas": ver}
     return Compiled(lowered, ptx, cubin, res, stages, tool)
+
+
+def _pkg_version(name: str) -> str:
+    try:
+        from importlib.metadata import version
+        return version(name)
+    except Exception:
+        return "unknown"
 
 
 def _mlir_version() -> str:

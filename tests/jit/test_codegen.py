@@ -117,6 +117,7 @@ def test_warm_cache_launch_needs_no_mlir_llvm_z3_or_pygls(tmp_path):
             def __init__(self, meta, cubin): seen.append((meta, cubin))
             def __call__(self, grid, args): seen.append(('launch', grid, len(args)))
         drv.CudaLauncher = Fake
+        drv.device_target = lambda: 'sm_90'
         import importlib.util
         spec = importlib.util.spec_from_file_location('g', {GEMM!r})
         m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
@@ -177,10 +178,47 @@ def test_every_example_lowers_for_sm_90():
             assert "gpu.func @ave_" in text and "nvvm.mma.sync" in text, (rel, k.constexprs)
 
 
-def test_amd_kernels_are_refused_clearly():
-    res = compile_file(os.path.join(ROOT, "examples", "mi300x", "gemm_mfma.py"))
-    with pytest.raises(LoweringError, match="only NVIDIA"):
-        lower_kernel(res.kernels[0])
+MFMA = os.path.join(ROOT, "examples", "mi300x", "gemm_mfma.py")
+
+
+def test_cross_vendor_kernels_are_refused_with_the_kernels_range():
+    k = compile_file(MFMA).kernels[0]
+    with pytest.raises(LoweringError, match="written for AMD GPUs.*cannot be compiled for sm_90"):
+        lower_kernel(k, "sm_90")
+    g = _gemm_kernels()[0]
+    with pytest.raises(LoweringError) as info:
+        lower_kernel(g, "gfx942")
+    assert "written for NVIDIA GPUs" in str(info.value)
+    loc = info.value.location
+    assert loc.file.endswith("gemm.py") and loc.range == g.range
+
+
+@pytest.fixture(scope="module")
+def amd_compiled():
+    pytest.importorskip("llvmlite", reason="AMD code generation needs llvmlite ('ave[amd]')")
+    pytest.importorskip("ziglang", reason="linking HSACO needs ziglang's ld.lld ('ave[amd]')")
+    from ave_core.jit.pipeline import compile_kernel
+    return [(k, compile_kernel(k, "gfx942")) for k in compile_file(MFMA).kernels]
+
+
+def test_amdgcn_has_the_mfma_per_k_step_and_an_hsaco(amd_compiled):
+    for k, c in amd_compiled:
+        cx = k.constexprs
+        # per wave (BM/2 x BN/2 of C with 32x32 atoms) and k-tile (BK / 8 k-steps)
+        per_kstep = (cx["BM"] // 2 // 32) * (cx["BN"] // 2 // 32) * (cx["BK"] // 8)
+        n = len(re.findall(r"v_mfma_f32_32x32x8_?bf16", c.ptx))
+        assert n == per_kstep, (cx, n)
+        assert "ds_read" in c.ptx and "ds_write" in c.ptx and "s_barrier" in c.ptx
+        assert c.cubin[:4] == b"\x7fELF" and c.cubin[18] == 0xE0       # EM_AMDGPU
+        assert c.resources["vgpr_spills"] == 0
+        assert c.resources["lds_bytes"] == 2 * 2 * (cx["BM"] + cx["BN"]) * cx["BK"]
+
+
+def test_hip_launch_without_rocm_is_a_clear_error():
+    from ave_core.jit.driver import HipLauncher
+    pytest.importorskip("hip", reason="hip-python is not installed")
+    with pytest.raises(RuntimeError, match="ROCm runtime|hip-python"):
+        HipLauncher({"params": [], "threads": 256, "symbol": "ave_x"}, b"")
 
 
 def test_dump_writes_every_stage(tmp_path):

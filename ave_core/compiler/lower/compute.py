@@ -263,7 +263,7 @@ class ComputeLowering:
         self._unary(op, lambda x, t: self.em.op(f"math.rsqrt {x} : {t}", t))
 
     def op_math_exp2(self, op):
-        self._unary(op, lambda x, t: self.em.op(f"math.exp2 {x} : {t}", t))
+        self._unary(op, lambda x, t: self.target.exp2(self.em, x, t))
 
     def op_math_exp(self, op):
         self._unary(op, lambda x, t: self.em.op(f"math.exp {x} : {t}", t))

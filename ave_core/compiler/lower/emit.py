@@ -24,11 +24,18 @@ I32_MIN, I32_MAX = -(2 ** 31), 2 ** 31 - 1
 
 
 class LoweringError(Exception):
-    """A construct the code generator cannot express; carries the IR op for its range."""
+    """A construct the code generator cannot express; carries the IR op (or a location) for
+    its source range."""
 
-    def __init__(self, message: str, op: Any = None) -> None:
+    def __init__(self, message: str, op: Any = None, loc: Any = None) -> None:
         super().__init__(message)
         self.op = op
+        self.loc = loc
+
+    @property
+    def location(self) -> Any:
+        """The :class:`~ave_core.compiler.ir.Loc` of the op (or the kernel), or None."""
+        return self.op.loc if self.op is not None else self.loc
 
 
 @dataclass(frozen=True)

@@ -208,12 +208,18 @@ class KernelLowering(MemoryLowering, ComputeLowering, FragmentLowering):
         fname = f"ave_{k.name}"
         body = "\n".join(em.lines)
         chip = self.chip
+        if self.target.name == "amd":
+            target_attr = f'#rocdl.target<chip = "{chip}", O = 3>'
+            smem = (f"    llvm.mlir.global internal @ave_smem() {{addr_space = 3 : i32, "
+                    f"alignment = 128 : i64}} : !llvm.array<{max(self.shared_bytes, 1)} x i8>\n")
+        else:
+            target_attr = f'#nvvm.target<chip = "{chip}", features = "+ptx80", O = 3>'
+            smem = ("    llvm.mlir.global external @ave_smem() {addr_space = 3 : i32, alignment = "
+                    "128 : i64} : !llvm.array<0 x i8>\n")
         mlir = (
             "module attributes {gpu.container_module} {\n"
-            f"  gpu.module @ave_module [#nvvm.target<chip = \"{chip}\", features = \"+ptx80\", "
-            "O = 3>] {\n"
-            "    llvm.mlir.global external @ave_smem() {addr_space = 3 : i32, alignment = 128 "
-            ": i64} : !llvm.array<0 x i8>\n"
+            f"  gpu.module @ave_module [{target_attr}] {{\n"
+            f"{smem}"
             f"    gpu.func @{fname}({', '.join(args)}) kernel attributes "
             f"{{known_block_size = array<i32: {self.T}, 1, 1>}} {{\n"
             f"{body}\n"
@@ -259,14 +265,28 @@ class KernelLowering(MemoryLowering, ComputeLowering, FragmentLowering):
 
 
 def lower_kernel(kernel: KernelIR, chip: str = "sm_90") -> LoweredKernel:
-    """Lower one specialization to an MLIR module (text) for ``chip``.
+    """Lower one specialization to an MLIR module (text) for ``chip`` (``sm_80``/``sm_90``:
+    NVIDIA; ``gfx942``/``gfx950``: AMD CDNA3).
 
     Raises:
-        LoweringError: an op or layout the code generator cannot express (its ``op``
-            carries the source range).
+        LoweringError: an op or layout the code generator cannot express on that target (its
+            ``op`` carries the source range), or a kernel written for the other vendor.
     """
-    if kernel.target != "nvidia" or not chip.startswith("sm_"):
-        raise LoweringError(f"kernel {kernel.name} targets {kernel.target}; only NVIDIA "
-                            f"(sm_80+) code generation is implemented so far")
-    from ave_core.compiler.lower.nvvm import NVVMTarget
-    return KernelLowering(kernel, NVVMTarget(), chip).lower()
+    from ave_core.compiler.ir import Loc
+    where = Loc(kernel.file, kernel.range)
+    if chip.startswith("sm_"):
+        if kernel.target != "nvidia" or kernel.warp_size != 32:
+            raise LoweringError(f"kernel {kernel.name} is written for AMD GPUs "
+                                f"(target={kernel.target!r}, {kernel.warp_size}-lane "
+                                f"wavefronts, MFMA); it cannot be compiled for {chip}",
+                                loc=where)
+        from ave_core.compiler.lower.nvvm import NVVMTarget
+        return KernelLowering(kernel, NVVMTarget(), chip).lower()
+    if chip.startswith("gfx"):
+        if kernel.target != "amd" or kernel.warp_size != 64:
+            raise LoweringError(f"kernel {kernel.name} is written for NVIDIA GPUs "
+                                f"(target={kernel.target!r}, {kernel.warp_size}-lane warps, "
+                                f"mma.sync); it cannot be compiled for {chip}", loc=where)
+        from ave_core.compiler.lower.rocdl import ROCDLTarget
+        return KernelLowering(kernel, ROCDLTarget(), chip).lower()
+    raise LoweringError(f"unknown target {chip!r} (sm_80, sm_90, gfx942, gfx950)", loc=where)

@@ -36,6 +36,13 @@ class NVVMTarget:
     def sched_barrier(self, em, mask: int) -> None:
         pass  # an AMD scheduling hint; nothing to do on NVIDIA
 
+    def exp2(self, em, x, t: str):
+        return em.op(f"math.exp2 {x} : {t}", t)      # ex2.approx.f32 on NVPTX
+
+    def mfma_error(self, op):
+        raise LoweringError("MFMA is an AMD instruction: it cannot be expressed on NVIDIA "
+                            "GPUs", op)
+
     # ------------------------------------------------------------------ ldmatrix
     def ldmatrix(self, lw, op, src, tv) -> list:
         """Lower ``ave.ldmatrix`` (an ``ave.load`` with ``ldmatrix=True``) of a shared tile.
@@ -114,6 +121,8 @@ class NVVMTarget:
     def mma(self, lw, op, a, b, c) -> list:
         tiled = op.attrs["tiled"]
         atom = tiled.atom
+        if atom.kind == "mfma":
+            self.mfma_error(op)
         if atom.kind != "mma.sync":
             raise LoweringError(f"{atom.name} is not supported on NVIDIA by the code generator "
                                 "yet (mma.sync atoms are)", op)
