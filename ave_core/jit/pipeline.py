@@ -234,7 +234,7 @@ def occupancy(threads: int, registers: int, shared_bytes: int) -> dict:
     warps = (threads + 31) // 32
     regs_per_warp = ((max(registers, 1) * 32 + 255) // 256) * 256
     by_regs = 65536 // (regs_per_warp * warps) if registers else 64
-    by_smem = (233472 // (shared_bytes + 1024)) if shared_bytes else 32
+    by_smem = (233472 // (shared_bytes + 1024)) if shared_bytes else 10 ** 9
     by_warps = 64 // warps
     blocks = max(0, min(by_regs, by_smem, by_warps, 32))
     return {"blocks_per_sm": blocks, "warps_per_sm": blocks * warps,

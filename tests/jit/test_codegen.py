@@ -235,3 +235,14 @@ def test_dump_writes_every_stage(tmp_path):
     assert "nvvm.mma.sync" in (d / "input.mlir").read_text()
     assert "llvm.nvvm" in (d / "kernel.ll").read_text()
     assert ".target sm_90" in (d / "kernel.ptx").read_text()
+
+
+def test_a_violated_specialization_is_not_compiled(tmp_path, monkeypatch):
+    from ave_core.jit import KernelCheckFailed, compile_cached
+    monkeypatch.setenv("AVE_CACHE_DIR", str(tmp_path))
+    broken = os.path.join(ROOT, "examples", "broken", "gemm_swizzle_mismatch.py")
+    k = compile_file(broken).kernels[0]
+    with pytest.raises(KernelCheckFailed) as info:
+        compile_cached(k, "sm_90", mode="error")
+    assert any(d.code == "AVE201" for d in info.value.diagnostics)
+    assert os.listdir(tmp_path) == []                  # nothing compiled, nothing cached

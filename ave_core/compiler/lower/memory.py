@@ -637,7 +637,7 @@ class MemoryLowering:
         if mask.all():
             return True
         idx = np.nonzero(mask)[0]
-        # a contiguous range, or a condition on one bit field of the thread id
+        # a contiguous range of threads, or a condition on bits of the thread id
         if idx[-1] - idx[0] + 1 == len(idx):
             ps = []
             if idx[0] > 0:
@@ -645,6 +645,19 @@ class MemoryLowering:
             if idx[-1] < self.T - 1:
                 ps.append(self.tid <= int(idx[-1]))
             return pred_and(self.em, ps)
+        T = len(mask)
+        t = np.arange(T)
+        bits = 0
+        for b in range(int(T - 1).bit_length()):
+            p = t ^ (1 << b)
+            ok = p < T
+            if np.any(mask[t[ok]] != mask[p[ok]]):
+                bits |= 1 << b
+        want = int(idx[0]) & bits
+        if np.array_equal(mask, (t & bits) == want):
+            em = self.em
+            v = em.op(f"arith.andi {self.tid.value()}, {em.const(bits)} : i32", "i32")
+            return Pred(em.op(f"arith.cmpi eq, {v}, {em.const(want)} : i32", "i1"))
         raise LoweringError("this fragment's replication pattern is not supported by the "
                             "code generator yet")
 
