@@ -92,7 +92,13 @@ def apply_layout(layout: Any, coords: list) -> Any:
             pm = possible_bits(low)
             if d and pm is not None and not (pm & d):
                 # T + d == T ^ d (no common bits) and a swizzle is XOR-linear:
-                # swizzle(T ^ d) == swizzle(T) ^ swizzle(d); one shared base per thread
+                # swizzle(T ^ d) == swizzle(T) ^ swizzle(d): one base per thread, and the
+                # constant is XORed last -- after the (loop-variant) stage offset, whose bits
+                # lie above the swizzle's, so the XOR stays in the loop instead of one
+                # hoisted register per access
+                base = high + sw(low)
+                if isinstance(high, Sym):
+                    return base ^ sw(d)
                 return high + (sw(low) ^ sw(d))
             return high + sw(low + d)
         return sw(x)

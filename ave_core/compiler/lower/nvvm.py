@@ -83,23 +83,7 @@ class NVVMTarget:
             num = 4 if cnt == 4 else (2 if cnt >= 2 else 1)
             cnt = num
             # the address lane l provides: row (l % 8) of matrix (l // 8) % num
-            cands = []
-            for j in range(cnt):
-                reg = r0 + j
-                if not trans:
-                    t_src = warp_base + 4 * r8
-                    coords = list(tv.coord(t_src, 2 * reg))
-                    cands.append(lw.shared_byte(src, coords))
-                else:
-                    # row i of the stored matrix: thread i // 2 (lane), value 2*reg + i % 2
-                    t_even = warp_base + (r8 // 2)
-                    ce = list(tv.coord(t_even, 2 * reg))
-                    co = list(tv.coord(t_even, 2 * reg + 1))
-                    be = lw.shared_byte(src, ce)
-                    bo = lw.shared_byte(src, co)
-                    par = r8 % 2
-                    cands.append(lw.select_index(par, [be, bo]))
-            a = lw.select_index(g % cnt if cnt < 4 else g, cands)
+            a = self._lane_address(lw, src, tv, r0, cnt, trans, warp_base, r8, g)
             ptr = lw.shared_ptr(a)
             st = "!llvm.struct<(" + ", ".join(["i32"] * cnt) + ")>"
             lay = "col" if trans else "row"
@@ -116,6 +100,60 @@ class NVVMTarget:
                     out[2 * reg + h] = em.op(
                         f"llvm.extractelement {pair}[{em.const(h)} : i32] : vector<2x{et}>", et)
         return out, packed
+
+    def _lane_address(self, lw, src, tv, r0, cnt, trans, warp_base, r8, g):
+        """The shared byte address lane ``l`` gives to one ldmatrix of registers
+        ``r0 .. r0+cnt-1``. When the coordinates of those registers (and, with ``.trans``, of
+        a register's two halves) differ by thread-independent steps that are linear in the
+        bits of the matrix index, the coordinate is one linear form of lane bits (no
+        selects: the swizzle then splits into a per-thread base and constants); otherwise
+        the candidates are selected at run time."""
+        tab = np.asarray(tv.coords_table())          # (T, V, R)
+
+        def step(v_from, v_to):
+            d = tab[:, v_to, :] - tab[:, v_from, :]
+            return d[0].tolist() if np.all(d == d[0]) else None
+
+        steps = [step(2 * r0, 2 * (r0 + j)) for j in range(cnt)]
+        bits = [steps[1] if cnt > 1 else None, steps[2] if cnt > 2 else None]
+        linear = all(x is not None for x in steps) and all(
+            steps[j] == [(j & 1) * (bits[0][i] if bits[0] else 0)
+                         + (j >> 1) * (bits[1][i] if bits[1] else 0)
+                         for i in range(tab.shape[2])] for j in range(cnt))
+        par_step = step(2 * r0, 2 * r0 + 1) if trans else None
+        if trans:
+            linear = linear and par_step is not None and all(
+                step(2 * (r0 + j), 2 * (r0 + j) + 1) == par_step for j in range(cnt))
+        if linear:
+            if not trans:
+                base = list(tv.coord(warp_base + 4 * r8, 2 * r0))
+            else:
+                base = list(tv.coord(warp_base + (r8 // 2), 2 * r0))
+                par = r8 % 2
+                base = [b + par * d for b, d in zip(base, par_step)]
+            g0 = g % 2
+            g1 = g // 2
+            coords = []
+            for i, b in enumerate(base):
+                c = b
+                if cnt > 1 and bits[0][i]:
+                    c = c + g0 * bits[0][i]
+                if cnt > 2 and bits[1][i]:
+                    c = c + g1 * bits[1][i]
+                coords.append(c)
+            return lw.shared_byte(src, coords)
+        cands = []
+        for j in range(cnt):
+            reg = r0 + j
+            if not trans:
+                coords = list(tv.coord(warp_base + 4 * r8, 2 * reg))
+                cands.append(lw.shared_byte(src, coords))
+            else:
+                t_even = warp_base + (r8 // 2)
+                be = lw.shared_byte(src, list(tv.coord(t_even, 2 * reg)))
+                bo = lw.shared_byte(src, list(tv.coord(t_even, 2 * reg + 1)))
+                cands.append(lw.select_index(r8 % 2, [be, bo]))
+        return lw.select_index(g % cnt if cnt < 4 else g, cands)
 
     # ------------------------------------------------------------------ mma
     def mma(self, lw, op, a, b, c) -> list:
