@@ -32,6 +32,47 @@ def _mt(dt: Any) -> str:
     return mlir_type(dt)
 
 
+_REPLICAS: dict = {}
+
+
+def replica_groups(layout: Any, n: int) -> tuple[list, list]:
+    """Values of a fragment that are replicas of one logical element in every thread (a
+    reduction's result holds each row once per reduced column): ``(representative value
+    indices, index of each value's representative)``. Replicas hold equal values by
+    definition, so loops and branches carry one register per group."""
+    if layout is None or getattr(layout, "num_values", None) != n:
+        return list(range(n)), list(range(n))
+    key = id(layout)
+    hit = _REPLICAS.get(key)
+    if hit is not None and hit[0] is layout:
+        return hit[1], hit[2]
+    import numpy as np
+    parent = getattr(layout, "parent", None)
+    if parent is not None and hasattr(parent, "coords_table"):
+        tab = np.asarray(parent.coords_table())
+        keep = list(getattr(layout, "keep", range(tab.shape[2])))
+        if hasattr(layout, "tile_shape") and len(layout.tile_shape) != len(keep):
+            keep = list(keep)      # broadcast layout: the kept axes decide the element
+        tab = tab[:, :, keep]
+    elif hasattr(layout, "coords_table"):
+        tab = np.asarray(layout.coords_table())
+    else:
+        return list(range(n)), list(range(n))
+    T, V, R = tab.shape
+    cols = tab.transpose(1, 0, 2).reshape(V, T * R)
+    seen: dict = {}
+    reps: list = []
+    index_of: list = []
+    for v in range(V):
+        k = cols[v].tobytes()
+        if k not in seen:
+            seen[k] = len(reps)
+            reps.append(v)
+        index_of.append(seen[k])
+    _REPLICAS[key] = (layout, reps, index_of)
+    return reps, index_of
+
+
 class ComputeLowering:
     """Mixin of :class:`~.kernel.KernelLowering`: scalars, fragments, MMA, control flow."""
 
@@ -337,7 +378,8 @@ class ComputeLowering:
     # ------------------------------------------------------------------ control flow
     def _flatten(self, x: Any) -> list:
         if isinstance(x, LFrag):
-            return list(x.vals)
+            reps, _ = replica_groups(x.layout, len(x.vals))
+            return [x.vals[r] for r in reps]
         return [x]
 
     def _as_value(self, x: Any, like_type: str | None = None) -> V:
@@ -361,7 +403,8 @@ class ComputeLowering:
         if isinstance(t, FragmentType):
             n = len(x.vals) if isinstance(x, LFrag) else (
                 t.layout.num_values if t.layout is not None else 1)
-            return [et] * n
+            reps, _ = replica_groups(t.layout, n)
+            return [et] * len(reps)
         return [et]
 
     def _rebuild(self, ir_val: Any, vals: list) -> Any:
@@ -369,7 +412,11 @@ class ComputeLowering:
         t = ir_val.type
         et = _mt(t.dtype)
         if isinstance(t, FragmentType):
-            return LFrag(t.dtype, t.layout, vals)
+            n = t.layout.num_values if t.layout is not None else 1
+            reps, index_of = replica_groups(t.layout, n)
+            if len(vals) != len(reps):
+                return LFrag(t.dtype, t.layout, vals)
+            return LFrag(t.dtype, t.layout, [vals[i] for i in index_of])
         v = vals[0]
         if et == "i32":
             return self.em.atom(v)
