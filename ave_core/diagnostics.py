@@ -139,6 +139,10 @@ CODES: dict[str, CodeInfo] = {
         _c("AVE305", "divergent collective operation", _E,
            "A barrier or collective operation was reached by only some threads, or with "
            "per-thread values where one value for the workgroup is needed."),
+        _c("AVE401", "not supported by the code generator", _E,
+           "The code generator cannot express an op, layout or target (yet): the range is the "
+           "op's, or the kernel's for a kernel written for the other GPU vendor. Checking and "
+           "the interpreter are unaffected."),
         _c("AVE900", "internal error", _E,
            "Ave itself failed; please report it with the file that triggered it."),
         _c("AVE901", "file not readable", _E, "A path given to the checker cannot be read."),

@@ -51,10 +51,15 @@ def _cmd_compile(ns) -> int:
                 for name, text in c.stages.items():
                     with open(os.path.join(d, name), "w", encoding="utf-8") as f:
                         f.write(text)
-        except (LoweringError, KernelCheckFailed, ToolchainError) as e:
-            loc = getattr(e, "location", None)
-            where = f"{loc}" if loc is not None else ns.file
-            print(f"{where}: {label}: {e}", file=sys.stderr)
+        except LoweringError as e:
+            d = e.to_diagnostic()
+            p = d.range.start
+            print(f"{d.file}:{p.line + 1}:{p.character + 1}: {label}: {d.code} "
+                  f"{Exception.__str__(e)}", file=sys.stderr)
+            status = 1
+            continue
+        except (KernelCheckFailed, ToolchainError) as e:
+            print(f"{ns.file}: {label}: {e}", file=sys.stderr)
             status = 1
             continue
         r = meta["resources"]

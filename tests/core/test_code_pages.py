@@ -8,7 +8,9 @@ with :func:`ave_core.check.check_file` (front end and analysis):
 * analysis codes (AVE2xx): the front end accepts the file and the code is among those reported;
 * interpreter codes (AVE3xx): the front end accepts the file, and running the kernel in the
   interpreter (:func:`ave_core.interp.run`) on the small inputs of :data:`LAUNCHES` reports the
-  code among its dynamic-check diagnostics.
+  code among its dynamic-check diagnostics;
+* code-generation codes (AVE4xx): the front end accepts the file and lowering it for its
+  target raises the error, whose diagnostic carries the code and a range in the file.
 
 Pages whose example cannot be a complete kernel are listed in :data:`EXEMPT` with the reason;
 a page whose example is a fragment but is not listed there fails, and so does a listed page
@@ -142,6 +144,16 @@ def test_example_triggers_its_code(code, tmp_path):
     if layer == "2":
         assert code in codes, \
             f"{code}'s example reports {codes}:\n" + "\n".join(_fmt(report.diagnostics))
+        return
+    if layer == "4":          # code generation: lowering (text only, no MLIR needed) refuses it
+        from ave_core.compiler.lower import LoweringError, lower_kernel
+        res = compile_source(text, str(path))
+        kernels = [k for k in res.kernels if isinstance(k, KernelIR)]
+        assert kernels, f"{code}: the example has no kernel"
+        with pytest.raises(LoweringError) as info:
+            lower_kernel(kernels[0], "sm_90" if kernels[0].target == "nvidia" else "gfx942")
+        d = info.value.to_diagnostic()
+        assert d.code == code and d.file == str(path) and d.range.start.line > 0
         return
     assert layer == "3", f"no rule for the layer of {code}"
     assert code in LAUNCHES, f"{code}: give the interpreter's inputs in LAUNCHES"

@@ -37,6 +37,21 @@ class LoweringError(Exception):
         """The :class:`~ave_core.compiler.ir.Loc` of the op (or the kernel), or None."""
         return self.op.loc if self.op is not None else self.loc
 
+    def to_diagnostic(self) -> Any:
+        """This error as an AVE401 diagnostic at the op's (or the kernel's) range."""
+        from ave_core.diagnostics import ZERO_RANGE, Diagnostic
+        loc = self.location
+        return Diagnostic("AVE401", str(self), loc.file if loc is not None else "<unknown>",
+                          loc.range if loc is not None else ZERO_RANGE)
+
+    def __str__(self) -> str:
+        msg = super().__str__()
+        loc = self.location
+        if loc is not None and loc.file != "<unknown>":
+            p = loc.range.start
+            return f"{msg} [{loc.file}:{p.line + 1}:{p.character + 1}]"
+        return msg
+
 
 @dataclass(frozen=True)
 class V:
