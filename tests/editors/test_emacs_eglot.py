@@ -147,6 +147,8 @@ def test_missing_server_says_how_to_install(tmp_path: Path):
             "  (user-error (princ (error-message-string e)))))")
     r = subprocess.run([emacs, "--batch", "--eval", form], capture_output=True, text=True,
                        timeout=60, env=dict(os.environ, HOME=str(tmp_path)))
-    assert r.stdout == ("ave-eglot: no-such-ave-lsp-xyz not found: install Ave's server with "
-                        "`python3 -m pip install ave', or set `ave-eglot-server-command'"), \
+    # (Emacs may render `...' quotes as curved ones: text-quoting-style)
+    text = r.stdout.replace("\u2018", "`").replace("\u2019", "'")
+    assert text == ("ave-eglot: no-such-ave-lsp-xyz not found: install Ave's server with "
+                    "`python3 -m pip install ave', or set `ave-eglot-server-command'"), \
         (r.stdout, r.stderr[-2000:])
