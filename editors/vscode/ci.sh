@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build, check, test and package the VS Code extension (called by .ci/run before pytest):
 #   npm ci; package.json's ave.* settings match the server's schema; tsc --noEmit; eslint;
-#   esbuild bundle; unit tests (node:test, no VS Code); vsce package -> editors/vscode/ave.vsix
+#   esbuild bundle; unit tests and end-to-end tests against the real ave-lsp (node:test, a
+#   stand-in vscode module: no VS Code); vsce package -> editors/vscode/ave.vsix
 # Without node/npm (or with Node < 20) it says why and exits 0: the extension is not built.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -21,6 +22,12 @@ npm ci --no-audit --no-fund
 npm run typecheck
 npm run lint
 npm run bundle
+# the end-to-end tests start the real server: they need a Python with Ave installed
+if "$PY" -c "import ave_lsp.server, pygls" >/dev/null 2>&1; then
+    export AVE_TEST_PYTHON="${AVE_TEST_PYTHON:-$(command -v "$PY")}"
+else
+    echo "editors/vscode/ci.sh: $PY cannot import ave_lsp.server: the extension's end-to-end tests skip"
+fi
 npm test
 rm -f ave.vsix
 npm run package
