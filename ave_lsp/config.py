@@ -40,6 +40,63 @@ KEYS = ("solverTimeoutMs", "tripCountBound", "checkOnChange", "maxFileLines", "b
 
 DEFAULT_SOLVER_TIMEOUT_MS = 2000
 
+#: What each key accepts and means, for :func:`settings_schema` (the machine-readable
+#: form editors and their tests read): JSON types, the minimum of an integer, the
+#: ``--check`` flag and a one-paragraph description. :func:`validate` enforces the same
+#: (tests/lsp/test_settings_schema.py checks that they agree).
+_SPECS: dict[str, dict[str, Any]] = {
+    "checkOnChange": {
+        "type": "boolean", "flag": None,
+        "description": "Also check while typing, 300 ms after the last change. Otherwise "
+                       "a file is checked when it is opened and when it is saved."},
+    "tripCountBound": {
+        "type": ["integer", "null"], "minimum": 1, "flag": "--trip-bound",
+        "description": "Unroll runtime loops for trip counts 1..T. null: the kernel's "
+                       "STAGES + 2."},
+    "solverTimeoutMs": {
+        "type": "integer", "minimum": 1, "flag": "--solver-timeout-ms",
+        "description": "Budget of one SMT query, in milliseconds; past it the assertion "
+                       "is unknown (AVE205)."},
+    "maxFileLines": {
+        "type": ["integer", "null"], "minimum": 1, "flag": "--max-file-lines",
+        "description": "Files with more lines are not checked (one info diagnostic says "
+                       "so). null: no limit."},
+    "baseline": {
+        "type": ["string", "null"], "minLength": 1, "flag": "--baseline",
+        "description": "Path of a baseline file of accepted findings (ave-lsp --check "
+                       "--write-baseline FILE); findings recorded there are not shown. "
+                       "A relative path is taken relative to the workspace folder (in "
+                       "pyproject.toml: to that file's directory). null: none."},
+}
+
+
+def settings_schema() -> dict[str, Any]:
+    """The settings (the ``ave`` section of ``workspace/configuration``, ``[tool.ave]``)
+    as a JSON Schema (draft 2020-12) object: one property per key of :data:`KEYS` with
+    its JSON ``type``, ``minimum`` (integers) or ``minLength`` (paths), ``default`` (the :class:`Config`
+    default; ``null`` where the default is "not set") and ``description``; the
+    ``x-ave-flag`` extension names the ``ave-lsp --check`` flag (``null``: none).
+    Editor integrations are generated from and tested against this
+    (``editors/vscode/package.json``). A fresh dict at each call."""
+    import dataclasses
+
+    defaults = {f.name: f.default for f in dataclasses.fields(Config)}
+    props: dict[str, Any] = {}
+    for key in KEYS:
+        spec = _SPECS[key]
+        prop: dict[str, Any] = {"type": spec["type"]}
+        for bound in ("minimum", "minLength"):
+            if bound in spec:
+                prop[bound] = spec[bound]
+        prop["default"] = defaults[_FIELDS[key]]
+        prop["description"] = spec["description"]
+        prop["x-ave-flag"] = spec["flag"]
+        props[key] = prop
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "Ave settings (workspace/configuration section \"ave\", "
+                     "[tool.ave] of pyproject.toml)",
+            "type": "object", "properties": props, "additionalProperties": False}
+
 
 @dataclass(frozen=True)
 class Config:

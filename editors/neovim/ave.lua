@@ -16,8 +16,9 @@
 --   vim.g.ave_lsp_settings  the "ave" settings section (see docs/lsp.md), default
 --                           {checkOnChange = false}
 --
--- Neovim 0.11+ can use the shorter vim.lsp.config/vim.lsp.enable form in docs/lsp.md;
--- this file also works there. It is loaded, unchanged, by tests/lsp/test_neovim.py.
+-- Neovim 0.11+ can use the shorter vim.lsp.config/vim.lsp.enable form in
+-- editors/neovim/ave-0.11.lua (this file also runs there, start_client being deprecated
+-- in 0.11). It is loaded, unchanged, by tests/lsp/test_neovim.py.
 
 local clients = {}  -- project root -> client id
 
