@@ -399,6 +399,16 @@ class AveLanguageServer(LanguageServer):
         st.task = asyncio.get_running_loop().create_task(self._run(st, delay))
         return st.task
 
+    def checking_current(self, uri: str) -> bool:
+        """Whether a check of the document's current version is already under way (not
+        debouncing): a save then needs no new check. Restarting it would not stop the
+        running one (a worker thread cannot be interrupted): the new check would queue
+        behind it, and the save would wait for both (with ``checkOnChange``, a save right
+        after a pause in typing did exactly that)."""
+        st = self.docs.get(uri)
+        return st is not None and st.task is not None and not st.task.done() and \
+            st.task_version is not None and st.task_version == self.current_version(uri)
+
     def drop_stale(self, uri: str) -> None:
         """A change arrived and no check follows it: cancel a check of an older version
         (its result could not be delivered anyway)."""
@@ -754,7 +764,8 @@ def create_server() -> AveLanguageServer:
         uri = params.text_document.uri
         if uri not in ls.docs:
             ls.docs[uri] = _Doc(uri)
-        ls.schedule(uri, 0.0)
+        if not ls.checking_current(uri):
+            ls.schedule(uri, 0.0)
         for dep in ls.dependents(uri):       # kernels built from the saved helper
             ls.schedule(dep, 0.0)
 
