@@ -200,3 +200,20 @@ def test_fix_of_a_finding_in_another_file_is_dropped():
     assert "fix" not in ld.data
     assert d.to_json()["fix"] == d.fix
     assert "fix" not in Diagnostic("AVE106", "v", "/w/k.py", Range.of(0, 0, 0, 1)).to_json()
+
+
+def test_server_fills_in_data_a_client_dropped():
+    """A client that does not send ``data`` back gets the fix of the same diagnostic
+    (range, code, message) from the server's last result."""
+    from ave_lsp.server.server import AveLanguageServer, _Doc, _Result
+
+    text = VIEW.format(shape="(64, 64)")
+    (d,) = compile_source(text, "/w/k.py").diagnostics
+    (ld,) = to_lsp([d], path="/w/k.py", uri="file:///w/k.py", text=text)
+    ls = AveLanguageServer()
+    ls.docs["file:///w/k.py"] = st = _Doc("file:///w/k.py")
+    st.result = _Result(1, [ld], "1:x")
+    bare = types.Diagnostic(range=ld.range, message=ld.message, code=ld.code, source="ave")
+    assert ls._with_data("file:///w/k.py", bare).data["fix"] == d.fix
+    other = types.Diagnostic(range=ld.range, message="another", code=ld.code, source="ave")
+    assert ls._with_data("file:///w/k.py", other).data is None

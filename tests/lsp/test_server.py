@@ -433,6 +433,34 @@ async def test_view_bytes_code_action(client: LanguageClient, workspace: Path):
     did_close(client, uri)
 
 
+async def test_insert_barrier_code_action(client: LanguageClient, workspace: Path):
+    """The contract the analysis emits (ave_lsp/server/fixes.py), sent by the client as
+    a diagnostic's data: the server offers the edit inserting the barrier."""
+    uri, text = new_doc(workspace, "barrier.py", FIXED)
+    did_open(client, uri, text)
+    lines = text.split("\n")
+    line = next(i for i, ln in enumerate(lines) if ln.strip() == "ave.barrier()" or
+                ln.lstrip().startswith("ave.barrier()  "))
+    without = "\n".join(lines[:line] + lines[line + 1:])
+    did_change(client, uri, without, 2)
+    indent = lines[line][:len(lines[line]) - len(lines[line].lstrip())]
+    diag = types.Diagnostic(
+        range=types.Range(types.Position(line, len(indent)), types.Position(line, 40)),
+        message="race on sA", code="AVE201", source="ave",
+        data={"witness": None, "notes": [],
+              "fix": {"kind": "insert_barrier", "line": line, "indent": indent}})
+    actions = await asyncio.wait_for(client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), range=diag.range,
+            context=types.CodeActionContext(diagnostics=[diag]))), TIMEOUT)
+    fix = actions[0]
+    assert fix.title.startswith(f"Insert ave.barrier() before line {line + 1}")
+    (edit,) = fix.edit.changes[uri]
+    assert edit.range.start == edit.range.end == types.Position(line, 0)
+    assert edit.new_text == indent + "ave.barrier()\n"
+    did_close(client, uri)
+
+
 async def _inlay(client: LanguageClient, uri: str, first: int, last: int):
     return await asyncio.wait_for(client.text_document_inlay_hint_async(types.InlayHintParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
