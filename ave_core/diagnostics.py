@@ -27,7 +27,7 @@ from importlib import resources
 from typing import Any, Iterable, Sequence
 
 #: Version of the JSON output schema (``"version"`` in the report).
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 
 
 class Severity(enum.IntEnum):
@@ -229,6 +229,10 @@ class Diagnostic:
         notes: further lines of explanation.
         related: related locations (witness steps, the definition that caused it...).
         witness: structured witness (analysis layer) or ``None``.
+        fix: a mechanical fix of the finding, or ``None``: a JSON object whose ``kind``
+            names its shape (``"view_shape"``, ``"insert_barrier"``; the shapes are
+            defined in ``ave_lsp/server/fixes.py`` and docs/lsp.md). Its ranges and lines
+            are in ``file``. The language server turns it into a quick fix.
     """
 
     code: str
@@ -239,6 +243,7 @@ class Diagnostic:
     notes: list[str] = field(default_factory=list)
     related: list[Related] = field(default_factory=list)
     witness: dict | None = None
+    fix: dict | None = None
 
     def __post_init__(self) -> None:
         if self.code not in CODES:
@@ -256,6 +261,7 @@ class Diagnostic:
             "notes": list(self.notes),
             "related": [r.to_json() for r in self.related],
             "witness": self.witness,
+            **({"fix": self.fix} if self.fix is not None else {}),
         }
 
     def format_text(self) -> str:
@@ -364,12 +370,12 @@ class AveError(Exception):
             knows the file), or ``None``.
         range: an already converted range (overrides ``node``).
         file: the file of ``node``/``range`` when not the file being checked.
-        notes, related: as in :class:`Diagnostic`.
+        notes, related, fix: as in :class:`Diagnostic`.
     """
 
     def __init__(self, code: str, message: str, node: Any = None, *, range: Range | None = None,
                  file: str | None = None, notes: Sequence[str] = (),
-                 related: Sequence[Related] = ()) -> None:
+                 related: Sequence[Related] = (), fix: dict | None = None) -> None:
         super().__init__(f"{code}: {message}")
         if code not in CODES:
             raise ValueError(f"unregistered diagnostic code {code!r}")
@@ -380,6 +386,7 @@ class AveError(Exception):
         self.file = file
         self.notes = list(notes)
         self.related = list(related)
+        self.fix = fix
 
     def to_diagnostic(self, source: SourceText, fallback: Range = ZERO_RANGE) -> Diagnostic:
         """Convert to a Diagnostic, resolving ``node`` against ``source``."""
@@ -387,7 +394,7 @@ class AveError(Exception):
         if rng is None and self.node is not None and hasattr(self.node, "lineno"):
             rng = source.range_of(self.node)
         return Diagnostic(self.code, self.message, self.file or source.path, rng or fallback,
-                          notes=self.notes, related=self.related)
+                          notes=self.notes, related=self.related, fix=self.fix)
 
 
 def report_schema() -> dict:

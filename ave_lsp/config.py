@@ -15,6 +15,7 @@ key                 type        meaning
 ``tripCountBound``  int >= 1    unroll runtime loops for trip counts ``1..T``
                     or null     (null: the kernel's ``STAGES + 2``)
 ``checkOnChange``   bool        the server also checks while typing
+``inlayHints``      bool        the server shows inlay hints (a tile's layout, dtype)
 ``maxFileLines``    int >= 1    files with more lines are not checked (an info says so)
                     or null
 ``baseline``        str         path of a baseline file (relative paths: to the
@@ -36,7 +37,8 @@ import tomllib
 from dataclasses import dataclass, replace
 from typing import Any
 
-KEYS = ("solverTimeoutMs", "tripCountBound", "checkOnChange", "maxFileLines", "baseline")
+KEYS = ("solverTimeoutMs", "tripCountBound", "checkOnChange", "maxFileLines", "baseline",
+        "inlayHints")
 
 DEFAULT_SOLVER_TIMEOUT_MS = 2000
 
@@ -105,6 +107,7 @@ class Config:
     solver_timeout_ms: int = DEFAULT_SOLVER_TIMEOUT_MS
     trip_count_bound: int | None = None
     check_on_change: bool = False
+    inlay_hints: bool = True
     max_file_lines: int | None = None
     baseline: str | None = None          # absolute path
     pyproject: str | None = None         # the pyproject.toml read, if any
@@ -119,7 +122,7 @@ class Config:
 
 _FIELDS = {"solverTimeoutMs": "solver_timeout_ms", "tripCountBound": "trip_count_bound",
            "checkOnChange": "check_on_change", "maxFileLines": "max_file_lines",
-           "baseline": "baseline"}
+           "baseline": "baseline", "inlayHints": "inlay_hints"}
 
 
 def _is_int(v: Any) -> bool:
@@ -152,7 +155,7 @@ def validate(values: Any, where: str, base_dir: str | None = None,
         elif key in ("tripCountBound", "maxFileLines"):
             ok = v is None or (_is_int(v) and v >= 1)
             want = "an integer >= 1 or null"
-        elif key == "checkOnChange":
+        elif key in ("checkOnChange", "inlayHints"):
             ok = isinstance(v, bool)
             want = "true or false"
         else:  # baseline

@@ -1668,10 +1668,53 @@ class KernelBuilder:
             raise self.err("AVE106", f"ave.view changes the byte size: the source covers "
                            f"{src_bytes} bytes ({'x'.join(map(str, src.type.shape))} x "
                            f"{src.type.dtype}) but the view covers {dst_bytes} bytes "
-                           f"({'x'.join(map(str, shape))} x {dtype})", node)
+                           f"({'x'.join(map(str, shape))} x {dtype})", node,
+                           fix=self._view_shape_fix(_arg_node(node, "shape", 1), shape,
+                                                    dtype, src_bytes))
         t = TileType(dtype, shape, src.type.space, layout, src.type.reg_class)
         return self.emit("ave.view", [src], [t], node,
                          {"shape": shape, "dtype": dtype, "layout": layout}).result
+
+    def _view_shape_fix(self, shape_node: ast.AST | None, shape: tuple, dtype: DType,
+                        src_bytes: int) -> dict | None:
+        """The ``view_shape`` fix of an AVE106 byte mismatch (see ave_lsp/server/fixes.py):
+        scale the innermost extent of the view's shape so that the view covers exactly
+        ``src_bytes`` bytes. Only offered when that is mechanical and unambiguous: the
+        shape is written as a tuple (or list) display without ``*``, and the innermost
+        extent comes out a positive integer. A literal extent is replaced by the number;
+        an expression (a constexpr ``BK``) is scaled (``BK // 2``, ``BK * 2``), so the fix
+        stays right for every specialization with the same ratio."""
+        if not isinstance(shape_node, (ast.Tuple, ast.List)) or \
+                len(shape_node.elts) != len(shape) or \
+                any(isinstance(e, ast.Starred) for e in shape_node.elts):
+            return None
+        outer = _prod(shape[:-1]) * dtype.bytes
+        if outer <= 0 or src_bytes % outer:
+            return None
+        inner = src_bytes // outer
+        if inner <= 0 or inner == shape[-1]:
+            return None
+        node = shape_node.elts[-1]
+        old = ast.get_source_segment(self.cur_module.text, node)
+        if old is None or "\n" in old or "\r" in old:
+            return None
+        if isinstance(node, ast.Constant) and _is_ct_int(node.value):
+            new = str(inner)
+        else:
+            from fractions import Fraction
+            r = Fraction(inner, shape[-1])
+            atom = old if isinstance(node, (ast.Name, ast.Attribute, ast.Subscript,
+                                            ast.Call, ast.Constant)) else f"({old})"
+            if r.denominator == 1:
+                new = f"{atom} * {r.numerator}"
+            elif r.numerator == 1:
+                new = f"{atom} // {r.denominator}"
+            else:
+                new = f"{atom} * {r.numerator} // {r.denominator}"
+        new_shape = [*shape[:-1], inner]
+        return {"kind": "view_shape", "range": self.cur_module.range_of(node).to_json(),
+                "old": old, "new": new, "shape": new_shape, "dtype": str(dtype),
+                "bytes": src_bytes}
 
     def h_transpose(self, node, sc, tile, perm):
         v = self._tile(tile, _arg_node(node, "tile", 0), "ave.transpose's operand")

@@ -8,7 +8,8 @@ test.
   the document they were computed for: range, severity, ``code``, ``codeDescription``
   (a ``file://`` URI of ``docs/codes/<CODE>.md``), ``source`` ``"ave"``, a one-line message,
   ``relatedInformation`` (one entry per related location) and ``data``
-  (``{"witness": ..., "notes": [...]}``). Diagnostics whose start line carries
+  (``{"witness": ..., "notes": [...]}``, and ``"fix"`` when the finding has a mechanical
+  fix in this document: :mod:`ave_lsp.server.fixes`). Diagnostics whose start line carries
   ``# ave: ignore`` or ``# ave: ignore[CODE, ...]`` naming their code are dropped.
 * :func:`suppress_edit` is the "suppress with a comment" quick fix: the edit that adds
   ``  # ave: ignore[CODE]`` at the end of a line (or adds the code to the line's existing
@@ -218,6 +219,10 @@ def to_lsp(diagnostics: Iterable[Diagnostic], *, path: str, uri: str, text: str,
         if comments.is_suppressed(rng.start.line, d.code):
             continue
         href = code_href(d.code)
+        data = {"witness": d.witness, "notes": list(d.notes)}
+        fix = getattr(d, "fix", None)
+        if fix is not None and _same_file(d.file, path):
+            data["fix"] = fix           # ranges in this document (see fixes.py)
         out.append(types.Diagnostic(
             range=rng,
             message=message,
@@ -226,7 +231,7 @@ def to_lsp(diagnostics: Iterable[Diagnostic], *, path: str, uri: str, text: str,
             code_description=types.CodeDescription(href=href) if href else None,
             source=SOURCE,
             related_information=related or None,
-            data={"witness": d.witness, "notes": list(d.notes)},
+            data=data,
         ))
     return out
 

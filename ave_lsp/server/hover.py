@@ -46,6 +46,50 @@ class _Cand:
 
 
 @dataclass
+class Facts:
+    """What is known of one value: hover's rows (markdown) and the parts an inlay hint
+    shows (:meth:`label`)."""
+
+    kind: str
+    rows: list[tuple[str, str]] = field(default_factory=list)
+    dtype: str | None = None
+    shape: str | None = None           # "(3, 128, 32)"
+    memory: str | None = None          # "shared", "registers", "global"
+    layout: str | None = None          # the layout's repr: "Sw<2,3,3> o 0 o (..):(..)"
+    short: str | None = None           # what stands in for the layout when there is none
+
+    def label(self) -> str | None:
+        """The inlay hint of a tile, fragment or tensor, e.g. ``bf16 (3, 128, 32) shared ·
+        Sw<2,3,3> o 0 o (3,128,32):(4096,32,1)`` (dtype, shape, memory space, then the
+        layout: the swizzle composed with shape:stride, or a fragment's thread-value
+        layout); None for anything else (scalars)."""
+        if self.kind not in ("tensor", "fragment") and not self.kind.endswith(" tile"):
+            return None
+        if self.kind == "tensor":
+            return f"{self.dtype} {self.short}, {self.memory}"   # bf16 tensor rank 2, global
+        out = " ".join(p for p in (self.dtype, self.shape, self.memory) if p)
+        if self.layout is not None:
+            out += f" · {self.layout}"
+        elif self.short:
+            out += f" · {self.short}"
+        return out
+
+
+@dataclass
+class _Assign:
+    """``name = <value>`` in a kernel: where the hint goes and the value's extent."""
+
+    name: str
+    end: Position           # just after the target name (UTF-16)
+    value: Range            # the assigned expression
+    kernel: tuple[str, int]
+
+
+#: Longest inlay-hint label (characters); the tooltip has the whole hover.
+MAX_LABEL = 120
+
+
+@dataclass
 class HoverIndex:
     """What hover needs of one version of a document."""
 
@@ -55,6 +99,61 @@ class HoverIndex:
     kernels: dict[tuple[str, int], list[Any]] = field(default_factory=dict)  # (name, line)
     spans: list[tuple[int, int, str]] = field(default_factory=list)  # kernel def..end lines
     names: dict[int, list[tuple[int, int]]] | None = None  # line -> NAME token spans
+    assigns: list[_Assign] = field(default_factory=list)    # name = value, in kernels
+
+    # ------------------------------------------------------------------ inlay hints
+
+    def inlay_hints(self, first: int, last: int) -> list[tuple[Position, str, str]]:
+        """``(position, label, tooltip markdown)`` of the assignments of tiles, fragments
+        and tensors on lines ``first..last`` (0-based, inclusive): the layout and dtype
+        of the value assigned, from the same facts as hover (:meth:`_facts`), placed
+        just after the target name. The label is the first specialization's
+        (``configs[0]`` or the defaults); when the specializations (or the copies of an
+        unrolled loop or an inlined helper) disagree, `` (+N more)`` follows and the
+        tooltip (the hover) lists each."""
+        out = []
+        for a in self.assigns:
+            if not first <= a.end.line <= last:
+                continue
+            labels: list[str] = []
+            for k in self.kernels.get(a.kernel, []):
+                for c in self._assigned(k, a):
+                    lab = self._facts(c).label()
+                    if lab is not None and lab not in labels:
+                        labels.append(lab)
+            if not labels:
+                continue
+            label = labels[0]
+            if len(label) > MAX_LABEL:
+                label = label[:MAX_LABEL - 1] + "…"
+            if len(labels) > 1:
+                label += f" (+{len(labels) - 1} more)"
+            found = self.hover(a.end.line, max(0, a.end.character - 1))
+            out.append((a.end, label, found[0] if found else ""))
+        out.sort(key=lambda h: h[0])
+        return out
+
+    def _assigned(self, k: Any, a: _Assign) -> list[_Cand]:
+        """The values named ``a.name`` defined by ops inside the assigned expression:
+        the last such op of each copy of the statement (an unrolled loop, an inlined
+        helper repeat it), in program order."""
+        out: list[_Cand] = []
+        last_start: Position | None = None
+        for op in k.walk():
+            if op.loc.file != self.path:
+                continue
+            r = op.loc.range
+            if not (a.value.start <= r.start and r.end <= a.value.end):
+                continue
+            for v in op.results:
+                if v.name == a.name:
+                    c = _Cand(r.start, r.end, v, v.type, op)
+                    if out and last_start is not None and r.start > last_start:
+                        out[-1] = c          # a later op of the same copy
+                    else:
+                        out.append(c)
+                    last_start = r.start
+        return out
 
     # ------------------------------------------------------------------ lookup
 
@@ -123,6 +222,12 @@ class HoverIndex:
         if not cands:
             return None
         cands.sort(key=lambda c: c.start)          # stable: program order among equals
+        target = next((a for a in self.assigns if a.end == wrange.end and a.name == word
+                       and a.kernel == (span[2], span[0])), None)
+        if target is not None:                     # the target of an assignment
+            assigned = self._assigned(k, target)
+            if assigned:
+                return assigned[0]
         here = [c for c in cands if c.op is not None and c.start.line == wrange.start.line
                 and c.start >= wrange.end]
         if here:
@@ -133,46 +238,61 @@ class HoverIndex:
         return cands[0]
 
     def _describe(self, word: str, c: _Cand) -> str:
+        """Hover markdown of a candidate (from :meth:`_facts`)."""
+        f = self._facts(c)
+        t = c.type
+        head = f"**{word}**: {f.kind} — `{t}`" if len(str(t)) <= 80 else f"**{word}**: {f.kind}"
+        return head + "\n\n" + "\n".join(f"- {a}: {b}" for a, b in f.rows)
+
+    def _facts(self, c: _Cand) -> "Facts":
+        """What hover and inlay hints show of a candidate: one computation for both."""
         from ave_core.compiler.ir import FragmentType, ScalarType, TensorType, TileType
 
         t = c.type
-        rows: list[tuple[str, str]] = []
+        f = Facts(kind=type(t).__name__)
+        rows = f.rows
         if isinstance(t, TensorType):
-            kind = "tensor"
+            f.kind = "tensor"
+            f.dtype, f.memory = str(t.dtype), "global"
             rows.append(("dtype", f"`{t.dtype}`"))
             rows.append(("shape", f"rank {t.rank}, sizes known at run time"))
             rows.append(("memory", "global"))
+            f.short = f"tensor rank {t.rank}"
             if t.gathered_dim is not None:
                 rows.append(("gathered", f"dimension {t.gathered_dim} (rows picked by an "
                                          f"index tensor)"))
         elif isinstance(t, TileType):
-            kind = f"{t.space} tile"
+            f.kind = f"{t.space} tile"
+            f.dtype, f.shape = str(t.dtype), _shape(t.shape)
+            f.memory = t.space + (f" ({t.reg_class})" if t.reg_class else "")
+            f.layout = repr(t.layout) if t.layout is not None else None
             rows.append(("dtype", f"`{t.dtype}`"))
-            rows.append(("shape", f"`{_shape(t.shape)}`"))
-            rows.append(("memory", t.space + (f" ({t.reg_class})" if t.reg_class else "")))
-            rows.append(("layout", f"`{t.layout!r}`" if t.layout is not None else
+            rows.append(("shape", f"`{f.shape}`"))
+            rows.append(("memory", f.memory))
+            rows.append(("layout", f"`{f.layout}`" if f.layout is not None else
                          "row-major strides of the tensor" if t.space == "global" else "—"))
         elif isinstance(t, FragmentType):
-            kind = "fragment"
+            f.kind = "fragment"
+            f.dtype, f.shape = str(t.dtype), _shape(t.shape)
+            f.memory = "registers" + (f" ({t.reg_class})" if t.reg_class else "")
+            f.layout = repr(t.layout) if t.layout is not None else None
             rows.append(("dtype", f"`{t.dtype}`"))
-            rows.append(("shape", f"`{_shape(t.shape)}`"))
-            mem = "registers"
-            if t.reg_class:
-                mem += f" ({t.reg_class})"
-            rows.append(("memory", mem))
-            rows.append(("layout", f"`{t.layout!r}`" if t.layout is not None else
+            rows.append(("shape", f"`{f.shape}`"))
+            rows.append(("memory", f.memory))
+            rows.append(("layout", f"`{f.layout}`" if f.layout is not None else
                          "every thread holds every element"))
+            if f.layout is None:
+                f.short = "replicated"
         elif isinstance(t, ScalarType):
-            kind = "scalar"
+            f.kind = "scalar"
+            f.dtype = str(t.dtype)
             rows.append(("dtype", f"`{t.dtype}`"))
         else:
-            kind = type(t).__name__
             rows.append(("type", f"`{t}`"))
         tag = self._tag_of(c)
         if tag is not None:
             rows.append(("tag", tag))
-        head = f"**{word}**: {kind} — `{t}`" if len(str(t)) <= 80 else f"**{word}**: {kind}"
-        return head + "\n\n" + "\n".join(f"- {a}: {b}" for a, b in rows)
+        return f
 
     def _tag_of(self, c: _Cand) -> str | None:
         from ave_core.compiler.ir import Op, TensorType, TileType
@@ -280,4 +400,23 @@ def build_index(text: str, path: str, workspace: str | None) -> HoverIndex:
             index.spans.append((node.lineno - 1, (node.end_lineno or node.lineno) - 1,
                                 node.name))
     index.names = _name_tokens(text, len(lines))
+    from ave_core.diagnostics import SourceText
+
+    source = SourceText(text, path)
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                (node.name, node.lineno - 1) in index.kernels:
+            key = (node.name, node.lineno - 1)
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Assign) and len(sub.targets) == 1:
+                    target, value = sub.targets[0], sub.value
+                elif isinstance(sub, ast.AnnAssign) and sub.value is not None:
+                    target, value = sub.target, sub.value
+                else:
+                    continue
+                if not isinstance(target, ast.Name):
+                    continue
+                index.assigns.append(_Assign(
+                    target.id, source.position(target.end_lineno, target.end_col_offset),
+                    source.range_of(value), key))
     return index

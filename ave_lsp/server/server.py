@@ -1,4 +1,4 @@
-"""The Ave language server (pygls 2.x): diagnostics, hover, the suppression quick fix.
+"""The Ave language server (pygls 2.x): diagnostics, hover, inlay hints, quick fixes.
 
 Checks run :func:`ave_core.check.check_file` on the editor's buffer in a worker thread
 (one at a time: z3's default context is not thread-safe), never on the event loop:
@@ -327,10 +327,17 @@ class AveLanguageServer(LanguageServer):
             self.log(f"ave-lsp: {w}", types.MessageType.Warning)
         old, self.settings = self.settings, new
         def key(s: Settings) -> dict:
-            return {k: v for k, v in s.explicit.items() if k != "check_on_change"}
+            return {k: v for k, v in s.explicit.items()
+                    if k not in ("check_on_change", "inlay_hints")}
         if key(old) != key(new):
             for uri in list(self.docs):
                 self.schedule(uri, 0.0)
+        if old.explicit.get("inlay_hints") != new.explicit.get("inlay_hints") and \
+                self._client_can("workspace", "inlay_hint", "refresh_support"):
+            try:
+                self.workspace_inlay_hint_refresh(None)
+            except Exception as e:  # noqa: BLE001 - the hints update on the next edit
+                logger.info("could not refresh inlay hints: %s", e)
 
     def check_on_change(self, uri: str) -> bool:
         """``checkOnChange`` for this document ([tool.ave], then the editor)."""
@@ -391,6 +398,16 @@ class AveLanguageServer(LanguageServer):
         st.task_version = self.current_version(uri) if delay <= 0 else None
         st.task = asyncio.get_running_loop().create_task(self._run(st, delay))
         return st.task
+
+    def checking_current(self, uri: str) -> bool:
+        """Whether a check of the document's current version is already under way (not
+        debouncing): a save then needs no new check. Restarting it would not stop the
+        running one (a worker thread cannot be interrupted): the new check would queue
+        behind it, and the save would wait for both (with ``checkOnChange``, a save right
+        after a pause in typing did exactly that)."""
+        st = self.docs.get(uri)
+        return st is not None and st.task is not None and not st.task.done() and \
+            st.task_version is not None and st.task_version == self.current_version(uri)
 
     def drop_stale(self, uri: str) -> None:
         """A change arrived and no check follows it: cancel a check of an older version
@@ -543,24 +560,32 @@ class AveLanguageServer(LanguageServer):
 
     # ------------------------------------------------------------------ hover
 
-    async def hover(self, params: types.HoverParams) -> types.Hover | None:
+    async def hover_index(self, uri: str) -> Any:
+        """The :class:`~ave_lsp.server.hover.HoverIndex` of the document's current
+        version (hover and inlay hints share it: one front-end run per version), built
+        in the hover worker; None for a document the server does not know."""
         from ave_lsp.server import hover as hover_mod
 
-        uri = params.text_document.uri
         st = self.docs.get(uri)
         doc = self.workspace.text_documents.get(uri)
         if st is None or doc is None:
             return None
-        loop = asyncio.get_running_loop()
         if st.hover is None or st.hover[0] != doc.version or (
                 st.hover[1].done() and (st.hover[1].cancelled()
                                         or st.hover[1].exception() is not None)):
             path = self.path_of(uri)
-            fut = loop.run_in_executor(self.hover_pool(), hover_mod.build_index,
-                                       doc.source, path, self.root_for(path))
+            fut = asyncio.get_running_loop().run_in_executor(
+                self.hover_pool(), hover_mod.build_index, doc.source, path,
+                self.root_for(path))
             st.hover = (doc.version, fut)
+        return await asyncio.shield(st.hover[1])
+
+    async def hover(self, params: types.HoverParams) -> types.Hover | None:
+        loop = asyncio.get_running_loop()
         try:
-            index = await asyncio.shield(st.hover[1])
+            index = await self.hover_index(params.text_document.uri)
+            if index is None:
+                return None
             found = await loop.run_in_executor(self.hover_pool(), index.hover,
                                                params.position.line,
                                                params.position.character)
@@ -578,9 +603,58 @@ class AveLanguageServer(LanguageServer):
             range=types.Range(types.Position(rng.start.line, rng.start.character),
                               types.Position(rng.end.line, rng.end.character)))
 
+    # ------------------------------------------------------------------ inlay hints
+
+    def inlay_hints_enabled(self, uri: str) -> bool:
+        """``inlayHints`` for this document ([tool.ave], then the editor)."""
+        path = self.path_of(uri)
+        try:
+            return self.settings.config_for(path, self.root_for(path))[0].inlay_hints
+        except Exception:  # noqa: BLE001 - a bad pyproject.toml: the editor's value
+            return self.settings.inlay_hints
+
+    async def inlay_hints(self, params: types.InlayHintParams) -> list[types.InlayHint]:
+        """Each assignment of a tile, fragment or tensor in the range gets a type hint
+        after its name: dtype, shape, memory, layout (:meth:`HoverIndex.inlay_hints`,
+        the facts hover shows), the hover as its tooltip. Empty when ``inlayHints`` is
+        off or the file does not pass the front end."""
+        uri = params.text_document.uri
+        if not self.inlay_hints_enabled(uri):
+            return []
+        r = params.range
+        loop = asyncio.get_running_loop()
+        try:
+            index = await self.hover_index(uri)
+            if index is None:
+                return []
+            found = await loop.run_in_executor(self.hover_pool(), index.inlay_hints,
+                                               r.start.line, r.end.line)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # noqa: BLE001 - no hints, but say why in the log
+            self.log(f"ave-lsp: inlay hints failed: {type(e).__name__}: {e}\n"
+                     + traceback.format_exc(), types.MessageType.Error)
+            return []
+        out = []
+        for pos, label, tooltip in found:
+            p = types.Position(pos.line, pos.character)
+            if p < r.start or r.end < p:
+                continue
+            out.append(types.InlayHint(
+                position=p, label=f": {label}", kind=types.InlayHintKind.Type,
+                tooltip=types.MarkupContent(kind=types.MarkupKind.Markdown, value=tooltip)
+                if tooltip else None))
+        return out
+
     # ------------------------------------------------------------------ code actions
 
     def code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        """Quick fixes of the Ave diagnostics in the request's context: the mechanical
+        fixes their ``data["fix"]`` carries (:mod:`ave_lsp.server.fixes`), then
+        "suppress with a comment". A diagnostic the client sends back without its
+        ``data`` gets it from the server's last result for the document."""
+        from ave_lsp.server import fixes
+
         only = params.context.only
         quickfix = types.CodeActionKind.QuickFix.value
         if only and not any(quickfix.startswith(str(getattr(k, "value", k))) for k in only):
@@ -590,12 +664,23 @@ class AveLanguageServer(LanguageServer):
         if doc is None:
             return None
         text = doc.source
+
+        def make_edit(edits: list[types.TextEdit]) -> types.WorkspaceEdit:
+            if self._client_can("workspace", "workspace_edit", "document_changes"):
+                return types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
+                    text_document=types.OptionalVersionedTextDocumentIdentifier(
+                        uri=uri, version=doc.version),
+                    edits=list(edits))])
+            return types.WorkspaceEdit(changes={uri: list(edits)})
+
+        ours = [self._with_data(uri, d) for d in params.context.diagnostics
+                if d.source == convert.SOURCE]
+        actions: list[types.CodeAction] = fixes.code_actions(text, ours, make_edit)
         comments = convert.LineComments.of(text)
-        actions: list[types.CodeAction] = []
         seen: set[tuple[int, str]] = set()
-        for d in params.context.diagnostics:
+        for d in ours:
             code = d.code if isinstance(d.code, str) else None
-            if d.source != convert.SOURCE or code is None or code in convert.NOT_SUPPRESSIBLE:
+            if code is None or code in convert.NOT_SUPPRESSIBLE:
                 continue
             line = d.range.start.line
             if (line, code) in seen:
@@ -604,20 +689,25 @@ class AveLanguageServer(LanguageServer):
             edit = convert.suppress_edit(text, line, code, comments)
             if edit is None:
                 continue
-            if self._client_can("workspace", "workspace_edit", "document_changes"):
-                wedit = types.WorkspaceEdit(document_changes=[types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(
-                        uri=uri, version=doc.version),
-                    edits=[edit])])
-            else:
-                wedit = types.WorkspaceEdit(changes={uri: [edit]})
             actions.append(types.CodeAction(
                 title=f"Suppress {code} on this line (# ave: ignore[{code}])",
                 kind=types.CodeActionKind.QuickFix,
                 diagnostics=[d],
-                edit=wedit,
+                edit=make_edit([edit]),
             ))
         return actions
+
+    def _with_data(self, uri: str, d: types.Diagnostic) -> types.Diagnostic:
+        """``d`` with ``data``: as sent, or (a client that drops ``data``) that of the
+        same diagnostic (range, code, message) in the last result for ``uri``."""
+        if isinstance(d.data, dict):
+            return d
+        st = self.docs.get(uri)
+        r = st.result if st is not None else None
+        for item in (r.items if r is not None else ()):
+            if item.range == d.range and item.code == d.code and item.message == d.message:
+                return item
+        return d
 
 
 # ----------------------------------------------------------------------------- features
@@ -674,7 +764,8 @@ def create_server() -> AveLanguageServer:
         uri = params.text_document.uri
         if uri not in ls.docs:
             ls.docs[uri] = _Doc(uri)
-        ls.schedule(uri, 0.0)
+        if not ls.checking_current(uri):
+            ls.schedule(uri, 0.0)
         for dep in ls.dependents(uri):       # kernels built from the saved helper
             ls.schedule(dep, 0.0)
 
@@ -697,6 +788,11 @@ def create_server() -> AveLanguageServer:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: AveLanguageServer, params: types.HoverParams):
         return await ls.hover(params)
+
+    @server.feature(types.TEXT_DOCUMENT_INLAY_HINT,
+                    types.InlayHintOptions(resolve_provider=False))
+    async def inlay_hint(ls: AveLanguageServer, params: types.InlayHintParams):
+        return await ls.inlay_hints(params)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
         code_action_kinds=[types.CodeActionKind.QuickFix]))

@@ -30,6 +30,7 @@ class Settings:
     solver_timeout_ms: int = DEFAULT_SOLVER_TIMEOUT_MS
     max_file_lines: int | None = None
     baseline: str | None = None
+    inlay_hints: bool = True
     #: the Config fields the editor set (they override pyproject.toml)
     explicit: dict = field(default_factory=dict, compare=False, hash=False)
 
@@ -46,7 +47,7 @@ class Settings:
             values["baseline"] = os.path.expanduser(raw_baseline)   # resolved per root
         base = Settings()
         fields = {k: values.get(k, getattr(base, k)) for k in
-                  ("check_on_change", "trip_count_bound", "solver_timeout_ms",
+                  ("check_on_change", "inlay_hints", "trip_count_bound", "solver_timeout_ms",
                    "max_file_lines", "baseline")}
         return cls(**fields, explicit=dict(values)), warnings
 

@@ -32,7 +32,21 @@ def test_defaults_without_pyproject(tmp_path):
     # tmp dirs have no pyproject.toml above them (or one without [tool.ave])
     assert (cfg.solver_timeout_ms, cfg.trip_count_bound, cfg.check_on_change,
             cfg.max_file_lines, cfg.baseline) == (2000, None, False, None, None)
+    assert cfg.inlay_hints is True
     assert warnings == []
+
+
+def test_inlay_hints_from_pyproject_and_editor(tmp_path):
+    pyproject(tmp_path, "inlayHints = false\n")
+    cfg, w = resolve(str(tmp_path / "k.py"))
+    assert cfg.inlay_hints is False and w == []
+    s, _ = Settings.from_json({"inlayHints": True})
+    assert s.config_for(str(tmp_path / "k.py"), str(tmp_path))[0].inlay_hints is True
+    s, _ = Settings.from_json({"inlayHints": None})     # not set: the pyproject value
+    assert s.config_for(str(tmp_path / "k.py"), str(tmp_path))[0].inlay_hints is False
+    pyproject(tmp_path, "inlayHints = 0\n")
+    cfg, w = resolve(str(tmp_path / "k.py"))
+    assert cfg.inlay_hints is True and len(w) == 1 and "inlayHints" in w[0]
 
 
 def test_nearest_pyproject_above_the_file(tmp_path):

@@ -12,6 +12,7 @@ notification), and may ``didSave``; then:
   line is allowed, as LSP clamps it, and counted); for texts small enough to check twice,
   the list equals what the server's own check function gives in this process for the text
   the *client* holds (so the server's copy of the buffer followed the incremental edits);
+* inlay hints of the whole document are inside it;
 * a hover request at a random position (also past the end of a line or of the file) is
   answered within ``TIMEOUT`` s, with a range inside the document;
 * a code action request for a made-up Ave diagnostic on a random line answers with the
@@ -483,8 +484,18 @@ def run_case(sess: Session, *, name: str, text: str, edits: list[list[tuple[int,
         assert h["contents"]["kind"] == "markdown" and h["contents"]["value"], h
         if h.get("range"):
             _in_document(sess, h["range"], lines, "hover")
+    # 4b. inlay hints of the whole document (the same index as hover): inside it
+    hints = srv.request("textDocument/inlayHint", {
+        "textDocument": {"uri": sess.uri},
+        "range": {"start": {"line": 0, "character": 0},
+                  "end": {"line": len(lines), "character": 0}}})
+    for hint in hints or []:
+        p = hint["position"]
+        _in_document(sess, {"start": p, "end": p}, lines, "inlay hint")
+        assert hint["label"].startswith(": ") and "\n" not in hint["label"], hint
     for m in srv.logs[logs_before:]:
-        if m.get("type") == 1 and "hover failed" in m.get("message", ""):
+        if m.get("type") == 1 and ("hover failed" in m.get("message", "")
+                                   or "inlay hints failed" in m.get("message", "")):
             sess.findings.append(Finding("hover", m["message"], text, name))
     # 5. the suppression quick fix for a made-up diagnostic: the server's copy of the line
     from ave_lsp.server import convert

@@ -148,6 +148,7 @@ def capabilities(pull: bool) -> types.ClientCapabilities:
                 code_description_support=True, data_support=True),
             diagnostic=types.DiagnosticClientCapabilities(related_document_support=False)
             if pull else None,
+            inlay_hint=types.InlayHintClientCapabilities(),
             hover=types.HoverClientCapabilities(
                 content_format=[types.MarkupKind.Markdown, types.MarkupKind.PlainText]),
             code_action=types.CodeActionClientCapabilities(
@@ -291,6 +292,7 @@ async def test_server_info(client: LanguageClient):
     caps = client.init_result.capabilities
     assert caps.position_encoding == types.PositionEncodingKind.Utf16
     assert caps.hover_provider and caps.code_action_provider and caps.diagnostic_provider
+    assert caps.inlay_hint_provider
 
 
 async def test_broken_then_fixed(client: LanguageClient, workspace: Path):
@@ -391,6 +393,109 @@ async def test_suppress_code_action(client: LanguageClient, workspace: Path):
     pub = await wait_publish(client, uri, lambda p: p.version == 2)
     assert pub.diagnostics, "the other findings stay"
     assert all(d.range.start.line + 1 != MANIFEST["line"] for d in pub.diagnostics)
+    did_close(client, uri)
+
+
+BAD_VIEW = """\
+import ave_core.lang as ave
+
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2]):
+    sA = ave.alloc((64, 64), ave.bf16)                # 64 * 64 * 2 = 8192 bytes
+    sF = ave.view(sA, (64, 64), dtype=ave.f32)        # 64 * 64 * 4 = 16384 bytes
+"""
+
+
+async def test_view_bytes_code_action(client: LanguageClient, workspace: Path):
+    uri, text = new_doc(workspace, "bad_view.py", BAD_VIEW)
+    did_open(client, uri, text)
+    pub = await wait_publish(client, uri, lambda p: p.version == 1)
+    (target,) = [d for d in pub.diagnostics if d.code == "AVE106"]
+    assert target.range.start.line == 6
+    actions = await asyncio.wait_for(client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri),
+            range=target.range,
+            context=types.CodeActionContext(diagnostics=[target]))), TIMEOUT)
+    fix = actions[0]                               # the fix first, then "suppress"
+    assert fix.kind == types.CodeActionKind.QuickFix and fix.is_preferred
+    assert "8192 bytes" in fix.title and "(64, 32)" in fix.title
+    assert any("Suppress AVE106" in a.title for a in actions[1:])
+    new_text = apply_edits(text, fix.edit.changes[uri])
+    # f32 is 4 bytes: 8192 / 4 / 64 = 32 columns; nothing else changes
+    assert new_text == text.replace("(64, 64), dtype=ave.f32", "(64, 32), dtype=ave.f32")
+
+    did_change(client, uri, new_text, 2)
+    did_save(client, uri)
+    pub = await wait_publish(client, uri, lambda p: p.version == 2)
+    assert list(pub.diagnostics) == []
+    did_close(client, uri)
+
+
+async def test_insert_barrier_code_action(client: LanguageClient, workspace: Path):
+    """The contract the analysis emits (ave_lsp/server/fixes.py), sent by the client as
+    a diagnostic's data: the server offers the edit inserting the barrier."""
+    uri, text = new_doc(workspace, "barrier.py", FIXED)
+    did_open(client, uri, text)
+    lines = text.split("\n")
+    line = next(i for i, ln in enumerate(lines) if ln.strip() == "ave.barrier()" or
+                ln.lstrip().startswith("ave.barrier()  "))
+    without = "\n".join(lines[:line] + lines[line + 1:])
+    did_change(client, uri, without, 2)
+    indent = lines[line][:len(lines[line]) - len(lines[line].lstrip())]
+    diag = types.Diagnostic(
+        range=types.Range(types.Position(line, len(indent)), types.Position(line, 40)),
+        message="race on sA", code="AVE201", source="ave",
+        data={"witness": None, "notes": [],
+              "fix": {"kind": "insert_barrier", "line": line, "indent": indent}})
+    actions = await asyncio.wait_for(client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), range=diag.range,
+            context=types.CodeActionContext(diagnostics=[diag]))), TIMEOUT)
+    fix = actions[0]
+    assert fix.title.startswith(f"Insert ave.barrier() before line {line + 1}")
+    (edit,) = fix.edit.changes[uri]
+    assert edit.range.start == edit.range.end == types.Position(line, 0)
+    assert edit.new_text == indent + "ave.barrier()\n"
+    did_close(client, uri)
+
+
+async def _inlay(client: LanguageClient, uri: str, first: int, last: int):
+    return await asyncio.wait_for(client.text_document_inlay_hint_async(types.InlayHintParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        range=types.Range(types.Position(first, 0), types.Position(last, 0)))), TIMEOUT)
+
+
+async def test_inlay_hints(client: LanguageClient, workspace: Path):
+    uri, text = new_doc(workspace, "inlay.py", FIXED)
+    did_open(client, uri, text)
+    lines = text.split("\n")
+    line = next(i for i, ln in enumerate(lines) if ln.startswith("    sA = ave.alloc("))
+    hints = await _inlay(client, uri, 0, len(lines))
+    by_line = {h.position.line: h for h in hints}
+    h = by_line[line]
+    assert h.position.character == len("    sA")      # just after the name
+    assert h.kind == types.InlayHintKind.Type
+    # By hand, for the defaults (configs[0]: STAGES=3, BM=128, BK=32): a row-major
+    # (3, 128, 32) tile has strides (128 * 32, 32, 1); row_swizzle(32) is Swizzle<2,3,3>.
+    # configs[1] (STAGES=4, BM=64) gives another layout: "+1 more".
+    assert h.label == ": bf16 (3, 128, 32) shared · Sw<2,3,3> o 0 o (3,128,32):(4096,32,1) (+1 more)"
+    assert "(4,64,32):(2048,32,1)" in h.tooltip.value      # the hover lists both
+    # a scalar gets none; the tagged tensor gets its dtype and rank
+    assert not any(lines[i].startswith("    m0 = ") for i in by_line)
+    tag_line = next(i for i, ln in enumerate(lines) if ln.startswith("    A = ave.tag("))
+    assert by_line[tag_line].label == ": bf16 tensor rank 2, global"
+    # only the requested range
+    assert [x.position.line for x in await _inlay(client, uri, line, line + 1)] == [line]
+    # configurable: off, then on again (pushed settings apply before the next request)
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"ave": {"checkOnChange": False, "solverTimeoutMs": 2000,
+                          "inlayHints": False}}))
+    assert list(await _inlay(client, uri, 0, len(lines))) == []
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"ave": {"checkOnChange": False, "solverTimeoutMs": 2000}}))
+    assert len(await _inlay(client, uri, 0, len(lines))) == len(hints)
     did_close(client, uri)
 
 

@@ -156,8 +156,10 @@ def test_settings():
     opts = s.analysis_options()
     assert opts.trip_bound == 4 and opts.solver_timeout_ms == 500
     s, w = Settings.from_json({"checkOnChange": "yes", "tripCountBound": 0,
-                               "solverTimeoutMs": "fast"})
-    assert s == Settings() and len(w) == 3
+                               "solverTimeoutMs": "fast", "inlayHints": "no"})
+    assert s == Settings() and len(w) == 4 and s.inlay_hints is True
+    s, w = Settings.from_json({"inlayHints": False})
+    assert s.inlay_hints is False and w == [] and s.explicit == {"inlay_hints": False}
     s, w = Settings.from_json([1, 2])
     assert s == Settings() and len(w) == 1
 

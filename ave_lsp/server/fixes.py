@@ -1,0 +1,255 @@
+"""Quick fixes carried by diagnostics: the one definition of the ``fix`` contract.
+
+A layer of Ave (the front end, the analysis) that knows the mechanical fix of a finding
+attaches it to the :class:`ave_core.diagnostics.Diagnostic` as ``fix`` (a JSON object);
+the report's JSON carries it as ``"fix"``, the language server as ``data["fix"]`` of the
+LSP diagnostic, and :func:`code_actions` turns it into a ``quickfix`` code action with a
+``WorkspaceEdit``. Lines and ranges are LSP's (0-based lines, UTF-16 columns) in the
+diagnostic's own ``file``; the server drops the fix of a diagnostic reported in another
+file than the document (a finding inside a helper, shown at the call site).
+
+The kinds (any other ``kind``, or a malformed object, offers nothing):
+
+``view_shape`` — make an ``ave.view`` cover exactly the bytes of its source (AVE106)::
+
+    {"kind": "view_shape",
+     "range": {"start": {"line": L, "character": C}, "end": {...}},  # the extent's text
+     "old": "64",          # the text in "range" when the diagnostic was computed
+     "new": "32",          # what replaces it (a number, or e.g. "BK // 2")
+     "shape": [64, 32],    # the view's corrected shape (this specialization)
+     "dtype": "f32",       # the view's dtype
+     "bytes": 8192}        # the source's byte size (= prod(shape) * dtype bytes)
+
+  The edit replaces ``range`` by ``new``; it is not offered when the document no longer
+  reads ``old`` there (the diagnostic is stale), nor when two diagnostics on the same
+  range (two specializations) want different texts.
+
+``insert_barrier`` — insert the missing barrier::
+
+    {"kind": "insert_barrier",
+     "line": L,            # 0-based line the barrier is inserted before (may be the
+                           # line count: append at the end)
+     "indent": "        ", # the new line's indentation (spaces and tabs only)
+     "reason": "..."}      # optional: shown in the action's title
+
+  The edit inserts ``{indent}{alias}.barrier()`` and a line end (the document's own) at
+  the start of line ``L``, where ``{alias}`` is the name under which the document imports
+  ``ave_core.lang`` (``import ave_core.lang as ave`` -> ``ave.barrier()``; ``from
+  ave_core.lang import barrier as bar`` -> ``bar()``). Not offered when the document does
+  not import it, nor when line ``L`` or the line before it (blank lines skipped)
+  already is that call.
+
+Pure functions of the document's text and the diagnostics: only the standard library
+and lsprotocol are imported.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import Any, Iterable
+
+from lsprotocol import types
+
+VIEW_SHAPE = "view_shape"
+INSERT_BARRIER = "insert_barrier"
+
+_LINE_END = re.compile(r"\r\n|\r|\n")
+_INDENT = re.compile(r"[ \t]*\Z")
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _lines(text: str) -> list[str]:
+    return _LINE_END.split(text)
+
+
+def _utf16_index(s: str, units: int) -> int | None:
+    """A UTF-16 column -> a code-point index into ``s``; None past the end or inside a
+    surrogate pair."""
+    n = 0
+    for i, ch in enumerate(s):
+        if n == units:
+            return i
+        if n > units:
+            return None
+        n += 2 if ord(ch) > 0xFFFF else 1
+    return len(s) if n == units else None
+
+
+def _text_at(text: str, rng: types.Range) -> str | None:
+    """The document's text in a single-line range, or None if the range does not fit."""
+    lines = _lines(text)
+    if rng.start.line != rng.end.line or not 0 <= rng.start.line < len(lines):
+        return None
+    src = lines[rng.start.line]
+    a = _utf16_index(src, rng.start.character)
+    b = _utf16_index(src, rng.end.character)
+    if a is None or b is None or b < a:
+        return None
+    return src[a:b]
+
+
+def _range(obj: Any) -> types.Range | None:
+    try:
+        s, e = obj["start"], obj["end"]
+        vals = [s["line"], s["character"], e["line"], e["character"]]
+    except (TypeError, KeyError):
+        return None
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in vals):
+        return None
+    return types.Range(types.Position(vals[0], vals[1]), types.Position(vals[2], vals[3]))
+
+
+def barrier_call(text: str) -> str | None:
+    """How the document calls ``ave_core.lang.barrier``: ``"ave.barrier()"`` for
+    ``import ave_core.lang as ave``, ``"lang.barrier()"`` for ``from ave_core import
+    lang``, ``"barrier()"`` for ``from ave_core.lang import barrier`` (or ``*``); None
+    when it does not import it (or does not parse). Module-level imports only, the
+    first that fits."""
+    try:
+        tree = ast.parse(text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff"))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name == "ave_core.lang":
+                    return f"{a.asname or 'ave_core.lang'}.barrier()"
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            for a in node.names:
+                if node.module == "ave_core" and a.name == "lang":
+                    return f"{a.asname or 'lang'}.barrier()"
+                if node.module == "ave_core.lang" and a.name in ("barrier", "*"):
+                    return f"{a.asname or 'barrier'}()"
+    return None
+
+
+def _line_end(text: str) -> str:
+    m = _LINE_END.search(text)
+    return m.group(0) if m else "\n"
+
+
+# ----------------------------------------------------------------------------- edits
+
+def edit_for(fix: Any, text: str) -> tuple[str, types.TextEdit] | None:
+    """``(title, edit)`` of one ``fix`` object on the document ``text``, or None when
+    the fix is malformed, of an unknown kind, or does not apply to this text."""
+    if not isinstance(fix, dict):
+        return None
+    kind = fix.get("kind")
+    if kind == VIEW_SHAPE:
+        return _view_shape(fix, text)
+    if kind == INSERT_BARRIER:
+        return _insert_barrier(fix, text)
+    return None
+
+
+def _view_shape(fix: dict, text: str) -> tuple[str, types.TextEdit] | None:
+    rng = _range(fix.get("range"))
+    old, new = fix.get("old"), fix.get("new")
+    if rng is None or not isinstance(old, str) or not isinstance(new, str) or not new \
+            or "\n" in new or "\r" in new:
+        return None
+    if _text_at(text, rng) != old:
+        return None                       # the document changed since the check
+    shape = fix.get("shape")
+    dtype = fix.get("dtype")
+    nbytes = fix.get("bytes")
+    what = ""
+    if isinstance(shape, list) and all(isinstance(s, int) for s in shape) and shape:
+        what = f": shape ({', '.join(map(str, shape))}{',' if len(shape) == 1 else ''})"
+        if isinstance(dtype, str):
+            what += f" of {dtype}"
+    size = f"{nbytes} bytes" if isinstance(nbytes, int) else "bytes"
+    title = f"Make the view cover the source's {size}{what} ({old} -> {new})"
+    return title, types.TextEdit(rng, new)
+
+
+def _insert_barrier(fix: dict, text: str) -> tuple[str, types.TextEdit] | None:
+    line, indent = fix.get("line"), fix.get("indent", "")
+    if not isinstance(line, int) or isinstance(line, bool) or not isinstance(indent, str) \
+            or not _INDENT.match(indent):
+        return None
+    lines = _lines(text)
+    if not 0 <= line <= len(lines):
+        return None
+    call = barrier_call(text)
+    if call is None:
+        return None
+    prev = line - 1
+    while prev >= 0 and not lines[prev].strip():
+        prev -= 1
+    if (prev >= 0 and lines[prev].strip() == call) or \
+            (line < len(lines) and lines[line].strip() == call):
+        return None                       # already there
+    eol = _line_end(text)
+    if line < len(lines):
+        pos = types.Position(line, 0)
+        new_text = indent + call + eol
+    else:                                 # after the last line
+        last = len(lines) - 1
+        pos = types.Position(last, _utf16_len(lines[last]))
+        new_text = indent + call + eol if lines[last] == "" else eol + indent + call
+    reason = fix.get("reason")
+    title = f"Insert {call} before line {line + 1}"
+    if isinstance(reason, str) and reason.strip():
+        title += f" ({' '.join(reason.split())})"
+    return title, types.TextEdit(types.Range(pos, pos), new_text)
+
+
+def _utf16_len(s: str) -> int:
+    return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
+
+
+# ----------------------------------------------------------------------------- actions
+
+def fix_of(diagnostic: types.Diagnostic) -> dict | None:
+    """The ``fix`` object in an LSP diagnostic's ``data``, if any."""
+    data = diagnostic.data
+    if isinstance(data, dict) and isinstance(data.get("fix"), dict):
+        return data["fix"]
+    return None
+
+
+def code_actions(text: str, diagnostics: Iterable[types.Diagnostic],
+                 make_edit: Any) -> list[types.CodeAction]:
+    """The quick fixes of ``diagnostics`` (each with its ``data["fix"]``) on ``text``.
+
+    ``make_edit(edits)`` wraps a list of :class:`TextEdit` of the document into a
+    :class:`WorkspaceEdit` (the server knows the URI, version and client capabilities).
+    Identical edits (the same fix reported by several specializations) give one action;
+    different edits of the same range give none (ambiguous).
+    """
+    found: list[tuple[str, types.TextEdit, list[types.Diagnostic]]] = []
+    conflicts: set[tuple] = set()
+    for d in diagnostics:
+        fix = fix_of(d)
+        if fix is None:
+            continue
+        got = edit_for(fix, text)
+        if got is None:
+            continue
+        title, edit = got
+        rkey = (edit.range.start.line, edit.range.start.character,
+                edit.range.end.line, edit.range.end.character)
+        for i, (t, e, ds) in enumerate(found):
+            ekey = (e.range.start.line, e.range.start.character,
+                    e.range.end.line, e.range.end.character)
+            if ekey == rkey and e.new_text == edit.new_text:
+                ds.append(d)
+                break
+            if ekey == rkey and edit.range.start != edit.range.end:
+                conflicts.add(rkey)       # two replacements of one range disagree
+                break
+        else:
+            found.append((title, edit, [d]))
+    out = []
+    for title, edit, ds in found:
+        r = edit.range
+        if (r.start.line, r.start.character, r.end.line, r.end.character) in conflicts:
+            continue
+        out.append(types.CodeAction(title=title, kind=types.CodeActionKind.QuickFix,
+                                    diagnostics=ds, edit=make_edit([edit]),
+                                    is_preferred=True))
+    return out

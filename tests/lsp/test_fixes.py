@@ -1,0 +1,219 @@
+"""Quick fixes carried by diagnostics (``data["fix"]``, ave_lsp/server/fixes.py), in
+process: the ``insert_barrier`` contract (the analysis emits it; here a synthetic
+diagnostic), the ``view_shape`` fix of the front end's AVE106, and the server's
+code-action handler that offers them."""
+
+from __future__ import annotations
+
+import pytest
+from lsprotocol import types
+
+from ave_core.compiler.frontend import compile_source
+from ave_core.diagnostics import Diagnostic, Range
+from ave_lsp.server import fixes
+from ave_lsp.server.convert import to_lsp
+
+
+def apply(text: str, edit: types.TextEdit) -> str:
+    """Apply one edit (ASCII text: UTF-16 columns are code points)."""
+    lines = text.split("\n")
+    offs = [0]
+    for ln in lines:
+        offs.append(offs[-1] + len(ln) + 1)
+
+    def at(p: types.Position) -> int:
+        return offs[p.line] + p.character
+
+    return text[:at(edit.range.start)] + edit.new_text + text[at(edit.range.end):]
+
+
+def lsp_diag(fix: dict | None, line: int = 5, code: str = "AVE210") -> types.Diagnostic:
+    data = {"witness": None, "notes": []}
+    if fix is not None:
+        data["fix"] = fix
+    return types.Diagnostic(range=types.Range(types.Position(line, 8), types.Position(line, 20)),
+                            message="shared-memory race", code=code, source="ave", data=data)
+
+
+def changes(edits: list[types.TextEdit]) -> types.WorkspaceEdit:
+    return types.WorkspaceEdit(changes={"file:///k.py": edits})
+
+
+KERNEL = """\
+import ave_core.lang as ave
+
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 1]):
+    s = ave.alloc((128,), ave.f32)
+    for i in ave.static_range(2):
+        ave.store(s, ave.load(X[0:128], ave.row_major((128,))))
+        y = ave.load(s, ave.row_major((128,)))
+"""
+
+
+# ----------------------------------------------------------------------------- insert_barrier
+
+def test_insert_barrier_at_a_line_with_its_indent():
+    fix = {"kind": "insert_barrier", "line": 8, "indent": "        ",
+           "reason": "s is written above and read below by other threads"}
+    (action,) = fixes.code_actions(KERNEL, [lsp_diag(fix)], changes)
+    assert action.kind == types.CodeActionKind.QuickFix
+    assert action.title.startswith("Insert ave.barrier() before line 9")
+    assert "written above" in action.title
+    (edit,) = action.edit.changes["file:///k.py"]
+    want = KERNEL.replace("        y = ave.load", "        ave.barrier()\n        y = ave.load")
+    assert apply(KERNEL, edit) == want
+
+
+@pytest.mark.parametrize("imports, call", [
+    ("import ave_core.lang as gpu", "gpu.barrier()"),
+    ("import ave_core.lang", "ave_core.lang.barrier()"),
+    ("from ave_core import lang as L", "L.barrier()"),
+    ("from ave_core import lang", "lang.barrier()"),
+    ("from ave_core.lang import barrier as sync, kernel", "sync()"),
+    ("from ave_core.lang import *", "barrier()"),
+])
+def test_insert_barrier_uses_the_files_alias(imports, call):
+    text = KERNEL.replace("import ave_core.lang as ave", imports + "\nimport ave_core.lang as z")
+    assert fixes.barrier_call(text) == call  # the first import that fits
+    fix = {"kind": "insert_barrier", "line": 9, "indent": "\t"}
+    (action,) = fixes.code_actions(text, [lsp_diag(fix)], changes)
+    (edit,) = action.edit.changes["file:///k.py"]
+    assert edit.range.start == edit.range.end == types.Position(9, 0)
+    assert edit.new_text == f"\t{call}\n"
+
+
+def test_insert_barrier_keeps_crlf_and_appends_at_the_end():
+    text = KERNEL.replace("\n", "\r\n")
+    (action,) = fixes.code_actions(text, [lsp_diag({"kind": "insert_barrier", "line": 8,
+                                                     "indent": "    "})], changes)
+    assert action.edit.changes["file:///k.py"][0].new_text == "    ave.barrier()\r\n"
+    no_final = KERNEL.rstrip("\n")                 # 9 lines, the last without "\n"
+    (action,) = fixes.code_actions(no_final, [lsp_diag({"kind": "insert_barrier",
+                                                         "line": 9, "indent": "    "})],
+                                   changes)
+    (edit,) = action.edit.changes["file:///k.py"]
+    assert apply(no_final, edit) == no_final + "\n    ave.barrier()"
+
+
+@pytest.mark.parametrize("fix", [
+    {"kind": "insert_barrier", "line": 99, "indent": ""},          # past the end
+    {"kind": "insert_barrier", "line": -1, "indent": ""},
+    {"kind": "insert_barrier", "line": "8", "indent": ""},
+    {"kind": "insert_barrier", "line": True, "indent": ""},
+    {"kind": "insert_barrier", "line": 8, "indent": "x = 1; "},    # not an indentation
+    {"kind": "insert_barrier", "line": 8, "indent": None},
+    {"kind": "insert_barrier"},
+    {"kind": "make_it_fast", "line": 8},
+    "insert_barrier",
+])
+def test_malformed_or_unknown_fixes_offer_nothing(fix):
+    assert fixes.code_actions(KERNEL, [lsp_diag(fix)], changes) == []
+
+
+def test_insert_barrier_not_offered_twice_or_without_the_import():
+    done = KERNEL.replace("        y = ave.load", "        ave.barrier()\n\n        y = ave.load")
+    fix = {"kind": "insert_barrier", "line": 10, "indent": "        "}
+    assert done.split("\n")[10].strip().startswith("y = ")
+    assert fixes.code_actions(done, [lsp_diag(fix)], changes) == []
+    other = KERNEL.replace("import ave_core.lang as ave", "import numpy as ave")
+    assert fixes.code_actions(other, [lsp_diag({"kind": "insert_barrier", "line": 8,
+                                                 "indent": ""})], changes) == []
+
+
+def test_same_fix_from_two_diagnostics_is_one_action():
+    fix = {"kind": "insert_barrier", "line": 8, "indent": "        "}
+    a, b = lsp_diag(fix, line=7), lsp_diag(dict(fix), line=8)
+    (action,) = fixes.code_actions(KERNEL, [a, b], changes)
+    assert action.diagnostics == [a, b]
+
+
+# ----------------------------------------------------------------------------- view_shape
+
+VIEW = """\
+import ave_core.lang as ave
+
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 1], BK: ave.constexpr = 64):
+    sA = ave.alloc((64, 64), ave.bf16)
+    sF = ave.view(sA, {shape}, dtype=ave.f32)
+"""
+
+
+@pytest.mark.parametrize("shape, fixed", [
+    ("(64, 64)", "(64, 32)"),        # bf16 -> f32: half the f32 elements
+    ("[64, BK]", "[64, BK // 2]"),   # an expression is scaled, not replaced
+    ("(16, 256)", "(16, 128)"),
+    ("(8, 2 * BK)", "(8, (2 * BK) * 2)"),   # 8 * 256 f32 = 8192 bytes
+])
+def test_view_shape_fix_from_the_front_end(shape, fixed):
+    text = VIEW.format(shape=shape)
+    (d,) = compile_source(text, "/w/k.py").diagnostics
+    assert d.code == "AVE106"
+    assert d.fix["kind"] == "view_shape" and d.fix["bytes"] == 64 * 64 * 2
+    (ld,) = to_lsp([d], path="/w/k.py", uri="file:///w/k.py", text=text)
+    assert ld.data["fix"] == d.fix
+    (action,) = fixes.code_actions(text, [ld], changes)
+    assert "8192 bytes" in action.title
+    (edit,) = action.edit.changes["file:///k.py"]
+    new = apply(text, edit)
+    assert new == VIEW.format(shape=fixed)
+    assert compile_source(new, "/w/k.py").diagnostics == []      # the view now fits
+
+
+def test_view_shape_fix_replaces_a_literal_by_the_number():
+    text = VIEW.format(shape="(64, 3)")
+    (d,) = compile_source(text, "/w/k.py").diagnostics
+    assert d.fix["old"] == "3" and d.fix["new"] == "32" and d.fix["shape"] == [64, 32]
+    assert d.fix["dtype"] == "f32"
+
+
+@pytest.mark.parametrize("shape", [
+    "(3, 64)",          # 8192 / (3 * 4) is not an integer
+    "(4096, 1)",        # 8192 / (4096 * 4) = 0.5
+    "SHAPE",            # not written as a tuple
+    "(*SHAPE2,)",       # starred
+])
+def test_view_shape_fix_not_offered_when_not_mechanical(shape):
+    text = VIEW.format(shape=shape).replace(
+        "@ave.kernel", "SHAPE = (64, 64)\nSHAPE2 = (64, 64)\n\n\n@ave.kernel")
+    (d,) = compile_source(text, "/w/k.py").diagnostics
+    assert d.code == "AVE106" and d.fix is None
+
+
+def test_view_shape_fix_not_offered_on_changed_text_or_disagreement():
+    text = VIEW.format(shape="(64, 64)")
+    (d,) = compile_source(text, "/w/k.py").diagnostics
+    (ld,) = to_lsp([d], path="/w/k.py", uri="file:///w/k.py", text=text)
+    edited = text.replace("(64, 64), dtype", "(64, 65), dtype")
+    assert fixes.code_actions(edited, [ld], changes) == []       # stale diagnostic
+    other = lsp_diag(dict(ld.data["fix"], new="16", shape=[64, 16]), code="AVE106")
+    assert fixes.code_actions(text, [ld, other], changes) == []  # two answers
+
+
+def test_fix_of_a_finding_in_another_file_is_dropped():
+    d = Diagnostic("AVE106", "view", "/w/helper.py", Range.of(3, 4, 3, 9),
+                   fix={"kind": "insert_barrier", "line": 3, "indent": "    "})
+    (ld,) = to_lsp([d], path="/w/k.py", uri="file:///w/k.py", text=KERNEL)
+    assert "fix" not in ld.data
+    assert d.to_json()["fix"] == d.fix
+    assert "fix" not in Diagnostic("AVE106", "v", "/w/k.py", Range.of(0, 0, 0, 1)).to_json()
+
+
+def test_server_fills_in_data_a_client_dropped():
+    """A client that does not send ``data`` back gets the fix of the same diagnostic
+    (range, code, message) from the server's last result."""
+    from ave_lsp.server.server import AveLanguageServer, _Doc, _Result
+
+    text = VIEW.format(shape="(64, 64)")
+    (d,) = compile_source(text, "/w/k.py").diagnostics
+    (ld,) = to_lsp([d], path="/w/k.py", uri="file:///w/k.py", text=text)
+    ls = AveLanguageServer()
+    ls.docs["file:///w/k.py"] = st = _Doc("file:///w/k.py")
+    st.result = _Result(1, [ld], "1:x")
+    bare = types.Diagnostic(range=ld.range, message=ld.message, code=ld.code, source="ave")
+    assert ls._with_data("file:///w/k.py", bare).data["fix"] == d.fix
+    other = types.Diagnostic(range=ld.range, message="another", code=ld.code, source="ave")
+    assert ls._with_data("file:///w/k.py", other).data is None
