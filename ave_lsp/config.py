@@ -69,6 +69,10 @@ _SPECS: dict[str, dict[str, Any]] = {
                        "--write-baseline FILE); findings recorded there are not shown. "
                        "A relative path is taken relative to the workspace folder (in "
                        "pyproject.toml: to that file's directory). null: none."},
+    "inlayHints": {
+        "type": "boolean", "flag": None,
+        "description": "Show inlay hints after tile and tensor names: dtype, shape, memory "
+                       "space and layout (shape:stride, swizzle)."},
 }
 
 

@@ -32,7 +32,9 @@ def test_defaults_are_the_config_defaults():
                 "tripCountBound": fields["trip_count_bound"],
                 "checkOnChange": fields["check_on_change"],
                 "maxFileLines": fields["max_file_lines"],
-                "baseline": fields["baseline"]}
+                "baseline": fields["baseline"],
+                "inlayHints": fields["inlay_hints"]}
+    assert fields["inlay_hints"] is True
     assert {k: p["default"] for k, p in SCHEMA["properties"].items()} == expected
     assert expected["solverTimeoutMs"] == cfg.DEFAULT_SOLVER_TIMEOUT_MS == 2000
     # and the server's Settings start from the same values
