@@ -10,7 +10,8 @@ import ctypes
 from typing import Any, Sequence
 
 TORCH_DTYPES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64",
-                "i32": "int32", "i64": "int64", "i8": "int8", "u8": "uint8"}
+                "i32": "int32", "i64": "int64", "i8": "int8", "u8": "uint8", "i1": "bool",
+                "fp8e4m3": "float8_e4m3fn", "fp8e5m2": "float8_e5m2"}
 
 
 def _driver():
@@ -94,13 +95,48 @@ def _pack(self: Any, args: Sequence[Any]) -> tuple[tuple, tuple]:
                 vals.append(int(st[d]))
                 types.append(ctypes.c_int64)
         else:
-            if p["dtype"] in ("f32", "f16", "bf16", "f64"):
-                vals.append(float(a))
-                types.append(ctypes.c_double if p["dtype"] == "f64" else ctypes.c_float)
-            else:
-                vals.append(int(a))
-                types.append(ctypes.c_int32)
+            v, t = _pack_scalar(p, a)
+            vals.append(v)
+            types.append(t)
     return tuple(vals), tuple(types)
+
+
+_INT_SCALARS = {"i32": (ctypes.c_int32, -2 ** 31, 2 ** 31 - 1), "i8": (ctypes.c_int8, -128, 127),
+                "u8": (ctypes.c_uint8, 0, 255), "i1": (ctypes.c_uint8, 0, 1)}
+
+
+def _pack_scalar(p: dict, a: Any) -> tuple[Any, Any]:
+    """One scalar parameter as the kernel's ABI has it: f32/f64 as such, f16 and bf16 as
+    their 16-bit patterns (round to nearest even; the PTX parameter is 2 bytes), integers in
+    their declared width after a range check (a value that does not fit is an error, never
+    a silent wrap)."""
+    import struct
+    dt = p["dtype"]
+    if dt in ("f32", "f16", "bf16", "f64"):
+        if isinstance(a, bool) or not isinstance(a, (int, float)) and not hasattr(a, "__float__"):
+            raise TypeError(f"`{p['name']}` is a {dt} scalar, got {type(a).__name__}")
+        x = float(a)
+        if dt == "f64":
+            return x, ctypes.c_double
+        if dt == "f32":
+            return x, ctypes.c_float
+        if dt == "f16":
+            import numpy as np
+            return int(np.array(x, dtype=np.float16).view(np.uint16)), ctypes.c_uint16
+        bits = struct.unpack("<I", struct.pack("<f", x))[0]
+        if x != x:
+            return 0x7FC0, ctypes.c_uint16
+        return ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16) & 0xFFFF, ctypes.c_uint16
+    if dt not in _INT_SCALARS:
+        raise TypeError(f"`{p['name']}`: scalar dtype {dt} cannot be passed to a kernel")
+    ct, lo, hi = _INT_SCALARS[dt]
+    if isinstance(a, float) or not hasattr(a, "__index__"):
+        raise TypeError(f"`{p['name']}` is an {dt} scalar, got {type(a).__name__} {a!r}")
+    v = int(a.__index__())
+    if not lo <= v <= hi:
+        raise ValueError(f"`{p['name']}` = {v} does not fit the kernel's {dt} parameter "
+                         f"({lo} .. {hi})")
+    return v, ct
 
 
 

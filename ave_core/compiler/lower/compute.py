@@ -438,6 +438,15 @@ class ComputeLowering:
         iv = em.fresh("iv")
         args = [em.fresh("it") for _ in flat_init]
         res = [em.fresh("r") for _ in flat_init]
+        if not isinstance(st, int):
+            raise LoweringError("the step of a loop must be a compile-time integer", op)
+        if st == 0:
+            raise LoweringError("a loop step of 0 never terminates", op)
+        # scf.for counts up (a positive step); Python's range(lb, ub, st) with st < 0 runs
+        # i = lb, lb + st, ... while i > ub: the loop over k = -i from -lb to -ub, step -st
+        down = st < 0
+        if down:
+            lb, ub, st = -lb, -ub, -st
         lbv, ubv, stv = (materialize(em, x) for x in (lb, ub, st))
         head = f"scf.for {iv} = {lbv} to {ubv} step {stv}"
         if flat_init:
@@ -447,7 +456,8 @@ class ComputeLowering:
         em.line(head + " : i32 {")
         em.push()
         lo = lb if isinstance(lb, int) else None
-        self.env[body.args[0]] = em.atom(V(iv, "i32"), lo, None)
+        ivs = em.atom(V(iv, "i32"), lo, None)       # lb <= iv (< ub)
+        self.env[body.args[0]] = -ivs if down else ivs
         k = 0
         for a, ts in zip(body.args[1:], types):
             vals = [V(args[k + i], ts[i]) for i in range(len(ts))]

@@ -355,6 +355,12 @@ class Sym:
                 return sp[1]
         return self._div_rt(d, "mod")
 
+    def __rfloordiv__(self, o: Any) -> "Sym | int":
+        return Sym(self.em, {}, int(o)) // self
+
+    def __rmod__(self, o: Any) -> "Sym | int":
+        return Sym(self.em, {}, int(o)) % self
+
     def _div_rt(self, o: Any, kind: str) -> "Sym":
         em = self.em
         a = self.value()
@@ -407,6 +413,12 @@ class Sym:
         if isinstance(o, int) and o >= 0:
             return self * (1 << o)
         return self._bitop("shli", o)
+
+    def __rrshift__(self, o: Any) -> "Sym":
+        return Sym(self.em, {}, int(o))._bitop("shrsi", self)
+
+    def __rlshift__(self, o: Any) -> "Sym":
+        return Sym(self.em, {}, int(o))._bitop("shli", self)
 
     def _bitop(self, ins: str, o: Any) -> "Sym":
         em = self.em

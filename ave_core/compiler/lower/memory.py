@@ -614,7 +614,9 @@ class MemoryLowering:
         fr = self.get(op.operands[1])
         tv = op.operands[1].type.layout
         em = self.em
-        cvt = self.convert_values(fr.vals, fr.dtype, dst.dtype)
+        et = mlir_type(dst.dtype)
+        # integer and boolean fragments hold folded Syms / ints / Preds: emit them as values
+        cvt = [self._as_value(x, et) for x in self.convert_values(fr.vals, fr.dtype, dst.dtype)]
         # a replicated layout writes each element from its first holder only
         tab = np.asarray(tv.coords_table())
         T, Vn, R = tab.shape
