@@ -240,3 +240,25 @@ def test_an_i32_scalar_that_does_not_fit_is_refused(bad, err):
     fl = _FakeLaunch([{"name": "n", "kind": "scalar", "dtype": "i32"}])
     with pytest.raises(err, match="`n`"):
         _pack(fl, [bad])
+
+
+def test_integer_and_boolean_fragments_carried_by_loops_and_branches():
+    # loop-carried / branch-merged i32 and i1 fragments came back as plain MLIR values, and
+    # the next `+ Sym` or `&` on them was refused ("unsupported operand type(s)")
+    lk = _diff(f"""
+    @ave.kernel(threads=32)
+    def k(X: ave.Tensor[ave.i32, 1], n: ave.i32):
+        c = ave.coord((32,), 0, {L32})
+        acc = c
+        ok = c < 40
+        for i in ave.range(n, 0, -2):
+            acc = acc + i // 3 - c
+            ok = ok & (acc > i)
+        if n > 3:
+            acc = acc * 2
+            ok = ok | (c < 4)
+        else:
+            acc = acc - 1
+        ave.store(X[0:32], ave.where(ok, acc + c, -acc))
+    """, [np.zeros(32, np.int32), 9])
+    _verifies(lk)

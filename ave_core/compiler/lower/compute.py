@@ -414,6 +414,11 @@ class ComputeLowering:
         if isinstance(t, FragmentType):
             n = t.layout.num_values if t.layout is not None else 1
             reps, index_of = replica_groups(t.layout, n)
+            # integer and boolean elements are Syms and Preds everywhere else
+            if et == "i32":
+                vals = [self.em.atom(v) for v in vals]
+            elif et == "i1":
+                vals = [Pred(v) for v in vals]
             if len(vals) != len(reps):
                 return LFrag(t.dtype, t.layout, vals)
             return LFrag(t.dtype, t.layout, [vals[i] for i in index_of])
