@@ -76,7 +76,10 @@ def mlir_to_ptx(text: str, keep_stages: bool = False) -> tuple[str, dict]:
         except Exception as e:   # an MLIRError: our lowering emitted something invalid
             raise ToolchainError(f"the lowered module does not verify: {e}") from None
         pm = passmanager.PassManager.parse(PASSES)
-        pm.run(m.operation)
+        try:
+            pm.run(m.operation)
+        except Exception as e:     # a pass failed on our lowering's output
+            raise ToolchainError(f"MLIR lowering to NVVM failed: {e}") from None
         if keep_stages:
             stages["lowered.mlir"] = str(m)
             try:
@@ -84,7 +87,10 @@ def mlir_to_ptx(text: str, keep_stages: bool = False) -> tuple[str, dict]:
             except Exception as e:  # pragma: no cover - informational stage only
                 stages["kernel.ll"] = f"; LLVM IR unavailable: {e}\n"
         pm2 = passmanager.PassManager.parse("builtin.module(gpu-module-to-binary{format=isa})")
-        pm2.run(m.operation)
+        try:
+            pm2.run(m.operation)
+        except Exception as e:
+            raise ToolchainError(f"MLIR could not produce PTX: {e}") from None
         binop = m.body.operations[0]
         obj = gpu.ObjectAttr(binop.attributes["objects"][0])
         ptx = obj.object
@@ -116,7 +122,10 @@ def mlir_to_amdgcn(text: str, chip: str, keep_stages: bool = False
             m = ir.Module.parse(text)
         except Exception as e:
             raise ToolchainError(f"the lowered module does not verify: {e}") from None
-        passmanager.PassManager.parse(PASSES_AMD.format(chip=chip)).run(m.operation)
+        try:
+            passmanager.PassManager.parse(PASSES_AMD.format(chip=chip)).run(m.operation)
+        except Exception as e:
+            raise ToolchainError(f"MLIR lowering to ROCDL failed: {e}") from None
         if keep_stages:
             stages["lowered.mlir"] = str(m)
         ll = _device_llvm_ir(ir, m)
