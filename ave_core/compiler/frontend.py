@@ -3150,3 +3150,19 @@ def specialize(text: str, path: str, kernel_name: str, constexprs: dict | None =
     except AveError as e:
         res.diagnostics.append(e.to_diagnostic(module.source, module.range_of(fn)))
         raise SpecializationError(res.diagnostics) from None
+
+
+def specialize_kernel(kernel_obj: Any, constexprs: dict) -> KernelIR:
+    """Specialize an ``@ave.kernel`` object for ``constexprs`` from its source file (what a
+    launch compiles, for the interpreter and the JIT alike).
+
+    Raises:
+        FileNotFoundError: the kernel's source file is unknown.
+        SpecializationError: the kernel does not compile for these constexprs.
+    """
+    path = kernel_obj.source_file
+    if path is None:
+        raise FileNotFoundError(f"cannot find the source file of kernel {kernel_obj.name}")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    return specialize(text, path, kernel_obj.fn.__name__, constexprs)

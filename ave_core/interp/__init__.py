@@ -133,13 +133,10 @@ def run(kernel: KernelIR, grid: int | Sequence[int], args: Sequence[Any], *,
 def launch(kernel_obj: Any, grid: Any, args: Sequence[Any], constexprs: dict) -> RunResult:
     """Compile ``kernel_obj`` (an ``@ave.kernel``) for ``constexprs`` from its source file and
     :func:`run` it. Raises :class:`KernelCheckError` when a dynamic check fails."""
-    from ave_core.compiler.frontend import specialize
-    path = kernel_obj.source_file
-    if path is None:
+    from ave_core.compiler.frontend import specialize_kernel
+    if kernel_obj.source_file is None:
         raise InterpError(f"cannot find the source file of kernel {kernel_obj.name}")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
-    k = specialize(text, path, kernel_obj.fn.__name__, constexprs)
+    k = specialize_kernel(kernel_obj, constexprs)
     res = run(k, grid, args)
     errors = [d for d in res.diagnostics if d.severity.label == "error"]
     if errors:

@@ -107,13 +107,8 @@ def launch(kernel_obj: Any, grid: Any, args: Sequence[Any], constexprs: dict) ->
     mkey = (id(kernel_obj), tuple(sorted(constexprs.items())))
     ent = _memo.get(mkey)
     if ent is None:
-        from ave_core.compiler.frontend import specialize
-        path = kernel_obj.source_file
-        if path is None:
-            raise RuntimeError(f"cannot find the source file of kernel {kernel_obj.name}")
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-        k = specialize(text, path, kernel_obj.fn.__name__, constexprs)
+        from ave_core.compiler.frontend import specialize_kernel
+        k = specialize_kernel(kernel_obj, constexprs)
         meta, binary, _ = compile_cached(k, device_target())
         ent = _memo[mkey] = make_launcher(meta, binary)
     ent(grid_t, args)

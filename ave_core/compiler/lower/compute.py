@@ -429,6 +429,17 @@ class ComputeLowering:
             return Pred(v)
         return v
 
+    def _bind_results(self, results: list, res: list, types: list) -> None:
+        """Bind an scf op's IR results to its flat MLIR results (``%r:N`` -> ``%r#i``)."""
+        k = 0
+        for r, ts in zip(results, types):
+            if len(res) > 1:
+                vals = [V(f"{res[0]}#{k + i}", ts[i]) for i in range(len(ts))]
+            else:
+                vals = [V(res[0], ts[0])]
+            k += len(ts)
+            self.env[r] = self._rebuild(r, vals)
+
     def op_scf_for(self, op):
         em = self.em
         lb, ub, st = (self.get(v) for v in op.operands[:3])
@@ -477,14 +488,7 @@ class ComputeLowering:
             em.line(f"scf.yield {', '.join(str(x) for x in flat_out)} : {', '.join(ftypes)}")
         em.pop()
         em.line("}")
-        k = 0
-        for r, ts in zip(op.results, types):
-            if len(res) > 1:
-                vals = [V(f"{res[0]}#{k + i}", ts[i]) for i in range(len(ts))]
-            else:
-                vals = [V(res[0], ts[0])]
-            k += len(ts)
-            self.env[r] = self._rebuild(r, vals)
+        self._bind_results(op.results, res, types)
 
     def op_scf_if(self, op):
         em = self.em
@@ -517,14 +521,7 @@ class ComputeLowering:
                 em.line(f"scf.yield {', '.join(str(x) for x in flat)} : {', '.join(ftypes)}")
             em.pop()
         em.line("}")
-        k = 0
-        for r, ts in zip(op.results, types):
-            if len(res) > 1:
-                vals = [V(f"{res[0]}#{k + i}", ts[i]) for i in range(len(ts))]
-            else:
-                vals = [V(res[0], ts[0])]
-            k += len(ts)
-            self.env[r] = self._rebuild(r, vals)
+        self._bind_results(op.results, res, types)
 
 
 class FragmentLowering:
