@@ -121,6 +121,7 @@ def flash_attention(Q: ave.Tensor[ave.bf16, 4], K: ave.Tensor[ave.bf16, 4],
     Q = ave.tag(Q, lambda b, h, m, d: ave.label(batch=b, head=h // GROUP, row=m, k=d))
     K = ave.tag(K, lambda b, h, n, d: ave.label(batch=b, head=h, key=n, k=d))
     V = ave.tag(V, lambda b, h, n, d: ave.label(batch=b, head=h, key=n, col=d))
+    O = ave.tag(O, lambda b, h, m, d: ave.label(batch=b, head=h // GROUP, row=m, col=d))
 
     S_Q = Q.shape[2]
     S_KV = K.shape[2]

@@ -102,6 +102,7 @@ def gemm(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[a
     # Every element of A carries its (row, k), every element of B its (k, col).
     A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
     B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    C = ave.tag(C, lambda m, n: ave.label(row=m, col=n))   # C[m, n] = row m of A times col n of B
 
     M, K = A.shape
     N = B.shape[1]

@@ -92,6 +92,8 @@ def fused_moe(X: ave.Tensor[ave.bf16, 2], W: ave.Tensor[ave.bf16, 3],
               MUL_ROUTED_WEIGHT: ave.constexpr = False):
     X = ave.tag(X, lambda t, k: ave.label(token=t, k=k))
     W = ave.tag(W, lambda e, n, k: ave.label(expert=e, col=n, k=k))
+    # Out row p is routed pair p = token * TOPK + slot (sorted_token_ids holds pair ids)
+    Out = ave.tag(Out, lambda p, n: ave.label(token=p // TOPK, col=n))
 
     T, K = X.shape
     N = W.shape[1]

@@ -87,6 +87,7 @@ def gemm_mfma(A: ave.Tensor[ave.bf16, 2], W: ave.Tensor[ave.bf16, 2], C: ave.Ten
               BM: ave.constexpr = 128, BN: ave.constexpr = 128, BK: ave.constexpr = 32):
     A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
     W = ave.tag(W, lambda n, k: ave.label(col=n, k=k))
+    C = ave.tag(C, lambda m, n: ave.label(row=m, col=n))
 
     M, K = A.shape
     N = W.shape[0]

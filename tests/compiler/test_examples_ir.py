@@ -384,7 +384,8 @@ def test_gemm(ci):
                  constexprs=cfg)
     check_params(k, GEMM, [("A", "tensor", ave.bf16, 2), ("B", "tensor", ave.bf16, 2),
                            ("C", "tensor", ave.f32, 2)])
-    check_tags(k, [("A", ("row", "k"), ("m", "k")), ("B", ("k", "col"), ("k", "n"))])
+    check_tags(k, [("A", ("row", "k"), ("m", "k")), ("B", ("k", "col"), ("k", "n")),
+                   ("C", ("row", "col"), ("m", "n"))])
 
     # sA (STAGES, BM, BK), sB (STAGES, BK, BN) bf16; cosize = the element count (a swizzle
     # of a compact layout is a permutation), bytes = 2 * cosize. The docstring's 48 KB:
@@ -517,11 +518,17 @@ def test_flash_attention(ci):
                             ("sm_scale", "scalar", ave.f32)])
     check_tags(k, [("Q", ("batch", "head", "row", "k"), ("b", "h", "m", "d")),
                    ("K", ("batch", "head", "key", "k"), ("b", "h", "n", "d")),
-                   ("V", ("batch", "head", "key", "col"), ("b", "h", "n", "d"))])
+                   ("V", ("batch", "head", "key", "col"), ("b", "h", "n", "d")),
+                   ("O", ("batch", "head", "row", "col"), ("b", "h", "m", "d"))])
     # Q's head field is h // GROUP
     qtag = k.ops("ave.tag")[0]
     (fdiv,) = [op for op in qtag.regions[0].ops if op.name == "arith.floordiv"]
     assert fdiv.operands[0] is qtag.regions[0].args[1]
+    assert const(k, fdiv.operands[1]) == GROUP
+    # ... and so is O's (the output row of query head h holds K/V head h // GROUP's keys)
+    otag = k.ops("ave.tag")[3]
+    (fdiv,) = [op for op in otag.regions[0].ops if op.name == "arith.floordiv"]
+    assert fdiv.operands[0] is otag.regions[0].args[1]
     assert const(k, fdiv.operands[1]) == GROUP
 
     # sQ (BR, D), sK and sV (2, BC, D), bf16, rows of 128 elements (Swizzle<3,3,4>):
@@ -691,7 +698,8 @@ def test_moe(ci):
                           ("expert_ids", "tensor", ave.i32, 1),
                           ("topk_weights", "tensor", ave.f32, 1)])
     check_tags(k, [("X", ("token", "k"), ("t", "k")),
-                   ("W", ("expert", "col", "k"), ("e", "n", "k"))])
+                   ("W", ("expert", "col", "k"), ("e", "n", "k")),
+                   ("Out", ("token", "col"), ("p", "n"))])
 
     # sX (STAGES, BM, BK), sW (STAGES, BN, BK) bf16 with rows of 64 (Swizzle<3,3,3>):
     #   config 0: sX 4*64*64 = 16384 -> 32768 B, sW 4*64*64 = 16384 -> 32768 B
@@ -815,7 +823,8 @@ def test_gemm_mfma(ci):
                  constexprs=cfg)
     check_params(k, MFMA, [("A", "tensor", ave.bf16, 2), ("W", "tensor", ave.bf16, 2),
                            ("C", "tensor", ave.f32, 2)])
-    check_tags(k, [("A", ("row", "k"), ("m", "k")), ("W", ("col", "k"), ("n", "k"))])
+    check_tags(k, [("A", ("row", "k"), ("m", "k")), ("W", ("col", "k"), ("n", "k")),
+                   ("C", ("row", "col"), ("m", "n"))])
 
     # sA (2, BM, BK), sW (2, BN, BK) bf16, the XOR swizzle over the (2*rows, 32) buffer:
     #   BM = 128: 2*128*32 = 8192 -> 16384 B each;  BM = 256: sA 2*256*32 = 16384 -> 32768 B

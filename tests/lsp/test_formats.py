@@ -103,8 +103,8 @@ def test_sarif_broken_example_validates(broken_sarif):
     assert first["message"]["text"].startswith("assert_conform violated: thread 8")
     loc = first["locations"][0]["physicalLocation"]
     assert loc["artifactLocation"] == {"uri": BROKEN, "uriBaseId": "%SRCROOT%"}
-    # README: examples/broken/gemm_swizzle_mismatch.py:143:9 (0-based 142:8 .. 142:49)
-    assert loc["region"] == {"startLine": 143, "startColumn": 9, "endLine": 143,
+    # README: examples/broken/gemm_swizzle_mismatch.py:144:9 (0-based 143:8 .. 143:49)
+    assert loc["region"] == {"startLine": 144, "startColumn": 9, "endLine": 144,
                              "endColumn": 50}
     assert [r["message"]["text"] for r in first["relatedLocations"]][:2] == [
         "x: tag introduced (A)", "x: written to shared memory by ave.copy_async"]

@@ -722,8 +722,8 @@ def test_utf16_columns_with_non_bmp_text(tmp_path: Path):
     for d in pub["diagnostics"]:
         if d["code"] == "AVE201":
             found[d["range"]["start"]["line"]] = d["range"]
-    assert sorted(found) == [142, 143], pub["diagnostics"]
-    for line, construct in ((142, "ave.assert_conform"), (143, "ave.mma")):
+    assert sorted(found) == [143, 144], pub["diagnostics"]
+    for line, construct in ((143, "ave.assert_conform"), (144, "ave.mma")):
         src = lines[line]
         rng = found[line]
         assert rng["start"]["character"] == utf16(src[:src.index(construct)]), (rng, src)
