@@ -127,6 +127,9 @@ CODES: dict[str, CodeInfo] = {
         _c("AVE205", "assertion unknown", _E,
            "The checker could not decide an assertion (solver budget, a construct it does not "
            "model, too many unrolled variants); unknown is a finding, never a silent pass."),
+        _c("AVE206", "accumulation not exactly once", _E,
+           "An MMA accumulator chain sums some index of its reduction (k of a GEMM) twice, or "
+           "never, over the unrolled loop: the right pairs of the wrong k-tile."),
         _c("AVE301", "global out-of-bounds access", _E,
            "The interpreter saw a load or store of a global tensor element outside its shape."),
         _c("AVE302", "shared memory outside its allocation", _E,

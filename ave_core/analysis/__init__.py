@@ -45,7 +45,7 @@ class AnalysisOptions:
 class AssertionResult:
     """The verdict on one assertion of the source, over every unrolled variant."""
 
-    kind: str                # "mma" | "assert_conform" | "assert_disjoint" | "store"
+    kind: str        # "mma" | "assert_conform" | "assert_disjoint" | "store" | "accumulate"
     loc: Loc
     status: str                       # proved | violated | unknown | vacuous
     compared: int = 0
@@ -187,6 +187,8 @@ def _diagnose(kernel: KernelIR, r: AssertionResult) -> list[Diagnostic]:
                    f"shared byte {w.get('byte')} ({w.get('overlap_bytes')} bytes overlap; "
                    f"x{w['coordinates']['x']} and y{w['coordinates']['y']})")
             return [Diagnostic("AVE202", msg, r.loc.file, r.loc.range, witness=_schema_witness(w))]
+        if r.kind == "accumulate":
+            return [_diagnose_accumulate(r, w)]
         ops = w.get("operands", {})
         x, y = ops.get("x", {}), ops.get("y", {})
         f = w.get("field")
@@ -227,6 +229,34 @@ def _diagnose(kernel: KernelIR, r: AssertionResult) -> list[Diagnostic]:
                            "nothing (tag the tensors its operands come from)", r.loc.file,
                            r.loc.range)]
     return []
+
+
+def _diagnose_accumulate(r: AssertionResult, w: dict) -> Diagnostic:
+    f, v = w.get("field"), w.get("value")
+    acc = w.get("accumulator")
+    chain = w.get("chain") or []
+    loops = sorted({k for c in chain for k in c})
+    span = ", ".join(f"{k}=0..{max(c.get(k, 0) for c in chain)}" for k in loops)
+    if w.get("what") == "twice":
+        a, b = w["mma_loops"].get("first", {}), w["mma_loops"].get("again", {})
+        fa = ", ".join(f"{k}={x}" for k, x in a.items()) or "once"
+        fb = ", ".join(f"{k}={x}" for k, x in b.items()) or "again"
+        msg = (f"accumulation repeats {f}={v}: {_fmt_threads(w)} accumulates it into acc{acc} "
+               f"at {fa} and again at {fb}")
+    else:
+        msg = (f"accumulation incomplete: {_fmt_threads(w)} never accumulates {f}={v} into "
+               f"acc{acc}" + (f" ({w['domain']} > {v})" if w.get("domain") else "")
+               + (f" over {span}" if span else ""))
+    notes = []
+    if w.get("model"):
+        notes.append("for " + ", ".join(f"{k} = {x}" for k, x in w["model"].items()))
+    if w.get("trip_counts"):
+        notes.append("found with runtime trip counts "
+                     + ", ".join(f"{k}={x}" for k, x in w["trip_counts"].items()))
+    related = [Related(Location(p["file"], _range(p["range"])), p["label"])
+               for p in w.get("program_points", [])]
+    return Diagnostic("AVE206", msg, r.loc.file, r.loc.range, notes=notes, related=related,
+                      witness=_schema_witness(w))
 
 
 def _range(j: dict):

@@ -28,6 +28,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ave_core.analysis import accumulation
 from ave_core.analysis.symbolic import (Atom, CondTable, SymInt, SymTable, sym_binop,
                                         sym_compare)
 from ave_core.compiler.fragments import broadcast_index
@@ -157,6 +158,7 @@ class FragVal:
     tags: Tags                          # N = T * V
     V: int
     ival: SymInt | None = None          # integer values (T*V,), for index fragments
+    kcov: Any = None                    # MMA chain contributions (analysis.accumulation)
 
 
 @dataclass
@@ -359,6 +361,7 @@ class Engine:
             h = getattr(self, "op_" + op.name.replace(".", "_"), None)
             if h is None:
                 raise AnalysisLimit(f"the analysis does not support {op.name}", op)
+            accumulation.on_consume(self, op)
             h(op)
 
     def exec_block(self, blk: Block) -> list | None:
@@ -369,6 +372,7 @@ class Engine:
             h = getattr(self, "op_" + op.name.replace(".", "_"), None)
             if h is None:
                 raise AnalysisLimit(f"the analysis does not support {op.name}", op)
+            accumulation.on_consume(self, op)
             h(op)
         return None
 
@@ -1006,6 +1010,10 @@ class Engine:
         A = self._warps_dense(a, tiled.a, at, (BM, BK))
         B = self._warps_dense(b, tiled.b, at, (BK, BN))
         self._pair_warps(check, A, B, None, op)
+        # a chain starts at an untagged (⊥) accumulator (ave.zeros); an accumulator with
+        # history that is not an MMA result (scaled, joined) cannot be followed
+        prev = c.kcov if c.kcov is not None else (False if c.tags.pres.any() else None)
+        kcov = accumulation.chain(prev, accumulation.contribution(self, op, A, B))
         # the result takes A's fields constant along k (row fields) and B's fields constant
         # along k (column fields), per warp: each warp multiplies its own registers
         # A's fields B does not have (row fields) and B's fields A does not have (column
@@ -1032,7 +1040,7 @@ class Engine:
             keep.put(act, out.take(act))
             out = keep
         self.checks.append(check)
-        self.env[op.result] = FragVal(out, c.V)
+        self.env[op.result] = FragVal(out, c.V, kcov=kcov)
 
     def _warps_dense(self, x: FragVal, layout: Any, at: int, shape: tuple) -> dict:
         """For every warp at once: dense ``shape`` tags of the elements the warp's threads

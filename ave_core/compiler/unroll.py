@@ -20,7 +20,7 @@ the loops it was unrolled from, outermost first (the witness' "kt=2").
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
 from ave_core.compiler.ir import Block, KernelIR, Op, ScalarType, Value
@@ -89,6 +89,7 @@ class _Ctx:
     loop_stack: tuple
     n_ops: int = 0
     memo: dict | None = None
+    preconditions: list = field(default_factory=list)
 
 
 def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
@@ -127,7 +128,23 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
             memo["__args__"] = list(body.args)
     _clone_block(kernel.body, body, ctx)
     params = [replace(p, value=ctx.vmap[p.value]) for p in kernel.params]
-    return replace(kernel, body=body, params=params)
+    out = replace(kernel, body=body, params=params)
+    # Trip-count preconditions of this variant: (value, lb, step, n) per runtime loop with
+    # constant lb and step -- the loop runs n times iff lb + (n-1)*step < value <= lb + n*step
+    # (step > 0). ``value`` is an op outside the body computing the bound from unrolled
+    # values (evaluate it after them), or a kernel argument.
+    pres = []
+    defs = {orig: pre for pre, orig in ctx.preconditions}
+    for op, n in ctx.trip_counts.items():
+        lb, ub, st = op.operands[:3]
+        if lb in consts and st in consts and consts[st] > 0:
+            v = defs.get(ub)
+            if v is None and ub in ctx.vmap and not isinstance(ub.owner, Op):
+                v = ctx.vmap[ub]
+            if v is not None:
+                pres.append((v, consts[lb], consts[st], n))
+    out.trip_preconditions = pres
+    return out
 
 
 def unrolled_variants(kernel: KernelIR, bound: int | None = None
@@ -193,6 +210,13 @@ def _clone_block(src: Block, out: Block, ctx: _Ctx) -> list[Value] | None:
                 continue
         # binding of a runtime trip count's upper bound
         if len(op.results) == 1 and op.results[0] in ctx.bindings:
+            # keep what the bound was computed from (outside the op stream): the analysis
+            # states "this variant runs n times" as a precondition over runtime sizes
+            if not op.regions:
+                pre = Op(op.name, [_val(ctx, v) for v in op.operands], [],
+                         {**op.attrs, "loop_indices": ctx.loop_stack}, [], op.loc)
+                pre.results.append(Value(op.results[0].type, op.results[0].name, owner=pre))
+                ctx.preconditions.append((pre, op.results[0]))
             ctx.vmap[op.results[0]] = _emit_const(out, ctx.bindings[op.results[0]], _dt.i32,
                                                   op.loc, ctx)
             continue

@@ -1,0 +1,356 @@
+"""Accumulation completeness of MMA chains: every accumulator element receives each index of
+its reduction exactly once (AVE206).
+
+An MMA chain is ``acc = mma(a, b, acc)`` repeated (a ``for kt`` main loop, the static
+``kk`` steps over a head dimension): it starts at an accumulator that no MMA produced
+(``ave.zeros``, or any computed value) and ends where its value is used by anything but the
+accumulator operand of the next ``ave.mma`` (a store, a scale, a softmax). Operand pairing
+(AVE201) says the A and B values multiplied together carry the same ``k``; it cannot see
+a pipeline that multiplies the right pairs of the *wrong* k-tile (tile ``kt + 1`` loaded
+into stage ``kt``), which sums some k twice and another never. This check can.
+
+What is tracked: per MMA of the chain and per warp, the value of the reduction field
+(a field both operands carry that varies along the contracted index: ``k`` of a GEMM,
+``key`` of P @ V) in each of the atom's k-slots, and the guard under which that slot
+contributes (the conjunct of the masks common to all rows of A and all columns of B in that
+slot: row- and column-specific masks, such as ``m < M``, only decide which outputs exist).
+
+At the end of a chain, for each warp:
+
+* **at most once**: no two contributions carry the same value under guards that can hold
+  together (z3 when guards are symbolic);
+* **at least once**: when the reduction field is a coordinate of the tensor it was tagged
+  on (``k = k`` of ``A[m, k]``), no ``k0`` in ``[0, A.shape[1])`` is missing; the runtime trip
+  counts of the variant are preconditions (``KT = cdiv(K, BK) = n``), and a dimension the
+  kernel never masks is taken to be exactly what it reads (``k0 <= the largest k read``: the
+  kernel's own precondition, e.g. a constexpr head dimension ``D``).
+
+A violation gives a witness: the warp and its first thread, the accumulator element it
+holds, the missing (or repeated) index, the loop iterations of the MMAs involved, and the
+sizes (z3's model) for which it happens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ave_core.analysis.symbolic import Atom, SymInt
+
+
+@dataclass
+class Contribution:
+    """One MMA of a chain: per warp and k-slot, the reduction field's value and guard."""
+
+    op: Any
+    loops: tuple
+    field: int
+    key: np.ndarray            # (W, K) int
+    conc: np.ndarray           # (W, K) int
+    live: np.ndarray           # (W, K) bool: the slot contributes under some guard
+    guard: list                # [W][K] tuple of atomic condition ids (their conjunction)
+    domain: Any                # (tensor name, dim) of the field's coordinate, or None
+
+
+def _common_atoms(rows: np.ndarray) -> tuple:
+    """Atomic condition ids present in every row (rows: (R, GUARD))."""
+    if rows.shape[0] == 0:
+        return ()
+    out = []
+    for a in set(int(x) for x in rows[0] if x != 0):
+        if np.all(np.any(rows == a, axis=1)):
+            out.append(a)
+    return tuple(sorted(out))
+
+
+def contribution(eng: Any, op: Any, A: dict, B: dict) -> list[Contribution] | None:
+    """The contributions of one MMA (``A``/``B``: the engine's per-warp dense operands), one
+    per reduction field; ``None`` when the chain cannot be followed precisely (a reduction
+    field that is ⊤ or missing somewhere: the pairing check reports that)."""
+    F = eng.F
+    W = A["W"]
+    R, K = A["shape"]
+    _, C = B["shape"]
+    ta, tb = A["tags"], B["tags"]
+    ha = A["held"].reshape(W, R, K)
+    hb = B["held"].reshape(W, K, C)
+    if not ha.any() or not hb.any():
+        return []
+    pa = ta.pres.reshape(W, R, K, F) & ha[..., None]
+    pb = tb.pres.reshape(W, K, C, F) & hb[..., None]
+    common = pa.any(axis=(0, 1, 2)) & pb.any(axis=(0, 1, 2))
+    out = []
+    ka = ta.key.reshape(W, R, K, F)
+    ca = ta.conc.reshape(W, R, K, F)
+    top = ta.top.reshape(W, R, K, F)
+    ga = ta.cond.reshape(W, R, K, -1)
+    gb = tb.cond.reshape(W, K, C, -1)
+    src = ta.src.reshape(W, R, K)
+    for f in np.nonzero(common)[0]:
+        # a reduction field varies along k (within a row of A)
+        first = np.argmax(pa[..., f], axis=2)                       # (W, R)
+        wi, ri = np.meshgrid(np.arange(W), np.arange(R), indexing="ij")
+        k0 = ka[wi, ri, first, f][..., None]
+        c0 = ca[wi, ri, first, f][..., None]
+        vary = pa[..., f] & ((ka[..., f] != k0) | (ca[..., f] != c0))
+        if not vary.any():
+            continue
+        key = np.zeros((W, K), np.int64)
+        conc = np.zeros((W, K), np.int64)
+        live = np.zeros((W, K), bool)
+        guard = [[()] * K for _ in range(W)]
+        domain = None
+        for w in range(W):
+            for j in range(K):
+                rows = np.nonzero(pa[w, :, j, f])[0]
+                if len(rows) == 0:
+                    continue                     # every row masked off: nothing received
+                r = rows[0]
+                if top[w, r, j, f] or np.any(ka[w, rows, j, f] != ka[w, r, j, f]) or \
+                        np.any(ca[w, rows, j, f] != ca[w, r, j, f]):
+                    return None                  # not one value per slot: pairing reports it
+                cols = np.nonzero(hb[w, j, :])[0]
+                g = set(_common_atoms(ga[w, rows, j])) | set(_common_atoms(gb[w, j, cols]))
+                if 1 in g:
+                    continue
+                key[w, j] = ka[w, r, j, f]
+                conc[w, j] = ca[w, r, j, f]
+                live[w, j] = True
+                guard[w][j] = tuple(sorted(g))
+                if domain is None and src[w, r, j] >= 0:
+                    domain = _field_domain(eng, int(src[w, r, j]), eng.fields[f])
+        out.append(Contribution(op, eng.loops, int(f), key, conc, live, guard, domain))
+    return out
+
+
+def _field_domain(eng: Any, src: int, fname: str) -> tuple | None:
+    """(tensor, dim) when the tag sets ``fname`` to a coordinate of the tensor as is."""
+    top = eng.tag_ops[src]
+    region = top.regions[0]
+    y = region.ops[-1]
+    if y.name != "ave.yield" or fname not in top.attrs["fields"]:
+        return None
+    v = y.operands[list(top.attrs["fields"]).index(fname)]
+    for i, arg in enumerate(region.args):
+        if arg is v:
+            return (eng.tag_names[src], i)
+    return None
+
+
+def chain(prev: Any, new: list[Contribution] | None) -> Any:
+    """The contributions of ``mma(a, b, acc)``'s result: acc's chain plus this MMA
+    (``prev`` None: acc is not an MMA result, a new chain starts; ``False``: a chain that
+    cannot be followed)."""
+    if new is None or prev is False:
+        return False
+    if prev is None:
+        return [new]
+    return prev + [new]
+
+
+def on_consume(eng: Any, op: Any) -> None:
+    """Called before every op: an MMA chain used by anything but the accumulator operand of
+    an ``ave.mma`` ends here and is checked."""
+    from ave_core.analysis.engine import FragVal, PairCheck
+    for i, v in enumerate(op.operands):
+        x = eng.env.get(v)
+        if type(x) is not FragVal or not x.kcov:
+            continue
+        if op.name == "ave.mma" and i == 2:
+            continue
+        first = x.kcov[0][0].op if x.kcov[0] else op
+        chk = PairCheck(first, "accumulate", 0)
+        r = check_chain(eng, x.kcov, op)
+        chk.compared, chk.covered = r["compared"], r["covered"]
+        chk.violation, chk.unknown = r["violation"], r["unknown"]
+        if chk.compared:
+            eng.checks.append(chk)
+
+
+# ---------------------------------------------------------------------------- the check
+
+def _trip_constraints(eng: Any, z3: Any) -> list:
+    out = []
+    for v, lb, st, n in getattr(eng.k, "trip_preconditions", ()):
+        val = None
+        if hasattr(v, "name") and hasattr(v, "operands") and hasattr(v, "results"):
+            if v.result not in eng.env:
+                h = getattr(eng, "op_" + v.name.replace(".", "_"), None)
+                if h is None or any(o not in eng.env for o in v.operands):
+                    continue
+                saved = eng.loops
+                try:
+                    h(v)
+                except Exception:
+                    continue
+                finally:
+                    eng.loops = saved
+            val = eng.env.get(v.result)
+        else:
+            val = eng.env.get(v)
+        if not isinstance(val, SymInt):
+            continue
+        k, c = int(np.asarray(val.key).reshape(-1)[0]), int(np.asarray(val.conc).reshape(-1)[0])
+        d = eng.solver.lin(k, c) - lb
+        out += [d > (n - 1) * st, d <= n * st]
+    return out
+
+
+def check_chain(eng: Any, chain_: list, consumer: Any) -> dict | None:
+    """Check one ended chain; returns the check's outcome as a dict (see PairCheck)."""
+    res = {"compared": 0, "covered": 0, "violation": None, "unknown": None}
+    by_field: dict[int, list[Contribution]] = {}
+    for call in chain_:
+        for c in call:
+            by_field.setdefault(c.field, []).append(c)
+    for f, calls in by_field.items():
+        W = calls[0].key.shape[0]
+        res["compared"] += 1
+        res["covered"] += 1
+        for w in range(W):
+            items = []          # (key, conc, guard, call index, slot)
+            for ci, c in enumerate(calls):
+                for j in np.nonzero(c.live[w])[0]:
+                    items.append((int(c.key[w, j]), int(c.conc[w, j]), c.guard[w][j], ci, int(j)))
+            v = _at_most_once(eng, items, calls, w, f)
+            if v is None:
+                v = _at_least_once(eng, items, calls, w, f)
+            if v is not None:
+                if v.get("unknown"):
+                    res["unknown"] = v["unknown"]
+                else:
+                    res["violation"] = _witness(eng, v, calls, w, f, consumer)
+                return res
+    return res
+
+
+def _solve(eng: Any, build) -> tuple[str, Any, Any]:
+    z3 = eng.solver.z3
+    s = z3.Optimize()
+    s.set("timeout", eng.solver.timeout_ms)
+    eng.solver.queries += 1
+    extra, objective = build(z3)
+    s.add(*eng.solver._domain)
+    s.add(*_trip_constraints(eng, z3))
+    s.add(*extra)
+    for i, a in enumerate(eng.tab.atoms):
+        if a.kind == "pid" and i in eng.solver._atoms:
+            s.add_soft(eng.solver._atoms[i] == 0)
+    if objective is not None:
+        s.minimize(objective)
+    r = s.check()
+    if r == z3.sat:
+        return "sat", s.model(), s
+    if r == z3.unsat:
+        return "unsat", None, s
+    return "unknown", None, s
+
+
+def _model_dict(eng: Any, m: Any) -> dict:
+    out = {}
+    for i, z in eng.solver._atoms.items():
+        if eng.tab.atoms[i].kind != "op":
+            try:
+                out[str(eng.tab.atoms[i])] = m.eval(z, model_completion=True).as_long()
+            except Exception:
+                pass
+    return out
+
+
+def _at_most_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict | None:
+    seen: dict = {}
+    for it in items:
+        seen.setdefault((it[0], it[1]), []).append(it)
+    for (k, c), its in sorted(seen.items(), key=lambda kv: kv[1][0][3:]):
+        if len(its) < 2:
+            continue
+        for i in range(len(its)):
+            for j in range(i + 1, len(its)):
+                a, b = its[i], its[j]
+                guard = list(a[2]) + list(b[2])
+                if not guard:
+                    return {"what": "twice", "key": k, "conc": c, "a": a, "b": b, "model": {}}
+                st, m, _ = _solve(eng, lambda z3: ([eng.solver.cond(guard)], None))
+                if st == "sat":
+                    return {"what": "twice", "key": k, "conc": c, "a": a, "b": b,
+                            "model": _model_dict(eng, m)}
+                if st == "unknown":
+                    return {"unknown": "accumulation check: solver budget exhausted"}
+    return None
+
+
+def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict | None:
+    dom = next((c.domain for c in calls if c.domain is not None), None)
+    if dom is None:
+        return None
+    if any(k != 0 for k, _, _, _, _ in items):
+        return None                   # symbolic reduction indices: not followed (sound: no claim)
+    size = eng.solver.lin(eng.tab.atom(Atom("dim", dom)), 0)
+    unguarded = all(not g for _, _, g, _, _ in items)
+    maxk = max((c for _, c, _, _, _ in items), default=-1)
+
+    def build(z3):
+        k0 = z3.Int("__k0")
+        cons = [k0 >= 0, k0 < size]
+        if unguarded:
+            cons.append(k0 <= maxk)
+        for _, c, g, _, _ in items:
+            hit = k0 == c
+            cons.append(z3.Not(z3.And(hit, eng.solver.cond(list(g)))) if g else z3.Not(hit))
+        build.k0 = k0
+        return cons, k0
+
+    st, m, _ = _solve(eng, build)
+    if st == "unsat":
+        return None
+    if st == "unknown":
+        return {"unknown": "accumulation check: solver budget exhausted"}
+    k0 = m.eval(build.k0, model_completion=True).as_long()
+    return {"what": "never", "k0": int(k0), "model": _model_dict(eng, m), "domain": dom}
+
+
+def _witness(eng: Any, v: dict, calls: list, w: int, f: int, consumer: Any) -> dict:
+    at = calls[0].op.attrs["tiled"].atom.threads
+    tiled = calls[0].op.attrs["tiled"]
+    t0 = w * at
+    tc = eng.table(tiled.c)
+    acc = [int(x) for x in tc[t0, 0]]
+    fname = eng.fields[f]
+    pts = []
+
+    def pp(op, label):
+        pts.append({"file": op.loc.file, "range": op.loc.range.to_json(), "label": label})
+
+    loops_of = {}
+    if v["what"] == "twice":
+        a, b = v["a"], v["b"]
+        la, lb = calls[a[3]].loops, calls[b[3]].loops
+        value = v["conc"]
+        pp(calls[a[3]].op, f"{fname}={value} accumulated ("
+           + ", ".join(f"{k}={x}" for k, x in la) + ")")
+        pp(calls[b[3]].op, f"{fname}={value} accumulated again ("
+           + ", ".join(f"{k}={x}" for k, x in lb) + ")")
+        loops_of = {"first": dict(la), "again": dict(lb)}
+    else:
+        value = v["k0"]
+        for c in calls:
+            pp(c.op, "accumulates (" + ", ".join(f"{k}={x}" for k, x in c.loops) + ")")
+    pp(consumer, "the accumulator is used here")
+    model = {k: x for k, x in v.get("model", {}).items() if not k.startswith("__")}
+    block = [int(model.get(f"program_id({a})", 0)) for a in range(3)]
+    loops = dict(calls[-1].loops)
+    return {
+        "block": block,
+        "threads": [{"thread": t0, "warp": t0 // eng.ws, "lane": t0 % eng.ws}],
+        "loop_indices": loops,
+        "what": v["what"], "field": fname, "value": int(value),
+        "domain": (f"{v['domain'][0]}.shape[{v['domain'][1]}]" if v.get("domain") else None),
+        "accumulator": acc, "mma_loops": loops_of,
+        "coordinates": {"acc": acc, fname: int(value)},
+        "tags": {"acc": {fname: int(value)}},
+        "program_points": pts,
+        "model": model,
+        "chain": [dict(c.loops) for c in calls],
+    }

@@ -1,0 +1,120 @@
+"""AVE206: every accumulator element receives each k of its reduction exactly once.
+
+Small GEMM kernels (64 x 64 x 32 tiles, 2 x 2 warps of m16n8k16): the k-tile a loop
+iteration reads is moved, everything else correct (every MMA still pairs A and B on the same
+k, so AVE201 cannot see it). Witnesses are derived by hand and confirmed in the interpreter:
+the output element the witness names lacks (or doubles) exactly the product it names.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ave_core.analysis import analyze
+from ave_core.compiler.frontend import compile_source
+from ave_core.interp import numerics as NUM
+from ave_core.interp import run
+from ave_core.lang import bf16
+
+KERNEL = '''
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    M, K = A.shape
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32),
+                          warps=(2, 2), tile=(64, 64, 32))
+    sA = ave.alloc((64, 32), ave.bf16, space="shared")
+    sB = ave.alloc((32, 64), ave.bf16, space="shared")
+    acc = ave.zeros((64, 64), ave.f32, tiled.c)
+    for kt in ave.range(0, (K + 31) // 32):
+        k0 = {K0}
+        ave.copy(A[0:64, k0:k0 + 32], sA, mask=lambda m, k: (m < M) & (k < K))
+        ave.copy(B[k0:k0 + 32, 0:64], sB, mask=lambda k, n: k < K)
+        ave.barrier()
+        acc = ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), acc, tiled)
+        ave.barrier()
+    ave.store(C[0:64, 0:64], acc, mask=lambda m, n: m < M)
+'''
+MMA_LINE = KERNEL.splitlines().index(
+    "        acc = ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), acc, tiled)")
+
+
+def _kernel(k0: str):
+    res = compile_source(KERNEL.replace("{K0}", k0), "acc.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    return res.kernels[0]
+
+
+def _run(kernel, K: int):
+    rng = np.random.default_rng(1)
+    a = NUM.to_storage(bf16, rng.standard_normal((64, K)).astype(np.float32))
+    b = NUM.to_storage(bf16, rng.standard_normal((K, 64)).astype(np.float32))
+    c = np.zeros((64, 64), np.float32)
+    run(kernel, (1,), [a, b, c], checks=False)
+    af = NUM.from_storage(bf16, a).astype(np.float64)
+    bf = NUM.from_storage(bf16, b).astype(np.float64)
+    return af, bf, c
+
+
+def _acc206(kernel, **kw):
+    a = analyze(kernel, **kw)
+    return a, [d for d in a.diagnostics if d.code == "AVE206"]
+
+
+def test_correct_tiles_proved_for_every_trip_count_with_tails():
+    a, d = _acc206(_kernel("kt * 32"))
+    assert d == [] and a.diagnostics == []
+    (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+    assert r.status == "proved" and r.coverage == 1.0 and r.trip_bound >= 3
+
+
+def test_shifted_tile_never_accumulates_k0():
+    # Iteration kt reads k-tile kt + 1. Trip count 1 stands for K in 1..32: the one
+    # iteration reads k 32..63, all masked (k < K fails), so k = 0 < K is never summed.
+    # Minimal witness: warp 0, thread 0, its first accumulator c0 = (row 0, col 0), k = 0.
+    k = _kernel("(kt + 1) * 32")
+    a, (d,) = _acc206(k)
+    assert d.range.start.line == MMA_LINE
+    w = d.witness
+    assert w["what"] == "never" and w["field"] == "k" and w["value"] == 0
+    assert w["threads"][0] == {"thread": 0, "warp": 0, "lane": 0}
+    assert w["accumulator"] == [0, 0] and w["coordinates"] == {"acc": [0, 0], "k": 0}
+    assert w["trip_counts"] == {"kt": 1}
+    K = w["model"]["A.shape[1]"]
+    assert 1 <= K <= 32
+    assert "never accumulates k=0 into acc[0, 0]" in d.message
+    # the interpreter: C[0, 0] lacks A[0, 0] * B[0, 0] -- here everything: the only tile
+    # read (k 32..63) is masked, so the sum is empty
+    af, bf, c = _run(k, K)
+    got = float(c[0, 0])
+    assert got == 0.0
+    assert abs(got - float(af[0, :K] @ bf[:K, 0])) > 1e-3
+
+
+def test_repeated_tile_accumulates_k_twice():
+    # Every iteration reads k-tile 0: trip count 1 (K in 1..32) is right; trip count 2
+    # (K in 33..64) reads tile 0 at kt = 0 and again at kt = 1, so k = 0 is summed twice
+    # (and tile 1 never; "twice" is reported first).
+    k = _kernel("kt * 0")
+    a, (d,) = _acc206(k)
+    w = d.witness
+    assert w["what"] == "twice" and w["value"] == 0 and w["field"] == "k"
+    assert w["mma_loops"] == {"first": {"kt": 0}, "again": {"kt": 1}}
+    assert w["trip_counts"] == {"kt": 2}
+    assert w["threads"][0]["thread"] == 0 and w["accumulator"] == [0, 0]
+    assert "accumulation repeats k=0" in d.message
+    K = 40
+    af, bf, c = _run(k, K)
+    twice = 2 * float(af[0, :32] @ bf[:32, 0])
+    assert abs(float(c[0, 0]) - twice) < 1e-2 * max(1.0, abs(twice))
+
+
+@pytest.mark.parametrize("bound", [1, 2, 6])
+def test_no_finding_at_any_trip_bound(bound):
+    from ave_core.analysis import AnalysisOptions
+    a, d = _acc206(_kernel("kt * 32"), options=AnalysisOptions(trip_bound=bound))
+    assert d == []
