@@ -130,6 +130,10 @@ CODES: dict[str, CodeInfo] = {
         _c("AVE206", "accumulation not exactly once", _E,
            "An MMA accumulator chain sums some index of its reduction (k of a GEMM) twice, or "
            "never, over the unrolled loop: the right pairs of the wrong k-tile."),
+        _c("AVE207", "shared-memory race", _E,
+           "Two threads touch the same shared-memory bytes, at least one writing, with no "
+           "barrier between them (found statically, for every thread and trip count); an "
+           "asynchronous copy counts from its issue to its wait."),
         _c("AVE301", "global out-of-bounds access", _E,
            "The interpreter saw a load or store of a global tensor element outside its shape."),
         _c("AVE302", "shared memory outside its allocation", _E,

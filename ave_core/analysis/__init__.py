@@ -92,6 +92,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     bound = opts.trip_bound if opts.trip_bound is not None else default_trip_bound(kernel)
     results: dict[tuple, AssertionResult] = {}
     uninit: dict[tuple, tuple] = {}
+    races: dict[tuple, tuple] = {}
     tab, conds = SymTable(), CondTable()
     solver = Solver(tab, conds, opts.solver_timeout_ms)
     t_unroll = t_prop = 0.0
@@ -143,6 +144,10 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             for op, loops, thread, byte in list(eng.uninit):
                 key = (op.loc.file, op.loc.range)
                 uninit.setdefault(key, (op, loops, thread, byte, trips))
+            for f in list(eng.races.findings):
+                key = (f["op"].loc.file, f["op"].loc.range)
+                if key not in races:
+                    races[key] = (f, _race_witness(eng, f, trips))
     except UnrollError as e:
         loc = Loc(kernel.file, kernel.range)
         results[("limit",)] = AssertionResult("analysis", loc, "unknown", reason=str(e),
@@ -161,9 +166,47 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             witness={"block": [0, 0, 0], "threads": [_thr(thread, kernel.warp_size)],
                      "loop_indices": dict(loops), "byte": byte, "trip_counts": trips,
                      "program_points": []}))
+    for (f, rng), (rf, w) in sorted(races.items(), key=lambda kv: kv[0][1].start):
+        out.diagnostics.append(_race_diagnostic(rf, w))
     out.timings = {"unroll_s": t_unroll, "propagate_s": t_prop,
                    "total_s": time.perf_counter() - t0, "solver_queries": solver.queries}
     return out
+
+
+def _race_witness(eng: Any, f: dict, trips: dict) -> dict:
+    from ave_core.analysis.races import witness
+    w = witness(eng, f)
+    w["trip_counts"] = dict(trips)
+    return w
+
+
+def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
+    op = f["op"]
+    ts = w["threads"]
+    later = ts[0]
+    loops = ", ".join(f"{k}={v}" for k, v in w["loop_indices"].items())
+    if len(ts) > 1:
+        other = ts[1]
+        who = f"thread {other['thread']} (warp {other['warp']}, lane {other['lane']})"
+    else:
+        who = "another thread"
+    kind = {"read": "reads", "write": "writes"}[f["kind"]]
+    msg = (f"shared-memory race: thread {later['thread']} (warp {later['warp']}, lane "
+           f"{later['lane']}) {kind} shared byte {w['byte']}" + (f" ({loops})" if loops else "")
+           + f" after {f['what']} by {who} with no barrier between")
+    related = [Related(Location(p["file"], _range(p["range"])), p["label"])
+               for p in w["program_points"]]
+    notes = []
+    if w.get("trip_counts"):
+        notes.append("found with runtime trip counts "
+                     + ", ".join(f"{k}={v}" for k, v in w["trip_counts"].items()))
+    if "fix" in w:
+        notes.append(f"insert ave.barrier() before line {w['fix']['line'] + 1} (quick fix)")
+    fix = w.pop("fix", None)
+    if fix is not None:
+        fix = {**fix, "reason": "no barrier between the two accesses"}
+    return Diagnostic("AVE207", msg, op.loc.file, op.loc.range, notes=notes, related=related,
+                      witness=w, fix=fix)
 
 
 def _thr(t: int, ws: int) -> dict:

@@ -29,6 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ave_core.analysis import accumulation
+from ave_core.analysis.races import RaceTracker
 from ave_core.analysis.symbolic import (Atom, CondTable, SymInt, SymTable, sym_binop,
                                         sym_compare)
 from ave_core.compiler.fragments import broadcast_index
@@ -280,6 +281,8 @@ class Engine:
         ng = max(size // self.G + 1, 1)
         self.smem = Tags.bottom(ng, self.F)
         self.written = np.zeros(ng, bool)
+        self.races = RaceTracker(self, ng)
+        self.in_branch = 0
         self.active = np.ones(T, bool)
         self.groups: list[list] = []
         self.open_group: list = []
@@ -305,7 +308,11 @@ class Engine:
     def _restore(self, cp: tuple) -> None:
         jlen, groups, open_group, nc, nu, nr, nt, occ = cp
         while len(self.journal) > jlen:
-            byts, old, wr = self.journal.pop()
+            e = self.journal.pop()
+            if callable(e):
+                e()
+                continue
+            byts, old, wr = e
             self.smem.put(byts, old)
             self.written[byts] = wr
         self.groups = [list(g) for g in groups]
@@ -723,6 +730,7 @@ class Engine:
                        (other.conc != tags.conc) | (other.top != tags.top)
                 if diff.any():
                     tags = join(tags, other, self.conds)
+        self.races.read(byts.reshape(-1), np.repeat(threads, byts.shape[1]), op)
         wr = self.written[byts].all(axis=1)
         if not wr.all():
             i = int(np.nonzero(~wr)[0][0])
@@ -730,7 +738,7 @@ class Engine:
         return tags
 
     def write_bytes(self, tile: TileVal, coords: list[np.ndarray], tags: Tags, op: Op,
-                    deferred: bool) -> Any:
+                    deferred: bool, threads: np.ndarray | None = None) -> Any:
         addr = self.shared_addresses(tile, coords)
         eb = tile.dtype.bytes
         if np.any(addr < tile.lo) or np.any(addr + eb > tile.hi):
@@ -738,10 +746,21 @@ class Engine:
         byts = ((addr // self.G)[:, None] + np.arange(eb // self.G)).reshape(-1)
         rep = np.repeat(np.arange(tags.n), eb // self.G)
         t = tags.take(rep)
+        thr = threads[rep] if threads is not None else None
         if deferred:
-            return byts, t
+            issued = self.races.issue_async(byts, thr, op) if thr is not None else None
+            return byts, t, thr, issued
+        if thr is not None:
+            self.races.write(byts, thr, op, differs=self._differs(byts, t))
         self._smem_write(byts, t)
         return None
+
+    def _differs(self, byts: np.ndarray, t: Tags) -> np.ndarray:
+        """Per granule: the new tags differ from the stored ones (other data)."""
+        old = self.smem.take(byts)
+        d = (old.pres != t.pres) | (old.key != t.key) | (old.conc != t.conc) | \
+            (old.top != t.top)
+        return np.any(d & (old.pres | t.pres), axis=1)
 
     # ------------------------------------------------------------------ movement
 
@@ -777,7 +796,7 @@ class Engine:
                               thread)
         rec = self.record(op)
         tags.moved[:] = rec
-        plan = self.write_bytes(dst, coords, tags, op, deferred)
+        plan = self.write_bytes(dst, coords, tags, op, deferred, thread)
         if deferred:
             self.open_group.append(plan)
 
@@ -791,10 +810,12 @@ class Engine:
     def op_ave_wait_async(self, op):
         n = op.attrs["n"]
         while len(self.groups) > n:
-            for byts, t in self.groups.pop(0):
+            for byts, t, thr, issued in self.groups.pop(0):
+                if issued is not None:
+                    self.races.retire_async(byts, thr, op, issued, self._differs(byts, t))
                 self._smem_write(byts, t)
 
-    def op_ave_barrier(self, op): pass
+    def op_ave_barrier(self, op): self.races.barrier()
     def op_ave_sched_barrier(self, op): pass
 
     def op_ave_reset(self, op):
@@ -837,7 +858,8 @@ class Engine:
         act = np.repeat(self.active, V)
         tags = fr.tags.copy()
         tags.moved[:] = self.record(op)
-        self.write_bytes(dst, [c[act] for c in coords], tags.take(act), op, False)
+        self.write_bytes(dst, [c[act] for c in coords], tags.take(act), op, False,
+                         np.repeat(np.arange(T), V)[act])
 
     def _check_into_tagged(self, op: Op, tags: Tags, dst: TileVal, coords: list,
                            thread: np.ndarray, guard: np.ndarray) -> None:
@@ -1479,10 +1501,12 @@ class Engine:
                 outs.append(None)
                 continue
             self.active = mask
+            self.in_branch += 1
             try:
                 outs.append(self.exec_block(region) or [])
             finally:
                 self.active = saved
+                self.in_branch -= 1
         for i, r in enumerate(op.results):
             tv = outs[0][i] if outs[0] is not None else None
             ev = outs[1][i] if outs[1] is not None else None

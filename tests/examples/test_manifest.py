@@ -32,13 +32,15 @@ BROKEN = EXAMPLES / "broken"
 MANIFEST = BROKEN / "manifest.toml"
 
 CODES = {"AVE201": ("mma", "assert_conform"), "AVE202": ("assert_disjoint",),
-         "AVE203": ("read",)}
+         "AVE203": ("read",), "AVE206": ("mma",), "AVE207": ("access",)}
 #: codes an analysis may report besides the expected one (204: vacuous, 205: unknown)
-ANALYSIS_CODES = set(CODES) | {"AVE204", "AVE205"}
+ANALYSIS_CODES = set(CODES) | {"AVE204", "AVE205", "AVE206", "AVE207"}
 OUTCOMES = {"wrong_result", "oob", "race", "uninit"}
 ASSERTION_CALL = {"mma": ("ave.mma(",), "assert_conform": ("ave.assert_conform(",),
                   "assert_disjoint": ("ave.assert_disjoint(",),
-                  "read": ("ave.ldmatrix(", "ave.load(")}
+                  "read": ("ave.ldmatrix(", "ave.load("),
+                  "access": ("ave.ldmatrix(", "ave.load(", "ave.store(", "ave.copy(",
+                             "ave.copy_async(")}
 
 
 def _manifest() -> dict:

@@ -1,0 +1,207 @@
+"""Static shared-memory race detection (AVE207).
+
+Two different threads touch the same shared byte, at least one of them writing, with no
+barrier between them: a data race. DESIGN §3: barriers end race epochs (and never clear
+tags). The engine enumerates every thread exactly, so the detector follows, per shared
+granule (the engine's byte-exact storage unit), the last writer thread and the reader
+thread(s) of the current epoch, as the interpreter's dynamic check (AVE304) does at run
+time -- but for every program and every trip count ``1..T`` at once:
+
+* a read races with a write of another thread in the same epoch, and with an
+  asynchronous copy into the byte still in flight (issued, not retired by a wait_async);
+* a write (a store, a copy; a cp.async when its wait retires it) races with a read by
+  another thread in any epoch since the write was issued (an asynchronous copy spans
+  every barrier between its issue and its wait), and with a write by another thread of
+  different data (tags) since then.
+
+A finding names the two threads (warp, lane), the loop iterations, the shared byte, and the
+two program points; its witness carries a fix for the language server: insert
+``ave.barrier()`` before the statement of the later access (``{"fix": {"kind":
+"insert_barrier", "line": ..., "indent": ...}}``), when that statement is known (the
+access itself, or the call of the helper it was inlined from, in the kernel body).
+
+State changes are journaled in the engine's journal (undo closures), so the incremental
+per-trip-count variants restore it like the shared-memory tags.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+class RaceTracker:
+    """Per-granule epoch state (see the module docstring)."""
+
+    def __init__(self, eng: Any, ngran: int) -> None:
+        self.eng = eng
+        self.epoch = 0
+        self.w_epoch = np.full(ngran, -1, np.int64)
+        self.w_thread = np.full(ngran, -1, np.int64)
+        self.w_at = np.full(ngran, -1, np.int64)        # index into self.points
+        self.r_epoch = np.full(ngran, -1, np.int64)
+        self.r_lo = np.full(ngran, -1, np.int64)        # lowest / highest reader thread
+        self.r_hi = np.full(ngran, -1, np.int64)
+        self.r_at = np.full(ngran, -1, np.int64)
+        self.pending = np.zeros(ngran, np.int64)
+        self.p_thread = np.full(ngran, -1, np.int64)
+        self.p_at = np.full(ngran, -1, np.int64)
+        self.points: list = []                          # (op, loops)
+        self.findings: list = []
+
+    # ------------------------------------------------------------------ journaling
+
+    def _save(self, names: tuple, g: np.ndarray) -> None:
+        j = self.eng.journal
+        if j is None:
+            return
+        old = [(n, getattr(self, n)[g].copy()) for n in names]
+
+        def undo() -> None:
+            for n, v in old:
+                getattr(self, n)[g] = v
+        j.append(undo)
+
+    def _push(self, lst: list, item: Any) -> None:
+        lst.append(item)
+        if self.eng.journal is not None:
+            self.eng.journal.append(lambda: lst.pop())
+
+    def point(self, op: Any) -> int:
+        self._push(self.points, (op, self.eng.loops))
+        return len(self.points) - 1
+
+    # ------------------------------------------------------------------ events
+
+    def barrier(self) -> None:
+        self.epoch += 1
+        if self.eng.journal is not None:
+            def undo() -> None:
+                self.epoch -= 1
+            self.eng.journal.append(undo)
+
+    def read(self, g: np.ndarray, t: np.ndarray, op: Any) -> None:
+        """Threads ``t`` read granules ``g`` (equal-length arrays)."""
+        if g.size == 0:
+            return
+        at = self.point(op)
+        infl = (self.pending[g] > 0) & (self.p_thread[g] != t)
+        if infl.any():
+            i = int(np.nonzero(infl)[0][0])
+            self._report(op, "read", g[i], int(self.p_thread[g[i]]), int(t[i]),
+                         int(self.p_at[g[i]]), at, "an asynchronous copy in flight")
+        race = (self.w_epoch[g] == self.epoch) & (self.w_thread[g] >= 0) & \
+            (self.w_thread[g] != t)
+        if race.any():
+            i = int(np.nonzero(race)[0][0])
+            self._report(op, "read", g[i], int(self.w_thread[g[i]]), int(t[i]),
+                         int(self.w_at[g[i]]), at, "a write")
+        self._save(("r_epoch", "r_lo", "r_hi", "r_at"), g)
+        fresh = self.r_epoch[g] != self.epoch
+        lo = np.where(fresh, np.iinfo(np.int64).max, self.r_lo[g])
+        hi = np.where(fresh, -1, self.r_hi[g])
+        # several granules of one access may be the same granule: reduce per granule
+        np.minimum.at(lo, np.arange(len(g)), t)
+        np.maximum.at(hi, np.arange(len(g)), t)
+        glo = np.full(len(self.r_lo), np.iinfo(np.int64).max)
+        ghi = np.full(len(self.r_hi), -1)
+        np.minimum.at(glo, g, lo)
+        np.maximum.at(ghi, g, hi)
+        self.r_epoch[g] = self.epoch
+        self.r_lo[g] = glo[g]
+        self.r_hi[g] = ghi[g]
+        self.r_at[g] = at
+
+    def write(self, g: np.ndarray, t: np.ndarray, op: Any, since: int | None = None,
+              at: int | None = None, differs: np.ndarray | None = None) -> None:
+        """Threads ``t`` write granules ``g``; ``since``: the epoch the write was issued in
+        (an asynchronous copy), ``differs``: per granule, whether the data differs from
+        what is there (write/write races need different data)."""
+        if g.size == 0:
+            return
+        since = self.epoch if since is None else since
+        at = self.point(op) if at is None else at
+        lo, hi = self.r_lo[g], self.r_hi[g]
+        rr = (self.r_epoch[g] >= since) & (lo >= 0) & ((lo != t) | (hi != t))
+        if rr.any():
+            i = int(np.nonzero(rr)[0][0])
+            other = int(lo[i]) if lo[i] != t[i] else int(hi[i])
+            self._report(op, "write", g[i], other, int(t[i]), int(self.r_at[g[i]]), at,
+                         "a read")
+        ww = (self.w_epoch[g] >= since) & (self.w_thread[g] >= 0) & (self.w_thread[g] != t)
+        if differs is not None:
+            ww &= differs
+        if ww.any():
+            i = int(np.nonzero(ww)[0][0])
+            self._report(op, "write", g[i], int(self.w_thread[g[i]]), int(t[i]),
+                         int(self.w_at[g[i]]), at, "a write of other data")
+        self._save(("w_epoch", "w_thread", "w_at"), g)
+        self.w_epoch[g] = self.epoch
+        self.w_thread[g] = t
+        self.w_at[g] = at
+
+    def issue_async(self, g: np.ndarray, t: np.ndarray, op: Any) -> tuple:
+        at = self.point(op)
+        self._save(("pending", "p_thread", "p_at"), g)
+        np.add.at(self.pending, g, 1)
+        self.p_thread[g] = t
+        self.p_at[g] = at
+        return (self.epoch, at)
+
+    def retire_async(self, g: np.ndarray, t: np.ndarray, op: Any, issued: tuple,
+                     differs: np.ndarray | None) -> None:
+        since, at = issued
+        self._save(("pending",), g)
+        np.subtract.at(self.pending, g, 1)
+        self.write(g, t, op, since, at, differs)
+
+    # ------------------------------------------------------------------ findings
+
+    def _report(self, op: Any, kind: str, gran: int, other: int, thread: int, other_at: int,
+                at: int, what: str) -> None:
+        # the later access: the op itself, or for an asynchronous copy retired by a wait,
+        # the copy (where it was issued)
+        op, loops = self.points[at]
+        self._push(self.findings, {"op": op, "loops": loops, "byte":
+                                   int(gran) * self.eng.G, "threads": (other, thread),
+                                   "earlier": self.points[other_at] if other_at >= 0 else None,
+                                   "later": self.points[at], "kind": kind, "what": what,
+                                   "in_branch": getattr(self.eng, "in_branch", 0) > 0})
+
+
+def statement_loc(eng: Any, op: Any) -> Any:
+    """The kernel-body statement an op belongs to: the op itself, or the outermost call of
+    the helper it was inlined from (where a barrier can be inserted)."""
+    loc = op.loc
+    chain = getattr(loc, "inlined_from", ()) or ()
+    return chain[0] if chain else loc
+
+
+def witness(eng: Any, f: dict) -> dict:
+    ws = eng.ws
+    other, thread = f["threads"]
+    # the thread of the reported (later) access first, then the other one
+    threads = [{"thread": thread, "warp": thread // ws, "lane": thread % ws}]
+    if other >= 0:
+        threads.append({"thread": other, "warp": other // ws, "lane": other % ws})
+    pts = []
+    for (op, loops), label in ((f["earlier"] or (None, ()), "earlier access"),
+                               (f["later"], "later access")):
+        if op is None:
+            continue
+        name = "ave.ldmatrix" if op.attrs.get("ldmatrix") else op.name
+        pts.append({"file": op.loc.file, "range": op.loc.range.to_json(),
+                    "label": f"{label}: {name}" + (" (" + ", ".join(
+                        f"{k}={v}" for k, v in loops) + ")" if loops else "")})
+    later_op = f["later"][0]
+    st = statement_loc(eng, later_op)
+    w = {"block": [0, 0, 0], "threads": threads, "loop_indices": dict(f["loops"]),
+         "byte": f["byte"], "coordinates": {}, "tags": {}, "program_points": pts,
+         "race": f["kind"] + " after " + f["what"],
+         "earlier_loop_indices": dict(f["earlier"][1]) if f["earlier"] else {}}
+    if st is not None and st.file == eng.k.file and not f["in_branch"]:
+        line = st.range.start.line
+        w["fix"] = {"kind": "insert_barrier", "line": int(line),
+                    "indent": " " * int(st.range.start.character)}
+    return w

@@ -1,0 +1,109 @@
+"""AVE207: static shared-memory races, with hand-derived witnesses confirmed by the
+interpreter's dynamic race check (AVE304), and the barrier fix carried in the data."""
+
+from __future__ import annotations
+
+import pathlib
+import re
+
+import numpy as np
+
+from ave_core.analysis import analyze
+from ave_core.compiler.frontend import compile_file, compile_source
+from ave_core.interp import run
+
+from .inputs import inputs_for
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+TRANSPOSE = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def transpose(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    m0 = ave.program_id(0) * 32
+    n0 = ave.program_id(1) * 32
+    s = ave.alloc((32, 32), ave.f32, space="shared")
+    ave.copy(X[m0:m0 + 32, n0:n0 + 32], s, vector_bytes=16)
+{BARRIER}    ave.copy(ave.transpose(s), Y[n0:n0 + 32, m0:m0 + 32], vector_bytes=4)
+'''
+
+
+def _k(text):
+    res = compile_source(text, "t.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    return res.kernels[0]
+
+
+def _races(k):
+    return [d for d in analyze(k).diagnostics if d.code == "AVE207"]
+
+
+def test_transpose_race_witness_and_fix():
+    # copy 1: 16-byte vectors of s (4 f32, 8 per row) -> s[1, 0:4] is vector 8, thread 8;
+    # copy 2: 4-byte vectors of transpose(s), vector i by thread i -> thread 1 reads
+    # transpose(s)[0, 1] = s[1, 0] at byte (1 * 32 + 0) * 4 = 128. Lowest reader of a byte
+    # another thread wrote: thread 0 reads s[0, 0], its own write; thread 1 is the first.
+    k = _k(TRANSPOSE.replace("{BARRIER}", ""))
+    (d,) = _races(k)
+    w = d.witness
+    assert d.range.start.line == 8
+    assert [t["thread"] for t in w["threads"]] == [1, 8]
+    assert w["byte"] == 128 and w["loop_indices"] == {}
+    assert {k: v for k, v in d.fix.items() if k != "reason"} == \
+        {"kind": "insert_barrier", "line": 8, "indent": "    "}
+    assert [p["label"] for p in w["program_points"]] == ["earlier access: ave.copy",
+                                                         "later access: ave.copy"]
+    assert "thread 1 (warp 0, lane 1) reads shared byte 128" in d.message
+    # the interpreter sees the same race
+    X = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+    res = run(k, (1, 1), [X, np.zeros((32, 32), np.float32)])
+    dyn = [x for x in res.diagnostics if x.code == "AVE304"]
+    assert dyn and "shared byte 128" in dyn[0].message
+    assert "thread 8" in dyn[0].message and "thread 1" in dyn[0].message
+
+
+def test_transpose_with_the_fix_applied_is_clean():
+    k = _k(TRANSPOSE.replace("{BARRIER}", "    ave.barrier()\n"))
+    assert _races(k) == []
+    res = run(k, (1, 1), [np.ones((32, 32), np.float32), np.zeros((32, 32), np.float32)])
+    assert not [x for x in res.diagnostics if x.code == "AVE304"]
+
+
+def test_lsp_data_carries_the_fix():
+    from ave_lsp.server.convert import to_lsp
+    text = TRANSPOSE.replace("{BARRIER}", "")
+    k = _k(text)
+    (d,) = _races(k)
+    (out,) = to_lsp([d], path="t.py", uri="file:///t.py", text=text)
+    assert {k: v for k, v in out.data["fix"].items() if k != "reason"} == \
+        {"kind": "insert_barrier", "line": 8, "indent": "    "}
+    assert out.data["witness"]["byte"] == 128
+
+
+def test_missing_barrier_gemm_race_is_the_hand_witness():
+    # examples/broken/gemm_missing_barrier.py, config 0 (derivation in the manifest):
+    # thread 32 ldmatrix'es sA byte 0 at kt = 0; at kt = 1 thread 0's cp.async of tile 3
+    # refills stage 0, byte 0, with no barrier in between.
+    path = ROOT / "examples/broken/gemm_missing_barrier.py"
+    k = compile_file(str(path)).kernels[0]
+    ds = sorted(_races(k), key=lambda d: d.range.start.line)
+    first = ds[0]
+    lines = path.read_text().splitlines()
+    assert "ave.copy_async(A[" in lines[first.range.start.line]
+    w = first.witness
+    assert [t["thread"] for t in w["threads"]] == [0, 32]
+    assert w["loop_indices"] == {"kt": 1} and w["byte"] == 0
+    assert w["trip_counts"] == {"kt": 2}
+    fix_line = lines[first.fix["line"]]
+    assert fix_line.strip().startswith("issue(kt + STAGES - 1, s_fill)")
+    assert first.fix["indent"] == re.match(r"\s*", fix_line).group(0)
+    # the interpreter: the same race at trip count 2 (K = 64)
+    grid, args = inputs_for(k, [0, 0, 0], 2)
+    res = run(k, grid, args)
+    assert any(x.code == "AVE304" for x in res.diagnostics)
+
+
+def test_correct_examples_have_no_race():
+    for name in ("gemm.py", "flash_attention.py", "moe.py", "mi300x/gemm_mfma.py"):
+        for k in compile_file(str(ROOT / "examples" / name)).kernels:
+            assert _races(k) == [], name
