@@ -134,6 +134,9 @@ CODES: dict[str, CodeInfo] = {
            "Two threads touch the same shared-memory bytes, at least one writing, with no "
            "barrier between them (found statically, for every thread and trip count); an "
            "asynchronous copy counts from its issue to its wait."),
+        _c("AVE208", "global access out of bounds", _E,
+           "A load, copy or store of a global tensor can touch an element outside its shape "
+           "that its mask does not exclude (found statically, for every program id and size)."),
         _c("AVE301", "global out-of-bounds access", _E,
            "The interpreter saw a load or store of a global tensor element outside its shape."),
         _c("AVE302", "shared memory outside its allocation", _E,

@@ -75,7 +75,7 @@ CLASSES = ("swizzle_one_side", "stage_index", "barrier", "index_swap", "transpos
 COVERED = ("swizzle_one_side", "stage_index", "transpose", "head_offset")
 CONTROL = ("swizzle_both",)
 
-FLAG_CODES = ("AVE201", "AVE202", "AVE203", "AVE205", "AVE206")
+FLAG_CODES = ("AVE201", "AVE202", "AVE203", "AVE205", "AVE206", "AVE207", "AVE208")
 DYN_CODES = ("AVE301", "AVE302", "AVE303", "AVE304", "AVE305")
 #: (rtol, atol) of the mutant-vs-original comparison: an element differs when
 #: |out - ref| > rtol * |ref| + atol * max|ref|. Both run in the same interpreter on the same

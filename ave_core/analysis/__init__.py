@@ -93,6 +93,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     results: dict[tuple, AssertionResult] = {}
     uninit: dict[tuple, tuple] = {}
     races: dict[tuple, tuple] = {}
+    oob: dict[tuple, dict] = {}
     tab, conds = SymTable(), CondTable()
     solver = Solver(tab, conds, opts.solver_timeout_ms)
     t_unroll = t_prop = 0.0
@@ -144,6 +145,11 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             for op, loops, thread, byte in list(eng.uninit):
                 key = (op.loc.file, op.loc.range)
                 uninit.setdefault(key, (op, loops, thread, byte, trips))
+            for f in eng.bounds.check():
+                key = (f["op"].loc.file, f["op"].loc.range)
+                if key not in oob:
+                    f["trip_counts"] = dict(trips)
+                    oob[key] = f
             for f in list(eng.races.findings):
                 key = (f["op"].loc.file, f["op"].loc.range)
                 if key not in races:
@@ -168,6 +174,8 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                      "program_points": []}))
     for (f, rng), (rf, w) in sorted(races.items(), key=lambda kv: kv[0][1].start):
         out.diagnostics.append(_race_diagnostic(rf, w))
+    for (f, rng), w in sorted(oob.items(), key=lambda kv: kv[0][1].start):
+        out.diagnostics.append(_oob_diagnostic(w, kernel))
     out.timings = {"unroll_s": t_unroll, "propagate_s": t_prop,
                    "total_s": time.perf_counter() - t0, "solver_queries": solver.queries}
     return out
@@ -207,6 +215,27 @@ def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
         fix = {**fix, "reason": "no barrier between the two accesses"}
     return Diagnostic("AVE207", msg, op.loc.file, op.loc.range, notes=notes, related=related,
                       witness=w, fix=fix)
+
+
+def _oob_diagnostic(w: dict, kernel: KernelIR) -> Diagnostic:
+    op = w.pop("op")
+    if w.get("unknown"):
+        return Diagnostic("AVE205", "global access bounds could not be decided (solver budget)",
+                          op.loc.file, op.loc.range)
+    t = w["threads"][0]
+    loops = ", ".join(f"{k}={v}" for k, v in w["loop_indices"].items())
+    coord = ", ".join(str(c) for c in w["coordinates"][w["tensor"]])
+    side = "below 0" if w["index"] < 0 else f"past {w['tensor']}.shape[{w['dim']}] = {w['shape_dim']}"
+    msg = (f"out-of-bounds access of {w['tensor']}[{coord}] ({side}): block "
+           f"{tuple(w['block'])}, thread {t['thread']} (warp {t['warp']}, lane {t['lane']})"
+           + (f", {loops}" if loops else "") + "; the mask does not exclude it")
+    notes = []
+    if w.get("model"):
+        notes.append("for " + ", ".join(f"{k} = {v}" for k, v in w["model"].items()))
+    if w.get("trip_counts"):
+        notes.append("found with runtime trip counts "
+                     + ", ".join(f"{k}={v}" for k, v in w["trip_counts"].items()))
+    return Diagnostic("AVE208", msg, op.loc.file, op.loc.range, notes=notes, witness=w)
 
 
 def _thr(t: int, ws: int) -> dict:

@@ -232,8 +232,9 @@ def _solve(eng: Any, build) -> tuple[str, Any, Any]:
     s.set("timeout", eng.solver.timeout_ms)
     eng.solver.queries += 1
     extra, objective = build(z3)
-    s.add(*eng.solver._domain)
-    s.add(*_trip_constraints(eng, z3))
+    trips = _trip_constraints(eng, z3)
+    s.add(*eng.solver._domain)           # after building: new atoms add their domains
+    s.add(*trips)
     s.add(*extra)
     for i, a in enumerate(eng.tab.atoms):
         if a.kind == "pid" and i in eng.solver._atoms:

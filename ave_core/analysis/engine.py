@@ -29,6 +29,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ave_core.analysis import accumulation
+from ave_core.analysis.bounds import BoundsChecker
 from ave_core.analysis.races import RaceTracker
 from ave_core.analysis.symbolic import (Atom, CondTable, SymInt, SymTable, sym_binop,
                                         sym_compare)
@@ -152,6 +153,7 @@ class TileVal:
     lo: int = 0
     hi: int = 0
     name: str = ""
+    dyn: tuple = ()                     # per tensor dim: offset computed at run time
 
 
 @dataclass
@@ -282,6 +284,7 @@ class Engine:
         self.smem = Tags.bottom(ng, self.F)
         self.written = np.zeros(ng, bool)
         self.races = RaceTracker(self, ng)
+        self.bounds = BoundsChecker(self)
         self.in_branch = 0
         self.active = np.ones(T, bool)
         self.groups: list[list] = []
@@ -537,6 +540,7 @@ class Engine:
         """Values read from a global integer tensor: opaque atoms per element."""
         tc = self.global_coords(tile, coords)
         n = len(coords[0])
+        self.bounds.access(op, tile, coords, np.zeros(n, np.int32), np.zeros(n, np.int64))
         keys = np.empty(n, np.int32)
         for i in range(n):
             keys[i] = self.tab.atom(Atom("load", (tile.tensor.name,) + tuple(
@@ -549,12 +553,15 @@ class Engine:
         offs = tuple(dyn[o[1]] if isinstance(o, tuple) else (0, int(o))
                      for o in op.attrs["offsets"])
         self.env[op.result] = TileVal("global", op.result.type.dtype, op.attrs["shape"], src,
-                                      offs, tuple(op.attrs["keep"]))
+                                      offs, tuple(op.attrs["keep"]),
+                                      dyn=tuple(isinstance(o, tuple)
+                                                for o in op.attrs["offsets"]))
 
     def op_ave_subtile(self, op):
         src: TileVal = self.env[op.operands[0]]
         keep = op.attrs["keep"]
         origin = list(src.origin)
+        dynf = list(src.dyn) if src.dyn else [False] * len(origin)
         if src.space == "global":
             dyn = [self.uniform(v, op, "a tile offset") for v in op.operands[1:]]
             for ld, o in enumerate(op.attrs["offsets"]):
@@ -562,6 +569,7 @@ class Engine:
                 bd = src.dims[ld]
                 ok, oc = origin[bd]
                 origin[bd] = (self.tab.add(ok, k), oc + c)
+                dynf[bd] = dynf[bd] or isinstance(o, tuple)
         else:
             dyn = [self.concrete(v, op, "a shared tile offset") for v in op.operands[1:]]
             for ld, o in enumerate(op.attrs["offsets"]):
@@ -569,14 +577,14 @@ class Engine:
         dims = tuple(src.dims[ld] for ld in keep)
         self.env[op.result] = TileVal(src.space, src.dtype, op.attrs["shape"], src.tensor,
                                       tuple(origin), dims, src.base, src.layout, src.lo, src.hi,
-                                      src.name)
+                                      src.name, tuple(dynf))
 
     def op_ave_transpose(self, op):
         src: TileVal = self.env[op.operands[0]]
         perm = op.attrs["perm"]
         self.env[op.result] = TileVal(src.space, src.dtype, tuple(src.shape[p] for p in perm),
                                       src.tensor, src.origin, tuple(src.dims[p] for p in perm),
-                                      src.base, src.layout, src.lo, src.hi, src.name)
+                                      src.base, src.layout, src.lo, src.hi, src.name, src.dyn)
 
     def op_ave_alloc(self, op):
         if op.attrs["space"] != "shared":
@@ -679,6 +687,7 @@ class Engine:
             for rop in region.ops:
                 if rop.name == "ave.yield":
                     r = self.env[rop.operands[0]]
+                    self.bounds.mask_bounds(op, tile, region, args, self.env)
                     break
                 if rop.name == "arith.constant":
                     v = rop.attrs["value"]
@@ -708,6 +717,7 @@ class Engine:
                   threads: np.ndarray) -> Tags:
         n = len(coords[0])
         if tile.space == "global":
+            self.bounds.access(op, tile, coords, guard, threads)
             gc = self.global_coords(tile, coords)
             tags = self.tensor_tags(tile.tensor, gc, n)
             tags.cond = self.conds.rows(guard, n).copy()
@@ -787,6 +797,7 @@ class Engine:
         on_dst = op.attrs.get("mask_side") == "dst"
         guard = self.eval_mask(op, coords, dst if on_dst else src, n)
         if dst.space == "global":
+            self.bounds.access(op, dst, coords, guard, thread)
             if src.space == "shared":
                 stags = self.read_tags(src, coords, op, np.zeros(n, np.int32), thread)
                 if dst.tensor is not None and dst.tensor.tag_op is not None:
@@ -848,6 +859,15 @@ class Engine:
         dst: TileVal = self.env[op.operands[0]]
         fr: FragVal = self.env[op.operands[1]]
         if dst.space == "global":
+            lay = op.operands[1].type.layout
+            if hasattr(lay, "coords_table"):
+                tab = self.table(lay)
+                T, V, R = tab.shape
+                coords = [tab[:, :, d].reshape(-1) for d in range(R)]
+                guard = self.eval_mask(op, coords, dst, T * V)
+                held = np.repeat(self.active, V)
+                self.bounds.access(op, dst, [c[held] for c in coords], guard[held],
+                                   np.repeat(np.arange(T), V)[held])
             if dst.tensor is not None and dst.tensor.tag_op is not None:
                 self._check_store(op, dst, fr)
             return                                    # global writes are not tracked

@@ -1,0 +1,299 @@
+"""Static out-of-bounds checks of global accesses (AVE208).
+
+Every element a load, copy (cp.async included), gather, store or scatter touches in a global
+tensor ``T`` must satisfy ``0 <= c_d < T.shape[d]`` whenever the access's mask admits it,
+for every program id and size the unrolled variant stands for (its runtime trip counts are
+preconditions: ``KT = cdiv(K, BK) = n``). z3 decides what the fast paths below cannot.
+
+Which dimensions are checked -- the kernel's contract with its launcher is not written in
+the DSL, so the check holds the kernel to what it says itself:
+
+* only a dimension whose offset is computed at run time (``m0:m0 + BM``, a k-tile, a
+  gathered row) -- a constant slice (``0:D`` of a constexpr head dimension) is the kernel's
+  statement of the tensor's extent;
+* a dimension whose coordinate depends on a program id or a loaded value is checked only
+  when the access's mask mentions it: the launch grid covers the tensor (``grid =
+  cdiv(M, BM)``) and routing tables are well formed (indices ``>= 0``), as the launcher
+  guarantees; a k-tile or any other loop-driven offset is always checked;
+* a mask conjunct ``c_d < E`` whose bound ``E`` is not ``T``'s own extent (``n < S_KV`` for
+  V with ``S_KV = K.shape[2]``, ``p < num_valid`` for a scattered output) states the
+  kernel's precondition ``T.shape[d] == E``; it is assumed (for every access of the kernel).
+
+A finding's witness: the block and sizes (z3's model), the thread that makes the access,
+the loop iterations, the tensor and the out-of-bounds coordinate, and the shape.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ave_core.analysis.symbolic import Atom, Cond, SymInt, sym_add
+
+_NONNEG = ("pid", "nprog", "dim", "stride", "load")
+
+
+class BoundsChecker:
+    def __init__(self, eng: Any) -> None:
+        self.eng = eng
+        self.obligations: list = []
+        self.assumptions: list = []          # (tensor, dim, key, conc): shape == LIN + conc
+        self._nonneg_memo: dict = {}
+
+    def _push(self, lst: list, item: Any) -> None:
+        lst.append(item)
+        if self.eng.journal is not None:
+            self.eng.journal.append(lambda: lst.pop())
+
+    # ------------------------------------------------------------------ collection
+
+    def mask_bounds(self, op: Any, tile: Any, region: Any, args: list, env: dict) -> None:
+        """After a mask region ran: record ``c_d < E`` conjuncts (E not T's own extent)."""
+        if tile.space != "global" or tile.tensor is None:
+            return
+        eng = self.eng
+        name = tile.tensor.name
+        for rop in region.ops:
+            if rop.name != "arith.cmp" or rop.attrs.get("pred") != "lt":
+                continue
+            lhs, rhs = rop.operands
+            d = next((i for i, a in enumerate(region.args) if a is lhs), None)
+            if d is None:
+                continue
+            e = env.get(rhs)
+            if not isinstance(e, SymInt):
+                continue
+            k = int(np.asarray(e.key).reshape(-1)[0])
+            c = int(np.asarray(e.conc).reshape(-1)[0])
+            own = eng.tab.atom_ids.get(Atom("dim", (name, d)))
+            if own is not None and any(a == own for a, _ in eng.tab.lins[k]):
+                continue
+            item = (name, d, k, c)
+            if item not in self.assumptions:
+                self._push(self.assumptions, item)
+
+    def access(self, op: Any, tile: Any, coords: list, guard: np.ndarray,
+               threads: np.ndarray) -> None:
+        """Record the elements of one global access (checked at the end of the variant)."""
+        eng = self.eng
+        if tile.tensor is None or len(coords) == 0 or len(coords[0]) == 0:
+            return
+        dyn = getattr(tile, "dyn", None) or (False,) * len(tile.origin)
+        gath = tile.tensor.gather[0] if tile.tensor.gather is not None else None
+        used = _mask_args(op)
+        try:
+            gc = eng.global_coords(tile, coords)
+        except Exception:
+            return
+        n = len(coords[0])
+        guard = eng.conds.rows(guard, n)
+        live = eng.conds.truth(guard) != 1
+        if not live.any():
+            return
+        for d, c in enumerate(gc):
+            if not (dyn[d] if d < len(dyn) else False) and d != gath:
+                continue
+            key = np.broadcast_to(np.asarray(c.key), (n,))
+            conc = np.broadcast_to(np.asarray(c.conc), (n,))
+            if d not in used and any(self._runtime_index(int(k)) for k in np.unique(key)):
+                continue
+            self._push(self.obligations, (op, eng.loops, tile.tensor.name, d, key[live].copy(),
+                                          conc[live].copy(), guard[live].copy(),
+                                          np.asarray(threads)[live].copy(), gc, live))
+
+    def _runtime_index(self, key: int) -> bool:
+        """The linear form mentions a program id or a loaded value (directly or inside an
+        opaque term)."""
+        tab = self.eng.tab
+        for a, _ in tab.lins[key]:
+            at = tab.atoms[a]
+            if at.kind in ("pid", "load"):
+                return True
+            if at.kind == "op":
+                _, (ka, _), (kb, _) = at.args
+                if self._runtime_index(ka) or self._runtime_index(kb):
+                    return True
+        return False
+
+    def _nonneg(self, key: int) -> bool:
+        """LIN[key] >= 0 for every admissible value of its atoms (sizes, ids, indices)."""
+        r = self._nonneg_memo.get(key)
+        if r is not None:
+            return r
+        tab = self.eng.tab
+        ok = True
+        for a, coef in tab.lins[key]:
+            at = tab.atoms[a]
+            if coef < 0:
+                ok = False
+            elif at.kind in _NONNEG:
+                continue
+            elif at.kind == "op" and at.args[0] in ("floordiv", "mod", "mul", "min", "max"):
+                _, (ka, ca), (kb, cb) = at.args
+                ok = ok and ca >= 0 and cb >= 0 and self._nonneg(ka) and self._nonneg(kb)
+            else:
+                ok = False
+        self._nonneg_memo[key] = ok
+        return ok
+
+    # ------------------------------------------------------------------ checking
+
+    def check(self) -> list[dict]:
+        """Decide the recorded obligations; one finding (the first) per op."""
+        eng = self.eng
+        found: dict = {}
+        for op, loops, name, d, key, conc, guard, threads, gc, live in self.obligations:
+            k_op = (op.loc.file, op.loc.range)
+            if k_op in found:
+                continue
+            f = self._check_one(op, loops, name, d, key, conc, guard, threads, gc, live)
+            if f is not None:
+                found[k_op] = f
+        return list(found.values())
+
+    def _bounds_of(self, name: str, d: int) -> list[tuple[int, int]]:
+        tab = self.eng.tab
+        out = [(tab.atom(Atom("dim", (name, d))), 0)]
+        out += [(k, c) for (t, dd, k, c) in self.assumptions if t == name and dd == d]
+        return out
+
+    def _check_one(self, op, loops, name, d, key, conc, guard, threads, gc, live):
+        eng = self.eng
+        tab = eng.tab
+        bounds = self._bounds_of(name, d)
+        n = len(key)
+        ok_hi = np.zeros(n, bool)
+        for bk, bc in bounds:
+            diff = sym_add(tab, SymInt(key.astype(np.int32), conc),
+                           SymInt(np.full(n, bk, np.int32), np.full(n, bc, np.int64)), -1)
+            # c - E < 0 in the guard proves the upper bound
+            pairs = {}
+            for i, (k, c) in enumerate(zip(diff.key.tolist(), diff.conc.tolist())):
+                pairs.setdefault((k, c), []).append(i)
+            for (k, c), idx in pairs.items():
+                if k == 0:
+                    if c < 0:
+                        ok_hi[idx] = True
+                    continue
+                cid = eng.conds.ids.get(frozenset([Cond("lt", k, c)]))
+                cid2 = eng.conds.ids.get(frozenset([Cond("le", k, c + 1)]))
+                ids = [x for x in (cid, cid2) if x is not None]
+                if ids:
+                    g = guard[idx]
+                    ok_hi[idx] |= np.any(np.isin(g, ids), axis=1)
+        ok_lo = np.array([(k == 0 and c >= 0) or (k != 0 and c >= 0 and self._nonneg(k))
+                          for k, c in zip(key.tolist(), conc.tolist())], bool)
+        todo = np.nonzero(~(ok_hi & ok_lo))[0]
+        if len(todo) == 0:
+            return None
+        # group by (key, guard): the extreme coordinates decide
+        groups: dict = {}
+        for i in todo:
+            g = tuple(int(x) for x in guard[i] if x != 0)
+            groups.setdefault((int(key[i]), g), []).append(int(i))
+        best = None
+        for (k, g), idx in sorted(groups.items(), key=lambda kv: min(kv[1]))[:64]:
+            cs = conc[idx]
+            for i in (idx[int(np.argmax(cs))], idx[int(np.argmin(cs))]):
+                r = self._solve(name, d, k, int(conc[i]), list(g))
+                if r is None:
+                    continue
+                if not r.get("unknown") and r["value"] >= 0:
+                    # past the end: the smallest coordinate of the group that can be
+                    # (monotone in the coordinate), then its first element (lowest thread)
+                    vals = np.unique(cs)
+                    lo, hi = 0, int(np.searchsorted(vals, conc[i]))
+                    while lo < hi:
+                        mid = (lo + hi) // 2
+                        rm = self._solve(name, d, k, int(vals[mid]), list(g))
+                        if rm is not None and not rm.get("unknown"):
+                            hi, r = mid, rm
+                        else:
+                            lo = mid + 1
+                    i = min(j for j in idx if conc[j] == vals[lo])
+                w = self._witness(op, loops, name, d, i, threads, gc, live, r)
+                if w.get("unknown"):
+                    return w
+                rank = (w["block"][::-1], w["threads"][0]["thread"])
+                if best is None or rank < best[0]:
+                    best = (rank, w)
+                break
+            if best is not None and best[0][0] == [0, 0, 0]:
+                break                    # the lowest block; groups come in thread order
+        return best[1] if best is not None else None
+
+    def _solve(self, name: str, d: int, k: int, c: int, guard: list) -> dict | None:
+        eng = self.eng
+        sv = eng.solver
+        z3 = sv.z3
+        from ave_core.analysis.accumulation import _trip_constraints
+        s = z3.Optimize()
+        s.set("timeout", sv.timeout_ms)
+        sv.queries += 1
+        x = sv.lin(k, c)
+        size = sv.lin(eng.tab.atom(Atom("dim", (name, d))), 0)
+        cons = list(_trip_constraints(eng, z3))
+        cons.append(sv.cond(guard) if guard else z3.BoolVal(True))
+        for (t, dd, bk, bc) in self.assumptions:
+            cons.append(sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0) == sv.lin(bk, bc))
+        s.add(*sv._domain)               # after building: new atoms add their domains
+        s.add(*cons)
+        for i, a in enumerate(eng.tab.atoms):
+            if i in sv._atoms and a.kind == "load":
+                s.add(sv._atoms[i] >= 0)
+            if i in sv._atoms and a.kind == "pid":
+                s.add_soft(sv._atoms[i] == 0)
+        s.add(z3.Or(x < 0, x >= size))
+        r = s.check()
+        if r == z3.unsat:
+            return None
+        if r != z3.sat:
+            return {"unknown": True}
+        m = s.model()
+        model = {}
+        for i, z in sv._atoms.items():
+            if eng.tab.atoms[i].kind != "op":
+                try:
+                    model[str(eng.tab.atoms[i])] = m.eval(z, model_completion=True).as_long()
+                except Exception:
+                    pass
+        return {"model": model, "value": m.eval(x, model_completion=True).as_long(),
+                "size": m.eval(size, model_completion=True).as_long()}
+
+    def _witness(self, op, loops, name, d, i, threads, gc, live, r) -> dict:
+        eng = self.eng
+        if r.get("unknown"):
+            return {"op": op, "unknown": True}
+        model = r["model"]
+        li = np.nonzero(live)[0][i]
+        coord = []
+        for c in gc:
+            k = int(np.broadcast_to(np.asarray(c.key), live.shape)[li])
+            cc = int(np.broadcast_to(np.asarray(c.conc), live.shape)[li])
+            v = eng._concretize(k, cc, dict(model)) if k else cc
+            coord.append(v)
+        coord[d] = int(r["value"])
+        t = int(threads[i])
+        block = [int(model.get(f"program_id({a})", 0)) for a in range(3)]
+        return {"op": op, "block": block,
+                "threads": [{"thread": t, "warp": t // eng.ws, "lane": t % eng.ws}],
+                "loop_indices": dict(loops), "tensor": name, "dim": d,
+                "coordinates": {name: coord}, "index": int(r["value"]),
+                "shape_dim": int(r["size"]), "tags": {},
+                "program_points": [{"file": op.loc.file, "range": op.loc.range.to_json(),
+                                    "label": f"accesses {name}"}],
+                "model": {k: v for k, v in model.items() if not k.startswith("__")}}
+
+
+def _mask_args(op: Any) -> set:
+    if not op.attrs.get("masked") or not op.regions:
+        return set()
+    region = op.regions[0]
+    used = set()
+    for rop in region.ops:
+        for v in rop.operands:
+            for i, a in enumerate(region.args):
+                if a is v:
+                    used.add(i)
+    return used
