@@ -50,19 +50,8 @@ class Contribution:
     key: np.ndarray            # (W, K) int
     conc: np.ndarray           # (W, K) int
     live: np.ndarray           # (W, K) bool: the slot contributes under some guard
-    guard: list                # [W][K] tuple of atomic condition ids (their conjunction)
+    guard: np.ndarray          # (W, K, 2 * GUARD) atomic condition ids (their conjunction; 0 none)
     domain: Any                # (tensor name, dim) of the field's coordinate, or None
-
-
-def _common_atoms(rows: np.ndarray) -> tuple:
-    """Atomic condition ids present in every row (rows: (R, GUARD))."""
-    if rows.shape[0] == 0:
-        return ()
-    out = []
-    for a in set(int(x) for x in rows[0] if x != 0):
-        if np.all(np.any(rows == a, axis=1)):
-            out.append(a)
-    return tuple(sorted(out))
 
 
 def contribution(eng: Any, op: Any, A: dict, B: dict) -> list[Contribution] | None:
@@ -97,30 +86,40 @@ def contribution(eng: Any, op: Any, A: dict, B: dict) -> list[Contribution] | No
         vary = pa[..., f] & ((ka[..., f] != k0) | (ca[..., f] != c0))
         if not vary.any():
             continue
-        key = np.zeros((W, K), np.int64)
-        conc = np.zeros((W, K), np.int64)
-        live = np.zeros((W, K), bool)
-        guard = [[()] * K for _ in range(W)]
+        # one value per (warp, k-slot), vectorized over every slot
+        pf = pa[..., f]                                             # (W, R, K)
+        has = pf.any(axis=1)                                        # (W, K)
+        r0 = np.argmax(pf, axis=1)                                  # (W, K)
+        wi, ji = np.meshgrid(np.arange(W), np.arange(K), indexing="ij")
+        kv = ka[wi, r0, ji, f]
+        cv = ca[wi, r0, ji, f]
+        bad = pf & ((ka[..., f] != kv[:, None, :]) | (ca[..., f] != cv[:, None, :]) |
+                    top[..., f])
+        if bad.any():
+            return None                          # not one value per slot: pairing reports it
+        # guard atoms common to every row of A (and every column of B) of the slot
+        candA = ga[wi, r0, ji, :]                                   # (W, K, G)
+        eqA = np.any(ga[:, :, :, None, :] == candA[:, None, :, :, None], axis=-1)
+        keepA = np.all(eqA | ~pf[..., None], axis=1) & (candA != 0)  # (W, K, G)
+        hbk = hb                                                    # (W, K, C)
+        c0 = np.argmax(hbk, axis=2)
+        candB = gb[wi, ji, c0, :]
+        eqB = np.any(gb[:, :, :, None, :] == candB[:, :, None, :, None], axis=-1)
+        keepB = np.all(eqB | ~hbk[..., None], axis=2) & (candB != 0)
+        gA = np.where(keepA, candA, 0)
+        gB = np.where(keepB, candB, 0)
+        guard_arr = np.concatenate([gA, gB], axis=2)                # (W, K, 2G)
+        dead = np.any(guard_arr == 1, axis=2)
+        live = has & ~dead
+        key = np.where(live, kv, 0).astype(np.int64)
+        conc = np.where(live, cv, 0).astype(np.int64)
+        guard = guard_arr
         domain = None
-        for w in range(W):
-            for j in range(K):
-                rows = np.nonzero(pa[w, :, j, f])[0]
-                if len(rows) == 0:
-                    continue                     # every row masked off: nothing received
-                r = rows[0]
-                if top[w, r, j, f] or np.any(ka[w, rows, j, f] != ka[w, r, j, f]) or \
-                        np.any(ca[w, rows, j, f] != ca[w, r, j, f]):
-                    return None                  # not one value per slot: pairing reports it
-                cols = np.nonzero(hb[w, j, :])[0]
-                g = set(_common_atoms(ga[w, rows, j])) | set(_common_atoms(gb[w, j, cols]))
-                if 1 in g:
-                    continue
-                key[w, j] = ka[w, r, j, f]
-                conc[w, j] = ca[w, r, j, f]
-                live[w, j] = True
-                guard[w][j] = tuple(sorted(g))
-                if domain is None and src[w, r, j] >= 0:
-                    domain = _field_domain(eng, int(src[w, r, j]), eng.fields[f])
+        sv = src[wi, r0, ji]
+        okd = live & (sv >= 0)
+        if okd.any():
+            w0, j0 = np.argwhere(okd)[0]
+            domain = _field_domain(eng, int(sv[w0, j0]), eng.fields[f])
         out.append(Contribution(op, eng.loops, int(f), key, conc, live, guard, domain))
     return out
 
@@ -209,11 +208,17 @@ def check_chain(eng: Any, chain_: list, consumer: Any) -> dict | None:
         W = calls[0].key.shape[0]
         res["compared"] += 1
         res["covered"] += 1
+        done: set = set()
         for w in range(W):
             items = []          # (key, conc, guard, call index, slot)
             for ci, c in enumerate(calls):
                 for j in np.nonzero(c.live[w])[0]:
-                    items.append((int(c.key[w, j]), int(c.conc[w, j]), c.guard[w][j], ci, int(j)))
+                    g = tuple(sorted({int(x) for x in c.guard[w, j] if x != 0}))
+                    items.append((int(c.key[w, j]), int(c.conc[w, j]), g, ci, int(j)))
+            sig = tuple(items)
+            if sig in done:
+                continue        # another warp received the same indices: same verdict
+            done.add(sig)
             v = _at_most_once(eng, items, calls, w, f)
             if v is None:
                 v = _at_least_once(eng, items, calls, w, f)
@@ -288,16 +293,36 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict |
         return None
     if any(k != 0 for k, _, _, _, _ in items):
         return None                   # symbolic reduction indices: not followed (sound: no claim)
-    size = eng.solver.lin(eng.tab.atom(Atom("dim", dom)), 0)
+    dkey = eng.tab.atom(Atom("dim", dom))
+    size = eng.solver.lin(dkey, 0)
     unguarded = all(not g for _, _, g, _, _ in items)
     maxk = max((c for _, c, _, _, _ in items), default=-1)
+    # Indices received under no guard, or under exactly `c < size` (a mask on this very
+    # extent): for k0 == c with k0 < size they are received. Their contiguous prefix
+    # 0 .. R-1 needs no solver term (k0 >= R is added instead).
+    good = set()
+    neg = eng.tab.scale(dkey, -1)
+    for _, c, g, _, _ in items:
+        if not g:
+            good.add(c)
+        elif len(g) == 1:
+            conds = eng.conds.sets[g[0]]
+            if conds is not None and len(conds) == 1:
+                (cd,) = tuple(conds)
+                if cd.key == neg and ((cd.pred == "lt" and cd.conc == c) or
+                                      (cd.pred == "le" and cd.conc == c + 1)):
+                    good.add(c)
+    R = 0
+    while R in good:
+        R += 1
+    rest = [it for it in items if it[1] >= R]
 
     def build(z3):
         k0 = z3.Int("__k0")
-        cons = [k0 >= 0, k0 < size]
+        cons = [k0 >= R, k0 < size]
         if unguarded:
             cons.append(k0 <= maxk)
-        for _, c, g, _, _ in items:
+        for _, c, g, _, _ in rest:
             hit = k0 == c
             cons.append(z3.Not(z3.And(hit, eng.solver.cond(list(g)))) if g else z3.Not(hit))
         build.k0 = k0

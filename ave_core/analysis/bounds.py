@@ -40,6 +40,7 @@ class BoundsChecker:
         self.obligations: list = []
         self.assumptions: list = []          # (tensor, dim, key, conc): shape == LIN + conc
         self._nonneg_memo: dict = {}
+        self._memo: dict = {}
 
     def _push(self, lst: list, item: Any) -> None:
         lst.append(item)
@@ -141,15 +142,22 @@ class BoundsChecker:
 
     def check(self) -> list[dict]:
         """Decide the recorded obligations; one finding (the first) per op."""
-        eng = self.eng
         found: dict = {}
-        for op, loops, name, d, key, conc, guard, threads, gc, live in self.obligations:
+        for ob in self.obligations:
+            op = ob[0]
             k_op = (op.loc.file, op.loc.range)
             if k_op in found:
                 continue
-            f = self._check_one(op, loops, name, d, key, conc, guard, threads, gc, live)
+            # an obligation of the prefix a variant shares with the previous one, under the
+            # same assumptions, has been decided already
+            memo = self._memo.get(id(ob))
+            if memo is not None and memo[0] is ob and memo[1] == len(self.assumptions):
+                f = memo[2]
+            else:
+                f = self._check_one(*ob)
+                self._memo[id(ob)] = (ob, len(self.assumptions), f)
             if f is not None:
-                found[k_op] = f
+                found[k_op] = dict(f)
         return list(found.values())
 
     def _bounds_of(self, name: str, d: int) -> list[tuple[int, int]]:
@@ -168,22 +176,28 @@ class BoundsChecker:
             diff = sym_add(tab, SymInt(key.astype(np.int32), conc),
                            SymInt(np.full(n, bk, np.int32), np.full(n, bc, np.int64)), -1)
             # c - E < 0 in the guard proves the upper bound
-            pairs = {}
-            for i, (k, c) in enumerate(zip(diff.key.tolist(), diff.conc.tolist())):
-                pairs.setdefault((k, c), []).append(i)
-            for (k, c), idx in pairs.items():
+            dk = np.asarray(diff.key, np.int64)
+            dc = np.asarray(diff.conc, np.int64)
+            conc0 = dk == 0
+            ok_hi |= conc0 & (dc < 0)
+            # the cond id of `c - E < 0` per element (-1: never built, so not in any guard)
+            comb = (dk << 32) + (dc + (1 << 31))          # one int64 per (key, conc) pair
+            pc, inv = np.unique(comb, return_inverse=True)
+            cid = np.full(len(pc), -1, np.int64)
+            for u in range(len(pc)):
+                k, c = int(pc[u] >> 32), int((pc[u] & 0xFFFFFFFF) - (1 << 31))
                 if k == 0:
-                    if c < 0:
-                        ok_hi[idx] = True
                     continue
-                cid = eng.conds.ids.get(frozenset([Cond("lt", k, c)]))
-                cid2 = eng.conds.ids.get(frozenset([Cond("le", k, c + 1)]))
-                ids = [x for x in (cid, cid2) if x is not None]
-                if ids:
-                    g = guard[idx]
-                    ok_hi[idx] |= np.any(np.isin(g, ids), axis=1)
-        ok_lo = np.array([(k == 0 and c >= 0) or (k != 0 and c >= 0 and self._nonneg(k))
-                          for k, c in zip(key.tolist(), conc.tolist())], bool)
+                x = eng.conds.ids.get(frozenset([Cond("lt", k, c)]))
+                if x is None:
+                    x = eng.conds.ids.get(frozenset([Cond("le", k, c + 1)]))
+                if x is not None:
+                    cid[u] = x
+            ce = cid[inv.reshape(-1)]
+            ok_hi |= (ce >= 0) & np.any(guard == ce[:, None], axis=1)
+        uk, kinv = np.unique(key, return_inverse=True)
+        nn = np.array([k == 0 or self._nonneg(int(k)) for k in uk], bool)[kinv.reshape(-1)]
+        ok_lo = nn & (conc >= 0)
         todo = np.nonzero(~(ok_hi & ok_lo))[0]
         if len(todo) == 0:
             return None
