@@ -42,8 +42,8 @@ Judging (:func:`evaluate`)
       some output element differs beyond a few ulps (``TOL``), is NaN/inf, or a dynamic
       check (AVE301..AVE305) fires; else "equivalent";
     * checker (:func:`check`): ``analyze`` on EVERY specialization; "flagged" when any
-      AVE201 / AVE202 / AVE203 diagnostic appears or an assertion is violated / unknown
-      (AVE205);
+      AVE201 / AVE202 / AVE203 / AVE206 (accumulation) / AVE207 (race) / AVE208 (bounds)
+      diagnostic appears or an assertion is violated / unknown (AVE205);
     * oracle (:func:`runtime_pairing`): the interpreter's provenance mode, which shares
       nothing with the tag engine, replays every ``ave.mma`` and reports whether a warp
       multiplied elements whose tags disagree on a field both carry -- the checker's
@@ -777,8 +777,8 @@ def classify(kernels: dict, example: str, seed: int = 0, timeout_s: int = 300,
 
 
 def check(kernels: dict) -> dict:
-    """``analyze`` on every specialization; flagged when AVE201/202/203/205 or an assertion
-    is violated / unknown."""
+    """``analyze`` on every specialization; flagged when AVE201/202/203/205/206/207/208 or an
+    assertion is violated / unknown."""
     from ave_core.analysis import analyze
     per, first, codes, flagged, crash = [], None, set(), False, None
     for cfg in sorted(kernels):

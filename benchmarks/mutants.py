@@ -15,7 +15,7 @@ Generates source-text mutants of examples/gemm.py, flash_attention.py and moe.py
   ``output_changing`` (an output element beyond tolerance, NaN, or a dynamic check
   AVE301..AVE305) or ``equivalent``;
 * runs the checker (``analyze``) on EVERY specialization: ``flagged`` = any AVE201 / AVE202 /
-  AVE203 diagnostic or an assertion violated / unknown (AVE205);
+  AVE203 / AVE206 / AVE207 / AVE208 diagnostic or an assertion violated / unknown (AVE205);
 * replays every output-changing mutant and every flagged equivalent one in the
   interpreter's provenance mode (``--oracle all``, the default; ``missed``: only the
   disagreements): whether some mma really paired elements whose tags disagree. An
@@ -184,7 +184,7 @@ def build_doc(results: list[dict], options: dict, wall: float, when: str | None 
                            "the original's beyond |d| > rtol |ref| + atol max|ref| (f32: 1e-6, "
                            "1e-7; bf16: 2**-7, 1e-3) or NaN, or a dynamic check AVE301..AVE305",
             "checker": "analyze() on EVERY specialization; flagged = AVE201/AVE202/AVE203/"
-                       "AVE205 or an assertion violated/unknown",
+                       "AVE205/AVE206/AVE207/AVE208 or an assertion violated/unknown",
             "oracle": options.get("oracle"),
         },
         "wall_s": round(wall, 1),
