@@ -1,5 +1,7 @@
 """The broken example kernels the manifest assigns to the interpreter (``expect =
-"interpreter"`` in examples/broken/manifest.toml), run at the manifest's ``sizes``.
+"interpreter"`` in examples/broken/manifest.toml), and the checker cases that also name their
+dynamic ``outcome`` (a race, an out-of-bounds access the checker finds statically: AVE207,
+AVE208), run at the manifest's ``sizes``.
 
 For each case the manifest's ``outcome`` must be what happens:
 
@@ -34,7 +36,8 @@ OUTCOME_CODE = {"oob": "AVE301", "race": "AVE304", "uninit": "AVE303"}
 
 def _manifest_cases() -> list[dict]:
     with (BROKEN / "manifest.toml").open("rb") as f:
-        return [c for c in tomllib.load(f)["case"] if c["expect"] == "interpreter"]
+        return [c for c in tomllib.load(f)["case"]
+                if c["expect"] == "interpreter" or "outcome" in c]
 
 
 CASES = _manifest_cases()
