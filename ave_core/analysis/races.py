@@ -167,6 +167,11 @@ class RaceTracker:
                                    int(gran) * self.eng.G, "threads": (other, thread),
                                    "earlier": self.points[other_at] if other_at >= 0 else None,
                                    "later": self.points[at], "kind": kind, "what": what,
+                                   # a barrier helps only if the later access comes later
+                                   # in program order and nothing is still in flight (an
+                                   # asynchronous copy needs its wait_async first)
+                                   "barrier_fixes": (other_at < at and
+                                                     what != "an asynchronous copy in flight"),
                                    "in_branch": getattr(self.eng, "in_branch", 0) > 0})
 
 
@@ -200,7 +205,7 @@ def witness(eng: Any, f: dict) -> dict:
          "byte": f["byte"], "coordinates": {}, "tags": {}, "program_points": pts,
          "race": f["kind"] + " after " + f["what"],
          "earlier_loop_indices": dict(f["earlier"][1]) if f["earlier"] else {}}
-    if st is not None and st.file == eng.k.file and not f["in_branch"]:
+    if st is not None and st.file == eng.k.file and not f["in_branch"] and f["barrier_fixes"]:
         line = st.range.start.line
         w["fix"] = {"kind": "insert_barrier", "line": int(line),
                     "indent": " " * int(st.range.start.character)}
