@@ -11,13 +11,16 @@ the DSL, so the check holds the kernel to what it says itself:
 * only a dimension whose offset is computed at run time (``m0:m0 + BM``, a k-tile, a
   gathered row) -- a constant slice (``0:D`` of a constexpr head dimension) is the kernel's
   statement of the tensor's extent;
-* a dimension whose coordinate depends on a program id or a loaded value is checked only
-  when the access's mask mentions it: the launch grid covers the tensor (``grid =
-  cdiv(M, BM)``) and routing tables are well formed (indices ``>= 0``), as the launcher
-  guarantees; a k-tile or any other loop-driven offset is always checked;
-* a mask conjunct ``c_d < E`` whose bound ``E`` is not ``T``'s own extent (``n < S_KV`` for
-  V with ``S_KV = K.shape[2]``, ``p < num_valid`` for a scattered output) states the
-  kernel's precondition ``T.shape[d] == E``; it is assumed (for every access of the kernel).
+* a dimension whose coordinate depends on a program id or a loaded value is checked when
+  the access's mask mentions it, or when the access is masked and the dimension is tiled
+  (a slice ``m0:m0 + BM``: its edge is what the mask is for); otherwise (an unmasked read
+  of a routing table at ``pid * BM``, a batch or head index) the launch grid is trusted to
+  cover the tensor and routing tables to be well formed (indices ``>= 0``), as the
+  launcher guarantees; a k-tile or any other loop-driven offset is always checked;
+* a mask conjunct ``c_d < E`` whose bound ``E`` is a size of other tensors (``n < S_KV`` for
+  V with ``S_KV = K.shape[2]``, ``p < num_valid = X.shape[0] * TOPK`` for a scattered
+  output) states the kernel's precondition ``T.shape[d] == E``; it is assumed (for every
+  access of the kernel). A bound with a constant offset (``M + 8``) is no size: checked.
 
 A finding's witness: the block and sizes (z3's model), the thread that makes the access,
 the loop iterations, the tensor and the out-of-bounds coordinate, and the shape.
@@ -70,6 +73,10 @@ class BoundsChecker:
             own = eng.tab.atom_ids.get(Atom("dim", (name, d)))
             if own is not None and any(a == own for a, _ in eng.tab.lins[k]):
                 continue
+            # an extent is a size: other tensors' dims (times constants), never "size + 8"
+            if c != 0 or k == 0 or not all(
+                    eng.tab.atoms[a].kind == "dim" and co > 0 for a, co in eng.tab.lins[k]):
+                continue
             item = (name, d, k, c)
             if item not in self.assumptions:
                 self._push(self.assumptions, item)
@@ -92,12 +99,18 @@ class BoundsChecker:
         live = eng.conds.truth(guard) != 1
         if not live.any():
             return
+        masked = bool(op.attrs.get("masked"))
         for d, c in enumerate(gc):
             if not (dyn[d] if d < len(dyn) else False) and d != gath:
                 continue
             key = np.broadcast_to(np.asarray(c.key), (n,))
             conc = np.broadcast_to(np.asarray(c.conc), (n,))
-            if d not in used and any(self._runtime_index(int(k)) for k in np.unique(key)):
+            # program ids / loaded values: trusted to the launch unless the mask mentions the
+            # dim, or the access is masked and the dim is tiled (a slice: its edge is the
+            # mask's business); an integer-indexed dim (a batch, a head) stays trusted
+            tiled = d in tile.dims and d != gath
+            if d not in used and not (masked and tiled) and \
+                    any(self._runtime_index(int(k)) for k in np.unique(key)):
                 continue
             self._push(self.obligations, (op, eng.loops, tile.tensor.name, d, key[live].copy(),
                                           conc[live].copy(), guard[live].copy(),
@@ -214,13 +227,14 @@ class BoundsChecker:
                 if r is None:
                     continue
                 if not r.get("unknown") and r["value"] >= 0:
+                    pz = r["pid_zero"]
                     # past the end: the smallest coordinate of the group that can be
                     # (monotone in the coordinate), then its first element (lowest thread)
                     vals = np.unique(cs)
                     lo, hi = 0, int(np.searchsorted(vals, conc[i]))
                     while lo < hi:
                         mid = (lo + hi) // 2
-                        rm = self._solve(name, d, k, int(vals[mid]), list(g))
+                        rm = self._solve(name, d, k, int(vals[mid]), list(g), pz)
                         if rm is not None and not rm.get("unknown"):
                             hi, r = mid, rm
                         else:
@@ -237,7 +251,14 @@ class BoundsChecker:
                 break                    # the lowest block; groups come in thread order
         return best[1] if best is not None else None
 
-    def _solve(self, name: str, d: int, k: int, c: int, guard: list) -> dict | None:
+    def _solve(self, name: str, d: int, k: int, c: int, guard: list,
+               pid_zero: bool | None = None) -> dict | None:
+        """Can element ``LIN[k] + c`` along ``name``'s dim ``d`` be out of bounds under
+        ``guard``? Tried first in block (0, 0, 0) (the minimal witness), then anywhere;
+        ``pid_zero`` forces one of the two."""
+        if pid_zero is None:
+            r = self._solve(name, d, k, c, guard, True)
+            return r if r is not None else self._solve(name, d, k, c, guard, False)
         eng = self.eng
         sv = eng.solver
         z3 = sv.z3
@@ -257,7 +278,10 @@ class BoundsChecker:
             if i in sv._atoms and a.kind == "load":
                 s.add(sv._atoms[i] >= 0)
             if i in sv._atoms and a.kind == "pid":
-                s.add_soft(sv._atoms[i] == 0)
+                if pid_zero:
+                    s.add(sv._atoms[i] == 0)
+                else:
+                    s.add_soft(sv._atoms[i] == 0)
         s.add(z3.Or(x < 0, x >= size))
         r = s.check()
         if r == z3.unsat:
@@ -272,7 +296,8 @@ class BoundsChecker:
                     model[str(eng.tab.atoms[i])] = m.eval(z, model_completion=True).as_long()
                 except Exception:
                     pass
-        return {"model": model, "value": m.eval(x, model_completion=True).as_long(),
+        return {"model": model, "pid_zero": pid_zero,
+                "value": m.eval(x, model_completion=True).as_long(),
                 "size": m.eval(size, model_completion=True).as_long()}
 
     def _witness(self, op, loops, name, d, i, threads, gc, live, r) -> dict:

@@ -101,3 +101,35 @@ def test_correct_examples_have_no_oob_finding():
     for name in ("gemm.py", "flash_attention.py", "moe.py", "mi300x/gemm_mfma.py"):
         for k in compile_file(str(ROOT / "examples" / name)).kernels:
             assert _oob(k) == [], name
+
+
+def test_dropped_tiled_conjunct_of_a_masked_access():
+    # the mask keeps n < N but drops m < M: m0 = program_id(0) * 32 is a tiled dim of a
+    # masked access, so its edge is checked (the grid covers cdiv(M, 32) tiles, not M rows):
+    # block 0 with M = 1, row 1, X[1, 0] moved by thread 8
+    k = _k("lambda m, n: n < N")
+    (d,) = _oob(k)
+    w = d.witness
+    assert w["coordinates"] == {"X": [1, 0]} and w["threads"][0]["thread"] == 8
+    assert w["block"] == [0, 0, 0] and w["model"]["X.shape[0]"] == 1
+    dyn = _interp_oob(k, 1, 32)
+    assert dyn and "X[1, 0]" in dyn[0].message
+
+
+def test_bound_with_an_offset_is_no_shape_precondition():
+    # Y's store mask bounds m by X's M (a size of another tensor: Y.shape[0] == M is the
+    # kernel's precondition) -- but M + 8 is no size: Y's own extent is checked. Block 0,
+    # Y.shape[0] = 1: row 1, Y[1, 0], moved by thread 8 (16-byte vectors of s, 8 per row).
+    head, tail = ROWS.replace("{MASK}", "lambda m, n: (m < M) & (n < N)").rsplit(
+        "(m < M) & (n < N)", 1)
+    text = head + "(m < M + 8) & (n < N)" + tail          # the store into Y only
+    res = compile_source(text, "rows.py")
+    k = res.kernels[0]
+    (d,) = _oob(k)
+    w = d.witness
+    assert w["tensor"] == "Y" and w["coordinates"] == {"Y": [1, 0]}
+    assert w["threads"][0]["thread"] == 8 and w["model"]["Y.shape[0]"] == 1
+    assert "ave.copy(s, Y" in text.splitlines()[d.range.start.line]
+    # the interpreter, with Y shaped like X as the kernel assumes: the store writes row 1
+    dyn = _interp_oob(k, 1, 32)
+    assert dyn and "Y[1, 0]" in dyn[0].message
