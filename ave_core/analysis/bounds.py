@@ -161,14 +161,7 @@ class BoundsChecker:
             k_op = (op.loc.file, op.loc.range)
             if k_op in found:
                 continue
-            # an obligation of the prefix a variant shares with the previous one, under the
-            # same assumptions, has been decided already
-            memo = self._memo.get(id(ob))
-            if memo is not None and memo[0] is ob and memo[1] == len(self.assumptions):
-                f = memo[2]
-            else:
-                f = self._check_one(*ob)
-                self._memo[id(ob)] = (ob, len(self.assumptions), f)
+            f = self._check_one(*ob)
             if f is not None:
                 found[k_op] = dict(f)
         return list(found.values())
@@ -180,6 +173,23 @@ class BoundsChecker:
         return out
 
     def _check_one(self, op, loops, name, d, key, conc, guard, threads, gc, live):
+        # the fast paths (syntactic guards, nonnegative forms) do not depend on the
+        # variant's trip counts: an obligation of the prefix a variant shares with the
+        # previous one reuses them under the same assumptions; z3 runs again (the trip-count
+        # preconditions differ per variant)
+        ob_id = (id(key), id(guard))
+        memo = self._memo.get(ob_id)
+        if memo is not None and memo[0] is key and memo[1] == len(self.assumptions):
+            todo = memo[2]
+        else:
+            todo = self._fast(name, d, key, conc, guard)
+            self._memo[ob_id] = (key, len(self.assumptions), todo)
+        if len(todo) == 0:
+            return None
+        return self._search(op, loops, name, d, key, conc, guard, threads, gc, live, todo)
+
+    def _fast(self, name, d, key, conc, guard) -> np.ndarray:
+        """Elements the fast paths cannot prove in bounds."""
         eng = self.eng
         tab = eng.tab
         bounds = self._bounds_of(name, d)
@@ -211,9 +221,9 @@ class BoundsChecker:
         uk, kinv = np.unique(key, return_inverse=True)
         nn = np.array([k == 0 or self._nonneg(int(k)) for k in uk], bool)[kinv.reshape(-1)]
         ok_lo = nn & (conc >= 0)
-        todo = np.nonzero(~(ok_hi & ok_lo))[0]
-        if len(todo) == 0:
-            return None
+        return np.nonzero(~(ok_hi & ok_lo))[0]
+
+    def _search(self, op, loops, name, d, key, conc, guard, threads, gc, live, todo):
         # group by (key, guard): the extreme coordinates decide
         groups: dict = {}
         for i in todo:
