@@ -860,6 +860,7 @@ class Engine:
         fr: FragVal = self.env[op.operands[1]]
         if dst.space == "global":
             lay = op.operands[1].type.layout
+            guard = None
             if hasattr(lay, "coords_table"):
                 tab = self.table(lay)
                 T, V, R = tab.shape
@@ -869,7 +870,7 @@ class Engine:
                 self.bounds.access(op, dst, [c[held] for c in coords], guard[held],
                                    np.repeat(np.arange(T), V)[held])
             if dst.tensor is not None and dst.tensor.tag_op is not None:
-                self._check_store(op, dst, fr)
+                self._check_store(op, dst, fr, guard)
             return                                    # global writes are not tracked
         lay = op.operands[1].type.layout
         tab = self.table(lay)
@@ -896,7 +897,8 @@ class Engine:
         self._pair(check, X, Y, None, None, op)
         self.checks.append(check)
 
-    def _check_store(self, op: Op, dst: TileVal, fr: FragVal) -> None:
+    def _check_store(self, op: Op, dst: TileVal, fr: FragVal,
+                     guard: np.ndarray | None = None) -> None:
         """A value stored into a tagged tensor must carry tags that conform to the tag of
         the element it lands on (on the fields both have): C[m, n] must hold the product
         of A's row m and B's column n."""
@@ -907,7 +909,8 @@ class Engine:
         T, V, R = tab.shape
         coords = [tab[:, :, d].reshape(-1) for d in range(R)]
         n = T * V
-        guard = self.eval_mask(op, coords, dst, n)
+        if guard is None:
+            guard = self.eval_mask(op, coords, dst, n)
         gc = self.global_coords(dst, coords)
         dtags = self.tensor_tags(dst.tensor, gc, n)
         dtags.cond = guard.copy()
