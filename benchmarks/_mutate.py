@@ -1002,17 +1002,18 @@ def _why(r: dict) -> str:
             return ("program ids swapped: each tile is computed consistently and lands in the "
                     "wrong place of the output (global writes are not tracked)")
         if write:
-            return "the swapped index is on a global write (not tracked)"
+            return "the swapped index is on a write into an untagged tensor (not tracked)"
         return "the swapped indices are not a compared field"
     if cls == "head_offset":
         if write:
-            return "the moved index is on a global write (not tracked)"
+            return "the moved index is on a write into an untagged tensor (not tracked)"
         if "sorted_token_ids" in after or "expert_ids" in after:
             return ("the moved index reads routing data from global memory (token / expert "
                     "ids): values on the heap are not modelled")
         return ("the moved coordinate is a row / column of an operand, not its contracted "
                 "field: every mma still pairs matching k / key / head, the result lands in or "
-                "comes from the wrong rows or columns (the output is not checked)")
+                "comes from the wrong rows or columns consistently (which tile a program owns "
+                "is a launch-grid contract the DSL does not express)")
     if cls == "mask_bound":
         if "keep" in after or "if " in after:
             return ("the softmax key mask decides which scores count: a value computation, "

@@ -269,13 +269,8 @@ class Engine:
                 self.env[p.value] = SymInt(np.full(T, key, np.int32), np.zeros(T, np.int64))
             else:
                 self.env[p.value] = None
-        size = 0
-        self.allocs: dict[int, tuple[int, int]] = {}
-        for op in self.k.walk():
-            if op.name == "ave.alloc" and op.attrs["space"] == "shared":
-                size = (size + 127) // 128 * 128
-                self.allocs[id(op)] = (size, size + op.attrs["bytes"])
-                size += op.attrs["bytes"]
+        from ave_core.compiler.ir import shared_plan
+        self.allocs, size = shared_plan(self.k)
         # Shared memory is tracked per byte, stored per granule of G bytes, where G is the
         # smallest element size of any shared access in the kernel: every access is
         # element-aligned, so a granule is never split and the result is byte-exact.

@@ -325,3 +325,17 @@ def format_kernel(k: KernelIR) -> str:
     head = (f"kernel @{k.name}({params}) threads={k.threads} warp_size={k.warp_size} "
             f"target={k.target} constexprs={k.constexprs}")
     return "\n".join([head + " {", *format_block(k.body), "}"])
+
+
+def shared_plan(kernel: "KernelIR") -> tuple[dict, int]:
+    """Byte ranges ``{id(alloc op): (lo, hi)}`` of a kernel's shared allocations (program
+    order, each 128-byte aligned) and the total bytes. The interpreter, the analysis and the
+    code generator all place shared memory with this one function."""
+    size = 0
+    plan: dict[int, tuple[int, int]] = {}
+    for op in kernel.walk():
+        if op.name == "ave.alloc" and op.attrs["space"] == "shared":
+            size = (size + 127) // 128 * 128
+            plan[id(op)] = (size, size + op.attrs["bytes"])
+            size += op.attrs["bytes"]
+    return plan, size

@@ -229,13 +229,8 @@ class Machine:
         self.active = np.ones(T, dtype=bool)
         self.loop_stack: list[tuple[str, int]] = []
         # shared memory
-        size = 0
-        self.allocs: dict[int, tuple[int, int]] = {}
-        for op in self.k.walk():
-            if op.name == "ave.alloc" and op.attrs["space"] == "shared":
-                size = (size + 127) // 128 * 128
-                self.allocs[id(op)] = (size, size + op.attrs["bytes"])
-                size += op.attrs["bytes"]
+        from ave_core.compiler.ir import shared_plan
+        self.allocs, size = shared_plan(self.k)
         self.smem = np.zeros(max(size, 1), dtype=np.uint8)
         self.smem_written = np.zeros(max(size, 1), dtype=bool)
         self.smem_prov = np.full(max(size, 1), BOTTOM, dtype=np.int64) if self.prov_on else None

@@ -22,23 +22,11 @@ from typing import Any
 
 import numpy as np
 
-from ave_core.compiler.ir import FragmentType, KernelIR, ScalarType, TensorType
+from ave_core.compiler.ir import (FragmentType, KernelIR, ScalarType, TensorType,  # noqa: F401
+                                  shared_plan)
 from ave_core.compiler.lower.emit import Emitter, LoweringError, Pred, Sym, V, materialize
 from ave_core.compiler.lower.memory import LTensor, LTile, MemoryLowering, mlir_type
 from ave_core.compiler.lower.compute import ComputeLowering, FragmentLowering, LFrag
-
-
-def shared_plan(kernel: KernelIR) -> tuple[dict, int]:
-    """Byte ranges of the shared allocations (128-byte aligned, program order) and the total.
-    The interpreter and the analysis place allocations the same way."""
-    size = 0
-    plan: dict[int, tuple[int, int]] = {}
-    for op in kernel.walk():
-        if op.name == "ave.alloc" and op.attrs["space"] == "shared":
-            size = (size + 127) // 128 * 128
-            plan[id(op)] = (size, size + op.attrs["bytes"])
-            size += op.attrs["bytes"]
-    return plan, size
 
 
 @dataclass
