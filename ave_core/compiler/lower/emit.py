@@ -466,10 +466,6 @@ class Pred:
     v: V
 
 
-def to_sym(em: Emitter, x: Any) -> "Sym | int":
-    return x if isinstance(x, (Sym, int)) else int(x)
-
-
 def materialize(em: Emitter, x: Any) -> V:
     """An ``i32`` value for an int or a Sym."""
     if isinstance(x, Sym):

@@ -88,8 +88,7 @@ class KernelLowering(MemoryLowering, ComputeLowering, FragmentLowering):
         if isinstance(a, int) and isinstance(b, int) and a == b:
             return a
         if isinstance(cond, Sym):
-            cond = cond != 0 if False else Pred(em.op(
-                f"arith.cmpi ne, {cond.value()}, {em.const(0)} : i32", "i1"))
+            cond = Pred(em.op(f"arith.cmpi ne, {cond.value()}, {em.const(0)} : i32", "i1"))
         av, bv = materialize(em, a), materialize(em, b)
         r = em.op(f"arith.select {cond.v}, {av}, {bv} : i32", "i32")
         lo = []

@@ -31,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from ave_core.lang import layout as _layout_mod  # noqa: F401  (the module, for isinstance)
 from ave_core.compiler.lower.emit import LoweringError, Pred, Sym, V, materialize, pred_and
 
 import importlib
 
+# the layout module (``ave_core.lang.layout`` the attribute is the layout() function)
 L = importlib.import_module("ave_core.lang.layout")
 
 MLIR_TYPES = {"bf16": "bf16", "f16": "f16", "f32": "f32", "f64": "f64", "i32": "i32",
@@ -329,7 +329,6 @@ class MemoryLowering:
         if src.shape[-1] % nv or dst.shape[-1] % nv:
             raise LoweringError("a copy's vectors must not cross the innermost dimension", op)
         eb = src.dtype.bytes
-        vb = nv * eb
         tid = self.tid
         on_dst = op.attrs.get("mask_side") == "dst"
         for n in range((nvec + nthreads - 1) // nthreads):
@@ -344,7 +343,7 @@ class MemoryLowering:
             c0n = self.vector_coords(src.shape, jn * nv)
             with self.guarded(g):
                 c0 = self.vector_coords(src.shape, j * nv)
-                self._numctx = (list(c0), [np.asarray(c) for c in c0n])
+                self._numctx = (list(c0), [np.asarray(c) for c in c0n])   # see numeric()
                 c1 = c0[:-1] + [c0[-1] + (nv - 1)]
                 mt = dst if on_dst else src
                 m0 = self.eval_mask(op, mt, c0)
@@ -354,7 +353,6 @@ class MemoryLowering:
                 else:
                     self._copy_vector(op, src, dst, c0, nv, eb, m0, m1, on_dst)
                 self._numctx = None
-        del vb
 
     def _cp_async(self, op, src, dst, c0, nv, eb, m0, m1, on_dst) -> None:
         em = self.em
@@ -422,14 +420,10 @@ class MemoryLowering:
 
     def _copy_vector(self, op, src, dst, c0, nv, eb, m0, m1, on_dst) -> None:
         """A synchronous copy of one vector (global or shared to global or shared)."""
-        em = self.em
         other = op.attrs.get("other", 0)
-        et = mlir_type(src.dtype)
-        vt = f"vector<{nv}x{et}>" if nv > 1 else et
         vals = self.read_vector(src, c0, nv, m0 if not on_dst else True,
                                 m1 if not on_dst else True, other, op)
         self.write_vector(dst, c0, vals, m0 if on_dst else True, m1 if on_dst else True, op)
-        del vt
 
     # ------------------------------------------------------------------ vectors
     def elem_ptr(self, t: LTile, coords: list) -> V:
@@ -476,7 +470,7 @@ class MemoryLowering:
         outs = []
         for e in range(nv):
             ce = c0[:-1] + [c0[-1] + e]
-            me = self.eval_mask(op, t, ce) if t.space == "global" or True else True
+            me = self.eval_mask(op, t, ce)
             if me is True:
                 p = self.elem_ptr(t, ce)
                 outs.append(em.op(f"llvm.load {p} : {pt} -> {et}", et))
@@ -606,7 +600,6 @@ class MemoryLowering:
             if src.dtype.name == "i32":         # integers take part in index arithmetic
                 got = [em.atom(g) for g in got]
             vals[v0:v0 + n] = got
-        del em
         self.set(op.result, self.frag(op.result.type, vals))
 
     def op_ave_store(self, op):

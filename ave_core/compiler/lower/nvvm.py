@@ -12,8 +12,6 @@ C/D 4 x f32, in the register order of the atom's TV layouts (``ave_core.lang.ato
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from ave_core.compiler.lower.emit import LoweringError, V
@@ -246,7 +244,3 @@ def _is_matrix(addr: np.ndarray, reg: int, trans: bool, lane: np.ndarray) -> boo
             if np.any(l_lo != want_lo) or np.any(l_hi != want_hi):
                 return False
     return True
-
-
-def _unused(*a: Any) -> None:
-    return None
