@@ -236,13 +236,11 @@ class KernelLowering(MemoryLowering, ComputeLowering, FragmentLowering):
         return None
 
     def exec_mask_region(self, region, args: list) -> Any:
-        saved = dict(self.env)
+        """Evaluate a mask region at ``args``. Its values are defined only inside it, so
+        each evaluation simply rebinds them (no copy of the environment)."""
         for a, c in zip(region.args, args):
             self.env[a] = c
-        try:
-            res = self.exec_block(region)
-        finally:
-            self.env = saved
+        res = self.exec_block(region)
         m = res[0]
         if isinstance(m, bool):
             return m
