@@ -1,16 +1,24 @@
 """Latency of the checker: front end, unrolling + propagation, solving, total.
 
-For each example (every specialization of config 0 by default): a cold process (a fresh
-interpreter imports Ave and checks the file once) and warm runs in this process (median
-and p95 over ``--runs`` runs, no caches kept between runs: each run recompiles from text
-and re-analyses). Then how time grows with the workgroup size (128 -> 256 -> 512 threads,
-a synthetic pipelined GEMM with the same per-thread work) and with the trip-count bound
-(2 -> 16). Prints a table last; writes JSON (``--out``).
+For each example, every specialization in its ``configs`` (what ``ave-lsp --check`` does;
+the figure for the first specialization alone is reported too): a cold process (a fresh
+interpreter imports Ave and checks the file once; median of ``--cold`` processes) and warm
+runs (median and p95 over ``--runs`` runs, no caches kept between runs: each run recompiles
+from text and re-analyses). Then how time grows with the workgroup size (128 -> 256 -> 512
+threads, a synthetic pipelined GEMM with the same per-thread work) and with the trip-count
+bound (2 -> 16). Phases: ``frontend`` (parse + build + checks of every specialization),
+``propagate`` (unrolling and the tag engine, z3 time excluded), ``solve`` (time in z3).
 
-Targets (issue "Tag analysis", this 2-core machine): flash attention <= 40 ms median warm,
+``--reference DIR``: a checkout of other Ave code (e.g. ``git worktree add /tmp/ref main``),
+measured in the same run, interleaved block by block with this one (each tree in its own
+worker processes), so that a machine shared with other work affects both alike; the
+table then shows the ratio reference / this.
+
+Targets (issue "Tag analysis", a 2-core machine): flash attention <= 40 ms median warm,
 GEMM <= 20 ms.
 
-Usage: python benchmarks/analysis_latency.py [--runs 20] [--out FILE]
+Usage: python benchmarks/analysis_latency.py [--runs 20] [--cold 3] [--reference DIR]
+       [--out FILE]
 """
 
 from __future__ import annotations
@@ -24,10 +32,12 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 EXAMPLES = ["examples/gemm.py", "examples/flash_attention.py", "examples/moe.py"]
 TARGETS = {"examples/gemm.py": 20.0, "examples/flash_attention.py": 40.0}
+THREADS = ((128, 64, 2), (256, 128, 4), (512, 256, 8))
+TRIP_BOUNDS = (2, 4, 8, 16)
+PHASES = ("frontend_ms", "propagate_ms", "solve_ms", "total_ms", "first_config_ms")
 
 SCALING = '''
 import ave_core.lang as ave
@@ -69,82 +79,179 @@ def gemm(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[a
 '''
 
 
-def one_run(text: str, path: str, options=None) -> dict:
+
+def one_run(text: str, path: str, options=None, first_only: bool = False) -> dict:
+    """Check one file's text from scratch: front end, then every specialization."""
     from ave_core.analysis import analyze
     from ave_core.compiler.frontend import compile_source
     t0 = time.perf_counter()
     res = compile_source(text, path)
     t1 = time.perf_counter()
-    k = res.kernels[0]
-    a = analyze(k, options)
+    prop = solve = 0.0
+    first = None
+    for i, k in enumerate(res.kernels[:1] if first_only else res.kernels):
+        ta = time.perf_counter()
+        a = analyze(k, options)
+        if i == 0:
+            first = time.perf_counter() - ta
+        bad = [r.status for r in a.assertions if r.status != "proved"]
+        assert not bad, (path, k.constexprs, bad)
+        prop += a.timings["unroll_s"] + a.timings["propagate_s"]
+        solve += a.timings["solve_s"]
     t2 = time.perf_counter()
-    assert all(r.status == "proved" for r in a.assertions), [r.status for r in a.assertions]
-    return {"frontend_ms": (t1 - t0) * 1e3,
-            "propagate_ms": (a.timings["unroll_s"] + a.timings["propagate_s"]) * 1e3,
-            "solve_ms": max(0.0, (t2 - t1) * 1e3 - (a.timings["unroll_s"]
-                                                    + a.timings["propagate_s"]) * 1e3),
-            "total_ms": (t2 - t0) * 1e3, "variants": a.variants,
-            "queries": a.timings["solver_queries"]}
+    return {"frontend_ms": (t1 - t0) * 1e3, "propagate_ms": prop * 1e3,
+            "solve_ms": solve * 1e3, "total_ms": (t2 - t0) * 1e3,
+            "first_config_ms": ((t1 - t0) + first) * 1e3, "configs": len(res.kernels)}
 
 
-def stats(runs: list[dict], key: str) -> dict:
-    xs = sorted(r[key] for r in runs)
+def stats(xs: list[float]) -> dict:
+    xs = sorted(xs)
     p95 = xs[min(len(xs) - 1, int(round(0.95 * (len(xs) - 1))))]
-    return {"median": statistics.median(xs), "p95": p95}
+    return {"median": statistics.median(xs), "p95": p95, "runs": len(xs)}
 
 
-def cold(path: str) -> float:
+def worker(spec: dict) -> dict:
+    """Runs in a child process whose sys.path starts with the measured tree."""
+    from ave_core.analysis import AnalysisOptions
+    out: dict = {}
+    for job in spec["jobs"]:
+        kind, name = job["kind"], job["name"]
+        if kind == "example":
+            text = open(os.path.join(spec["root"], name), encoding="utf-8").read()
+            path, opts, first_only = name, None, False
+        else:
+            text = SCALING.format(threads=job["threads"], bm=job["bm"], wm=job["wm"])
+            path, first_only = "scaling.py", True
+            opts = AnalysisOptions(trip_bound=job.get("trip_bound"))
+        one_run(text, path, opts, first_only)                   # warm-up
+        out[job["id"]] = [one_run(text, path, opts, first_only) for _ in range(job["runs"])]
+    return out
+
+
+def _spawn(tree: str, spec: dict) -> dict:
+    env = dict(os.environ, PYTHONPATH=tree)
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); sys.path.insert(0, sys.argv[2]);"
+            "import analysis_latency as b; print(json.dumps(b.worker(json.loads(sys.argv[3]))))")
+    r = subprocess.run([sys.executable, "-c", code, tree, os.path.join(ROOT, "benchmarks"),
+                        json.dumps({**spec, "root": tree})], capture_output=True, text=True,
+                       cwd=tree, env=env)
+    if r.returncode:
+        raise RuntimeError(f"worker in {tree} failed:\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def cold(tree: str, path: str) -> dict:
+    """A fresh interpreter: import Ave, check the file (all specializations) once."""
     code = ("import time; t=time.perf_counter(); from ave_core.check import check_file; "
-            f"check_file({path!r}); print((time.perf_counter()-t)*1e3)")
+            "import ave_core.compiler.frontend, ave_core.analysis, ave_core.analysis.engine, z3; "
+            "t1=time.perf_counter(); "
+            f"check_file({path!r}); t2=time.perf_counter(); print((t1-t)*1e3, (t2-t)*1e3)")
+    t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         cwd=ROOT, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+                         cwd=tree, env=dict(os.environ, PYTHONPATH=tree), check=True)
+    wall = (time.perf_counter() - t0) * 1e3
+    imp, tot = (float(x) for x in out.stdout.strip().splitlines()[-1].split())
+    return {"process_ms": wall, "import_ms": imp, "in_process_ms": tot}
+
+
+def measure(trees: dict[str, str], runs: int, n_cold: int, blocks: int) -> dict:
+    jobs = [{"kind": "example", "name": ex, "id": ex} for ex in EXAMPLES]
+    jobs += [{"kind": "scaling", "name": f"threads={t}", "id": f"threads={t}", "threads": t,
+              "bm": bm, "wm": wm} for t, bm, wm in THREADS]
+    jobs += [{"kind": "scaling", "name": f"trip_bound={T}", "id": f"trip_bound={T}",
+              "threads": 128, "bm": 64, "wm": 2, "trip_bound": T} for T in TRIP_BOUNDS]
+    per_block = max(1, -(-runs // blocks))
+    raw: dict = {name: {j["id"]: [] for j in jobs} for name in trees}
+    for b in range(blocks):
+        for name, tree in (trees.items() if b % 2 == 0 else reversed(trees.items())):
+            spec = {"jobs": [{**j, "runs": per_block if j["kind"] == "example"
+                              else max(1, per_block // 4)} for j in jobs]}
+            got = _spawn(tree, spec)
+            for k, v in got.items():
+                raw[name][k] += v
+            print(f"block {b + 1}/{blocks}: {name} done", file=sys.stderr, flush=True)
+    result: dict = {}
+    for name, tree in trees.items():
+        r: dict = {"tree": tree, "examples": {}, "threads": {}, "trip_bound": {}}
+        for ex in EXAMPLES:
+            e = {k: stats([x[k] for x in raw[name][ex]]) for k in PHASES}
+            e["configs"] = raw[name][ex][0]["configs"]
+            e["target_ms"] = TARGETS.get(ex)
+            r["examples"][ex] = e
+        for t, _, _ in THREADS:
+            r["threads"][t] = stats([x["total_ms"] for x in raw[name][f"threads={t}"]])
+        for T in TRIP_BOUNDS:
+            r["trip_bound"][T] = stats([x["total_ms"] for x in raw[name][f"trip_bound={T}"]])
+        result[name] = r
+    for i in range(n_cold):
+        for name, tree in trees.items():
+            for ex in EXAMPLES:
+                result[name]["examples"][ex].setdefault("cold_runs", []).append(cold(tree, ex))
+    for name in trees:
+        for ex in EXAMPLES:
+            e = result[name]["examples"][ex]
+            e["cold_ms"] = stats([c["process_ms"] for c in e["cold_runs"]])
+            e["cold_import_ms"] = stats([c["import_ms"] for c in e["cold_runs"]])
+    return result
+
+
+def _ratio(ref: float | None, cur: float) -> str:
+    return f"{ref / cur:5.1f}x" if ref else ""
+
+
+def report(res: dict) -> None:
+    cur = res["this"]
+    ref = res.get("reference")
+    print(f"{'example (all configs)':30s} {'front':>7s} {'prop':>7s} {'solve':>6s} "
+          f"{'median':>8s} {'p95':>8s} {'1st cfg':>8s} {'cold':>8s} {'target':>7s}"
+          + ("  ref median  speed-up" if ref else ""))
+    for ex, r in cur["examples"].items():
+        tgt = f"{r['target_ms']:.0f}" if r["target_ms"] else "-"
+        line = (f"{ex:30s} {r['frontend_ms']['median']:7.1f} {r['propagate_ms']['median']:7.1f} "
+                f"{r['solve_ms']['median']:6.1f} {r['total_ms']['median']:8.1f} "
+                f"{r['total_ms']['p95']:8.1f} {r['first_config_ms']['median']:8.1f} "
+                f"{r['cold_ms']['median']:8.1f} {tgt:>7s}")
+        if ref:
+            rr = ref["examples"][ex]
+            line += (f"  {rr['total_ms']['median']:10.1f}  "
+                     f"{_ratio(rr['total_ms']['median'], r['total_ms']['median'])}"
+                     f" (1st cfg {_ratio(rr['first_config_ms']['median'], r['first_config_ms']['median'])},"
+                     f" cold {_ratio(rr['cold_ms']['median'], r['cold_ms']['median'])})")
+        print(line)
+    print("\nthreads   total median ms (synthetic pipelined GEMM, T = STAGES + 2)"
+          + ("   reference  speed-up" if ref else ""))
+    for t, r in cur["threads"].items():
+        extra = (f"   {ref['threads'][t]['median']:9.1f}  "
+                 f"{_ratio(ref['threads'][t]['median'], r['median'])}") if ref else ""
+        print(f"{t:7d}   {r['median']:10.1f}{extra}")
+    print("\ntrip bound   total median ms (the same GEMM, 128 threads)"
+          + ("   reference  speed-up" if ref else ""))
+    for t, r in cur["trip_bound"].items():
+        extra = (f"   {ref['trip_bound'][t]['median']:9.1f}  "
+                 f"{_ratio(ref['trip_bound'][t]['median'], r['median'])}") if ref else ""
+        print(f"{t:10d}   {r['median']:10.1f}{extra}")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=20)
+    ap.add_argument("--runs", type=int, default=20, help="warm runs per example (>= 20)")
+    ap.add_argument("--cold", type=int, default=3, help="cold processes per example")
+    ap.add_argument("--blocks", type=int, default=4,
+                    help="interleaved blocks (with --reference)")
+    ap.add_argument("--reference", help="a checkout of the reference code")
     ap.add_argument("--out", default=os.path.join(ROOT, "benchmarks/results/analysis_latency.json"))
     args = ap.parse_args(argv)
-    from ave_core.analysis import AnalysisOptions
-    result: dict = {"examples": {}, "threads": {}, "trip_bound": {}}
-    for ex in EXAMPLES:
-        text = open(os.path.join(ROOT, ex), encoding="utf-8").read()
-        one_run(text, ex)                                  # warm-up
-        runs = [one_run(text, ex) for _ in range(args.runs)]
-        result["examples"][ex] = {k: stats(runs, k) for k in
-                                  ("frontend_ms", "propagate_ms", "solve_ms", "total_ms")}
-        result["examples"][ex]["cold_ms"] = cold(ex)
-        result["examples"][ex]["variants"] = runs[0]["variants"]
-        result["examples"][ex]["target_ms"] = TARGETS.get(ex)
-    for threads, bm, wm in ((128, 64, 2), (256, 128, 4), (512, 256, 8)):
-        text = SCALING.format(threads=threads, bm=bm, wm=wm)
-        one_run(text, "scaling.py")
-        runs = [one_run(text, "scaling.py") for _ in range(max(3, args.runs // 4))]
-        result["threads"][threads] = stats(runs, "total_ms")
-    text = SCALING.format(threads=128, bm=64, wm=2)
-    for T in (2, 4, 8, 16):
-        opts = AnalysisOptions(trip_bound=T)
-        one_run(text, "scaling.py", opts)
-        runs = [one_run(text, "scaling.py", opts) for _ in range(max(3, args.runs // 4))]
-        result["trip_bound"][T] = stats(runs, "total_ms")
+    trees = {"this": ROOT}
+    if args.reference:
+        trees["reference"] = os.path.abspath(args.reference)
+    res = measure(trees, args.runs, args.cold, args.blocks if args.reference else 1)
+    res["machine"] = {"cpus": os.cpu_count(), "loadavg": os.getloadavg(),
+                      "python": sys.version.split()[0]}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=2)
+        json.dump(res, f, indent=2)
     print(f"\nwrote {args.out}\n")
-    print(f"{'example':32s} {'front end':>10s} {'propagate':>10s} {'solve':>8s} "
-          f"{'total med':>10s} {'total p95':>10s} {'cold':>8s} {'target':>8s}")
-    for ex, r in result["examples"].items():
-        tgt = f"{r['target_ms']:.0f}" if r["target_ms"] else "-"
-        print(f"{ex:32s} {r['frontend_ms']['median']:10.1f} {r['propagate_ms']['median']:10.1f} "
-              f"{r['solve_ms']['median']:8.1f} {r['total_ms']['median']:10.1f} "
-              f"{r['total_ms']['p95']:10.1f} {r['cold_ms']:8.1f} {tgt:>8s}")
-    print("\nthreads   total median ms (synthetic pipelined GEMM, T = STAGES + 2)")
-    for t, r in result["threads"].items():
-        print(f"{t:7d}   {r['median']:10.1f}")
-    print("\ntrip bound   total median ms (the same GEMM, 128 threads)")
-    for t, r in result["trip_bound"].items():
-        print(f"{t:10d}   {r['median']:10.1f}")
+    report(res)
     return 0
 
 

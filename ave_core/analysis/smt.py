@@ -15,6 +15,7 @@ and modulo as in Python; bitwise ops through bit-vectors).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,8 @@ class Solver:
         self._atoms: dict[int, Any] = {}
         self._domain: list[Any] = []
         self.queries = 0
+        #: seconds spent in z3 (building and checking queries), for the latency benchmark
+        self.time_s = 0.0
 
     def atom(self, i: int) -> Any:
         z = self._atoms.get(i)
@@ -105,6 +108,13 @@ class Solver:
 
     def differ(self, ka: int, ca: int, kb: int, cb: int, guard: Any) -> SolveResult:
         """Can ``LIN[ka] + ca != LIN[kb] + cb`` under condition ``guard``?"""
+        t0 = time.perf_counter()
+        try:
+            return self._differ(ka, ca, kb, cb, guard)
+        finally:
+            self.time_s += time.perf_counter() - t0
+
+    def _differ(self, ka: int, ca: int, kb: int, cb: int, guard: Any) -> SolveResult:
         z3 = self.z3
         self.queries += 1
         s = z3.Solver()
@@ -142,6 +152,13 @@ class Solver:
 
     def satisfiable(self, guard: Any) -> SolveResult:
         """Is condition ``guard`` satisfiable (for a concrete mismatch under masks)?"""
+        t0 = time.perf_counter()
+        try:
+            return self._satisfiable(guard)
+        finally:
+            self.time_s += time.perf_counter() - t0
+
+    def _satisfiable(self, guard: Any) -> SolveResult:
         z3 = self.z3
         if guard == 0 or guard == []:
             return SolveResult("sat", {})
