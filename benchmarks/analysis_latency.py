@@ -97,7 +97,7 @@ def one_run(text: str, path: str, options=None, first_only: bool = False) -> dic
         bad = [r.status for r in a.assertions if r.status != "proved"]
         assert not bad, (path, k.constexprs, bad)
         prop += a.timings["unroll_s"] + a.timings["propagate_s"]
-        solve += a.timings["solve_s"]
+        solve += a.timings.get("solve_s", 0.0)          # older trees: inside propagate
     t2 = time.perf_counter()
     return {"frontend_ms": (t1 - t0) * 1e3, "propagate_ms": prop * 1e3,
             "solve_ms": solve * 1e3, "total_ms": (t2 - t0) * 1e3,
