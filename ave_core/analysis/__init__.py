@@ -34,6 +34,9 @@ class AnalysisOptions:
         trip_bound: runtime loops are unrolled for trip counts 1..trip_bound
             (default: the kernel's ``STAGES`` + 2).
         solver_timeout_ms: budget of one SMT query (ms); past it the assertion is unknown.
+        incremental: each unrolled variant resumes from the state after the prefix it
+            shares with the previous one (same results as running every variant from the
+            start -- tested -- at a fraction of the time).
     """
 
     trip_bound: int | None = None
@@ -100,21 +103,23 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     eng = None
     incremental = opts.incremental
     try:
-        variants = unrolled_variants(kernel, bound)
-        while True:
-            ta = time.perf_counter()
-            try:
-                trips, uk = next(variants)
-            except StopIteration:
-                break
+        ta = time.perf_counter()
+        variants = list(unrolled_variants(kernel, bound))
+        t_unroll += time.perf_counter() - ta
+        # where each variant will resume from its predecessor (incremental mode): the
+        # engine keeps checkpoints there only, and journals only what can be undone
+        resume = [Engine.shared_prefix(variants[i][1].body.ops, variants[i + 1][1].body.ops)[0]
+                  for i in range(len(variants) - 1)]
+        for vi, (trips, uk) in enumerate(variants):
             tb = time.perf_counter()
-            t_unroll += tb - ta
             out.variants += 1
             if eng is None or not incremental:
                 eng = Engine(uk, tab, conds, solver, fields)
             try:
                 if incremental:
-                    eng.run_variant(uk)
+                    if not eng.run_variant(uk, resume[vi:]):
+                        eng = Engine(uk, tab, conds, solver, fields)
+                        eng.run_variant(uk, resume[vi:])
                 else:
                     eng.run()
             except AnalysisLimit as e:

@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from ave_core.analysis.symbolic import Atom, SymInt
+from ave_core.analysis.symbolic import ABSENT, TOP, Atom, SymInt, code_conc, code_key
+
 
 
 @dataclass
@@ -67,23 +68,19 @@ def contribution(eng: Any, op: Any, A: dict, B: dict) -> list[Contribution] | No
     hb = B["held"].reshape(W, K, C)
     if not ha.any() or not hb.any():
         return []
-    pa = ta.pres.reshape(W, R, K, F) & ha[..., None]
-    pb = tb.pres.reshape(W, K, C, F) & hb[..., None]
-    common = pa.any(axis=(0, 1, 2)) & pb.any(axis=(0, 1, 2))
+    code = ta.code.reshape(W, R, K, F)            # packed values (engine.pack)
+    pa = (code != ABSENT) & ha[..., None]
+    common = A["fields"] & B["fields"]          # the fields some held element carries
     out = []
-    ka = ta.key.reshape(W, R, K, F)
-    ca = ta.conc.reshape(W, R, K, F)
-    top = ta.top.reshape(W, R, K, F)
     ga = ta.cond.reshape(W, R, K, -1)
     gb = tb.cond.reshape(W, K, C, -1)
     src = ta.src.reshape(W, R, K)
+    wi, ri = np.meshgrid(np.arange(W), np.arange(R), indexing="ij")
     for f in np.nonzero(common)[0]:
         # a reduction field varies along k (within a row of A)
+        vf = code[..., f]                                           # (W, R, K)
         first = np.argmax(pa[..., f], axis=2)                       # (W, R)
-        wi, ri = np.meshgrid(np.arange(W), np.arange(R), indexing="ij")
-        k0 = ka[wi, ri, first, f][..., None]
-        c0 = ca[wi, ri, first, f][..., None]
-        vary = pa[..., f] & ((ka[..., f] != k0) | (ca[..., f] != c0))
+        vary = pa[..., f] & (vf != vf[wi, ri, first][..., None])
         if not vary.any():
             continue
         # one value per (warp, k-slot), vectorized over every slot
@@ -91,28 +88,23 @@ def contribution(eng: Any, op: Any, A: dict, B: dict) -> list[Contribution] | No
         has = pf.any(axis=1)                                        # (W, K)
         r0 = np.argmax(pf, axis=1)                                  # (W, K)
         wi, ji = np.meshgrid(np.arange(W), np.arange(K), indexing="ij")
-        kv = ka[wi, r0, ji, f]
-        cv = ca[wi, r0, ji, f]
-        bad = pf & ((ka[..., f] != kv[:, None, :]) | (ca[..., f] != cv[:, None, :]) |
-                    top[..., f])
+        vv = vf[wi, r0, ji]                                         # (W, K)
+        bad = pf & ((vf != vv[:, None, :]) | (vf == TOP))
         if bad.any():
             return None                          # not one value per slot: pairing reports it
         # guard atoms common to every row of A (and every column of B) of the slot
         candA = ga[wi, r0, ji, :]                                   # (W, K, G)
-        eqA = np.any(ga[:, :, :, None, :] == candA[:, None, :, :, None], axis=-1)
-        keepA = np.all(eqA | ~pf[..., None], axis=1) & (candA != 0)  # (W, K, G)
-        hbk = hb                                                    # (W, K, C)
-        c0 = np.argmax(hbk, axis=2)
+        keepA = _common_atoms(ga, candA, pf, 1)                     # (W, K, G)
+        c0 = np.argmax(hb, axis=2)
         candB = gb[wi, ji, c0, :]
-        eqB = np.any(gb[:, :, :, None, :] == candB[:, :, None, :, None], axis=-1)
-        keepB = np.all(eqB | ~hbk[..., None], axis=2) & (candB != 0)
+        keepB = _common_atoms(gb, candB, hb, 2)
         gA = np.where(keepA, candA, 0)
         gB = np.where(keepB, candB, 0)
         guard_arr = np.concatenate([gA, gB], axis=2)                # (W, K, 2G)
         dead = np.any(guard_arr == 1, axis=2)
         live = has & ~dead
-        key = np.where(live, kv, 0).astype(np.int64)
-        conc = np.where(live, cv, 0).astype(np.int64)
+        key = np.where(live, code_key(vv), 0).astype(np.int64)
+        conc = np.where(live, code_conc(vv), 0).astype(np.int64)
         guard = guard_arr
         domain = None
         sv = src[wi, r0, ji]
@@ -121,6 +113,32 @@ def contribution(eng: Any, op: Any, A: dict, B: dict) -> list[Contribution] | No
             w0, j0 = np.argwhere(okd)[0]
             domain = _field_domain(eng, int(sv[w0, j0]), eng.fields[f])
         out.append(Contribution(op, eng.loops, int(f), key, conc, live, guard, domain))
+    return out
+
+
+def _common_atoms(g: np.ndarray, cand: np.ndarray, held: np.ndarray, axis: int
+                  ) -> np.ndarray:
+    """Which atomic conditions of ``cand`` (per slot, ``(W, K, G)``) are in the guard row
+    ``g`` of every held element along ``axis`` (``g``: the slot's elements' rows, with
+    ``axis`` inserted; ``held``: ``g``'s shape without the last axis)."""
+    nz = cand != 0
+    if not nz.any():
+        return nz
+    # a quick test against one other held element (the last): an atom missing from its
+    # row is not common (rows with per-row masks, such as m < M, end here)
+    n = held.shape[axis]
+    last = n - 1 - np.argmax(np.flip(held, axis=axis), axis=axis)          # (W, K)
+    probe = np.take_along_axis(g, np.expand_dims(last, axis)[..., None], axis=axis)
+    probe = np.squeeze(probe, axis=axis)                                     # (W, K, G)
+    some = np.any(held, axis=axis)[..., None]        # a slot nobody holds keeps them all
+    out = nz & (np.any(probe[..., None, :] == cand[..., :, None], axis=-1) | ~some)
+    if not out.any():
+        return out
+    for j in range(cand.shape[-1]):
+        if not out[..., j].any():
+            continue
+        inrow = np.any(g == np.expand_dims(cand[..., j], axis)[..., None], axis=-1)
+        out[..., j] &= np.all(inrow | ~held, axis=axis)
     return out
 
 
@@ -233,7 +251,7 @@ def check_chain(eng: Any, chain_: list, consumer: Any) -> dict | None:
 
 def _solve(eng: Any, build) -> tuple[str, Any, Any]:
     z3 = eng.solver.z3
-    s = z3.Optimize()
+    s = z3.Optimize(ctx=eng.solver.ctx)
     s.set("timeout", eng.solver.timeout_ms)
     eng.solver.queries += 1
     extra, objective = build(z3)
@@ -248,21 +266,15 @@ def _solve(eng: Any, build) -> tuple[str, Any, Any]:
         s.minimize(objective)
     r = s.check()
     if r == z3.sat:
-        return "sat", s.model(), s
+        return "sat", eng.solver.canonical_model(
+            s, (objective,) if objective is not None else ()), s
     if r == z3.unsat:
         return "unsat", None, s
     return "unknown", None, s
 
 
 def _model_dict(eng: Any, m: Any) -> dict:
-    out = {}
-    for i, z in eng.solver._atoms.items():
-        if eng.tab.atoms[i].kind != "op":
-            try:
-                out[str(eng.tab.atoms[i])] = m.eval(z, model_completion=True).as_long()
-            except Exception:
-                pass
-    return out
+    return eng.solver.model_dict(m)
 
 
 def _at_most_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict | None:
@@ -318,7 +330,7 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict |
     rest = [it for it in items if it[1] >= R]
 
     def build(z3):
-        k0 = z3.Int("__k0")
+        k0 = z3.Int("__k0", eng.solver.ctx)
         cons = [k0 >= R, k0 < size]
         if unguarded:
             cons.append(k0 <= maxk)

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ave_core.analysis.symbolic import Atom, Cond, SymInt, sym_add
+from ave_core.analysis.symbolic import Atom, SymInt, sym_add
 
 _NONNEG = ("pid", "nprog", "dim", "stride", "load")
 
@@ -211,9 +211,9 @@ class BoundsChecker:
                 k, c = int(pc[u] >> 32), int((pc[u] & 0xFFFFFFFF) - (1 << 31))
                 if k == 0:
                     continue
-                x = eng.conds.ids.get(frozenset([Cond("lt", k, c)]))
+                x = eng.conds.find_atomic("lt", k, c)
                 if x is None:
-                    x = eng.conds.ids.get(frozenset([Cond("le", k, c + 1)]))
+                    x = eng.conds.find_atomic("le", k, c + 1)
                 if x is not None:
                     cid[u] = x
             ce = cid[inv.reshape(-1)]
@@ -273,13 +273,13 @@ class BoundsChecker:
         sv = eng.solver
         z3 = sv.z3
         from ave_core.analysis.accumulation import _trip_constraints
-        s = z3.Optimize()
+        s = z3.Optimize(ctx=sv.ctx)
         s.set("timeout", sv.timeout_ms)
         sv.queries += 1
         x = sv.lin(k, c)
         size = sv.lin(eng.tab.atom(Atom("dim", (name, d))), 0)
         cons = list(_trip_constraints(eng, z3))
-        cons.append(sv.cond(guard) if guard else z3.BoolVal(True))
+        cons.append(sv.cond(guard) if guard else z3.BoolVal(True, sv.ctx))
         for (t, dd, bk, bc) in self.assumptions:
             cons.append(sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0) == sv.lin(bk, bc))
         s.add(*sv._domain)               # after building: new atoms add their domains
@@ -298,14 +298,8 @@ class BoundsChecker:
             return None
         if r != z3.sat:
             return {"unknown": True}
-        m = s.model()
-        model = {}
-        for i, z in sv._atoms.items():
-            if eng.tab.atoms[i].kind != "op":
-                try:
-                    model[str(eng.tab.atoms[i])] = m.eval(z, model_completion=True).as_long()
-                except Exception:
-                    pass
+        m = sv.canonical_model(s)
+        model = sv.model_dict(m)
         return {"model": model, "pid_zero": pid_zero,
                 "value": m.eval(x, model_completion=True).as_long(),
                 "size": m.eval(size, model_completion=True).as_long()}

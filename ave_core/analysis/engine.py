@@ -23,7 +23,7 @@ Comparisons whose symbolic parts differ, and guards over runtime sizes, go to z3
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
@@ -31,8 +31,9 @@ import numpy as np
 from ave_core.analysis import accumulation
 from ave_core.analysis.bounds import BoundsChecker
 from ave_core.analysis.races import RaceTracker
-from ave_core.analysis.symbolic import (Atom, CondTable, SymInt, SymTable, sym_binop,
-                                        sym_compare)
+from ave_core.analysis.symbolic import (_BIAS, _SHIFT, ABSENT, TOP, Atom, CondTable, SymInt,
+                                        SymTable, code_conc, code_key, sym_binop, sym_compare,
+                                        unpack)
 from ave_core.compiler.fragments import broadcast_index
 from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Op, ScalarType, TensorType,
                                   TileType, Value)
@@ -48,14 +49,29 @@ class AnalysisLimit(Exception):
 
 # ============================================================================ tag arrays
 
+def pack(key: Any, conc: Any) -> np.ndarray:
+    """Packed field values of symbolic integers ``LIN[key] + conc`` (see
+    :data:`~ave_core.analysis.symbolic.TOP`).
+
+    Raises:
+        AnalysisLimit: a concrete part of 2**39 or more in magnitude (a tag coordinate
+            that large is not a tile coordinate), or a key past 2**23.
+    """
+    conc = np.asarray(conc, np.int64)
+    key = np.asarray(key, np.int64)
+    if conc.size and (int(conc.max()) >= _BIAS or int(conc.min()) <= -_BIAS):
+        raise AnalysisLimit("a tag value beyond +-2**39 (not a tensor coordinate)")
+    if key.size and int(key.max()) >= 1 << (63 - _SHIFT):
+        raise AnalysisLimit("more than 2**23 symbolic tag values")
+    return (key << _SHIFT) + conc + _BIAS
+
+
 @dataclass
 class Tags:
-    """Tags of N elements over F fields (see the module docstring)."""
+    """Tags of N elements over F fields (see the module docstring). Arrays are never
+    mutated once a value holds them (operations build new ones), so values share them."""
 
-    pres: np.ndarray   # (N, F) bool
-    top: np.ndarray    # (N, F) bool
-    key: np.ndarray    # (N, F) int32
-    conc: np.ndarray   # (N, F) int64
+    code: np.ndarray   # (N, F) int64 packed field values (ABSENT, TOP, or key/conc)
     cond: np.ndarray   # (N, GUARD) int32 guard rows (conjunctions of condition ids)
     src: np.ndarray    # (N,) int32 index of the ave.tag op (-1 none, -2 mixed)
     moved: np.ndarray  # (N,) int32 index of the exec record that last moved it (-1 none)
@@ -63,31 +79,44 @@ class Tags:
 
     def __post_init__(self) -> None:
         if self.via is None:
-            self.via = np.full(self.pres.shape[0], -1, np.int32)
+            self.via = np.full(self.code.shape[0], -1, np.int32)
 
     @staticmethod
     def bottom(n: int, f: int) -> "Tags":
-        return Tags(np.zeros((n, f), bool), np.zeros((n, f), bool), np.zeros((n, f), np.int32),
-                    np.zeros((n, f), np.int64), np.zeros((n, CondTable.GUARD), np.int32),
+        return Tags(np.zeros((n, f), np.int64), np.zeros((n, CondTable.GUARD), np.int32),
                     np.full(n, -1, np.int32), np.full(n, -1, np.int32))
 
     @property
     def n(self) -> int:
-        return self.pres.shape[0]
+        return self.code.shape[0]
+
+    # views for readers (derived on demand)
+    @property
+    def pres(self) -> np.ndarray:
+        return self.code != ABSENT
+
+    @property
+    def top(self) -> np.ndarray:
+        return self.code == TOP
+
+    @property
+    def key(self) -> np.ndarray:
+        return code_key(self.code)
+
+    @property
+    def conc(self) -> np.ndarray:
+        return code_conc(self.code)
 
     def take(self, idx: Any) -> "Tags":
-        return Tags(self.pres[idx], self.top[idx], self.key[idx], self.conc[idx],
-                    self.cond[idx], self.src[idx], self.moved[idx], self.via[idx])
+        return Tags(self.code[idx], self.cond[idx], self.src[idx], self.moved[idx],
+                    self.via[idx])
 
     def copy(self) -> "Tags":
-        return Tags(self.pres.copy(), self.top.copy(), self.key.copy(), self.conc.copy(),
-                    self.cond.copy(), self.src.copy(), self.moved.copy(), self.via.copy())
+        return Tags(self.code.copy(), self.cond.copy(), self.src.copy(), self.moved.copy(),
+                    self.via.copy())
 
     def put(self, idx: Any, other: "Tags") -> None:
-        self.pres[idx] = other.pres
-        self.top[idx] = other.top
-        self.key[idx] = other.key
-        self.conc[idx] = other.conc
+        self.code[idx] = other.code
         self.cond[idx] = other.cond
         self.src[idx] = other.src
         self.moved[idx] = other.moved
@@ -95,39 +124,41 @@ class Tags:
 
 
 def agree(tags: Sequence[Tags], conds: CondTable) -> Tags:
-    """Elementwise compute: keep the fields on which every input that has them agrees."""
-    base = tags[0].copy()
+    """Elementwise compute: keep the fields on which every input that has them agrees (a
+    field only one input has is kept; a field one input has as ⊤ stays ⊤; differing
+    values are dropped)."""
+    base = tags[0]
     for t in tags[1:]:
-        both = base.pres & t.pres
-        same = both & ~base.top & ~t.top & (base.key == t.key) & (base.conc == t.conc)
-        # a value computed from a conflicted (⊤) one stays conflicted
-        top = both & (base.top | t.top)
-        only_t = t.pres & ~base.pres
-        base.pres = (base.pres & ~both) | same | top | only_t
-        base.top = np.where(only_t, t.top, (base.top & base.pres & ~both) | top)
-        base.key = np.where(only_t, t.key, base.key)
-        base.conc = np.where(only_t, t.conc, base.conc)
-        base.cond = conds.conj_arrays(base.cond, t.cond)
-        base.src = np.where(base.src == t.src, base.src,
-                            np.where(base.src < 0, t.src, np.where(t.src < 0, base.src, -2)))
-        base.moved = np.maximum(base.moved, t.moved)
-    return base
+        a, b = base.code, t.code
+        if t is base or np.array_equal(a, b):
+            code = a            # the same fields and values: they agree everywhere
+        else:
+            code = np.where(a == ABSENT, b, np.where(
+                b == ABSENT, a, np.where((a == TOP) | (b == TOP), TOP,
+                                         np.where(a == b, a, ABSENT))))
+        base = Tags(code, conds.conj_arrays(base.cond, t.cond), _merge_src(base.src, t.src),
+                    np.maximum(base.moved, t.moved), base.via)
+    return base          # one input: its tags as they are (tag arrays are never mutated)
+
+
+def _merge_src(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The tag origin of a value computed from two: the one both have, the one that exists,
+    or -2 (mixed)."""
+    if a is b or np.array_equal(a, b):
+        return a
+    return np.where(a == b, a, np.where(a < 0, b, np.where(b < 0, a, -2)))
 
 
 def join(a: Tags, b: Tags, conds: CondTable) -> Tags:
-    """Control-flow join: identical stay, ⊥ conforms, differing become ⊤."""
-    out = a.copy()
-    both = a.pres & b.pres
-    same = both & ~a.top & ~b.top & (a.key == b.key) & (a.conc == b.conc)
-    only_b = b.pres & ~a.pres
-    out.pres = a.pres | b.pres
-    out.top = np.where(only_b, b.top, np.where(both & ~same, True, a.top))
-    out.key = np.where(only_b, b.key, a.key)
-    out.conc = np.where(only_b, b.conc, a.conc)
-    out.src = np.where(a.src == b.src, a.src, np.where(a.src < 0, b.src,
-                                                      np.where(b.src < 0, a.src, -2)))
-    out.moved = np.maximum(a.moved, b.moved)
-    return out
+    """Control-flow join: identical stay, ⊥ conforms, differing become ⊤ (the guard and
+    the shared-memory writer stay a's)."""
+    x, y = a.code, b.code
+    if a is b or np.array_equal(x, y):
+        code = x
+    else:
+        code = np.where(x == ABSENT, y, np.where(y == ABSENT, x,
+                                                 np.where((x == y) & (x != TOP), x, TOP)))
+    return Tags(code, a.cond, _merge_src(a.src, b.src), np.maximum(a.moved, b.moved), a.via)
 
 
 # ============================================================================ runtime objects
@@ -206,9 +237,15 @@ class Engine:
         self._tables: dict[int, np.ndarray] = {}
         self.loops: tuple = ()
         self.occurrence: dict[tuple, int] = {}
+        #: undo entries of the incremental mode (see :meth:`run_variant`); ``journal`` is
+        #: that list while a change must be journaled, else None (the modules' test)
+        self._jlist: list | None = None
         self.journal: list | None = None
-        self.checkpoints: list = []
+        self._keep: frozenset | None = None
+        self.checkpoints: dict[int, tuple] = {}
         self._pick_cache: dict = {}
+        self._dense_cache: dict = {}
+        self._addr_cache: dict = {}
         self.tileds = []
         for op in kernel.walk():
             if op.name == "ave.mma" and op.attrs["tiled"] not in self.tileds:
@@ -284,7 +321,7 @@ class Engine:
         self.active = np.ones(T, bool)
         self.groups: list[list] = []
         self.open_group: list = []
-        if self.journal is not None:
+        if self._jlist is not None:
             self._exec_top(self.k.body.ops, 0)
         else:
             self.exec_block(self.k.body)
@@ -299,14 +336,14 @@ class Engine:
         self.written[byts] = written
 
     def _checkpoint(self) -> tuple:
-        return (len(self.journal), [list(g) for g in self.groups], list(self.open_group),
+        return (len(self._jlist), [list(g) for g in self.groups], list(self.open_group),
                 len(self.checks), len(self.uninit), len(self.records), len(self.tag_ops),
                 dict(self.occurrence))
 
     def _restore(self, cp: tuple) -> None:
         jlen, groups, open_group, nc, nu, nr, nt, occ = cp
-        while len(self.journal) > jlen:
-            e = self.journal.pop()
+        while len(self._jlist) > jlen:
+            e = self._jlist.pop()
             if callable(e):
                 e()
                 continue
@@ -324,32 +361,52 @@ class Engine:
 
     _PURE = frozenset({"arith.constant"})
 
-    def run_variant(self, kernel: KernelIR) -> None:
-        """Run one unrolled variant, resuming from the longest prefix it shares with the
-        previous variant (ops that are the same objects, see ``unroll(memo=...)``); pure
-        constants that differ do not end the shared prefix."""
-        ops = kernel.body.ops
-        prev = getattr(self, "_prev_ops", None)
-        if prev is None or self.journal is None:
-            self.k = kernel
-            self.journal = []
-            self.checkpoints = []
-            self.run()
-            self._prev_ops = ops
-            return
+    @classmethod
+    def shared_prefix(cls, prev: list, ops: list) -> tuple[int, list]:
+        """How many top-level ops of ``ops`` a run can take over from a run of ``prev``
+        (ops that are the same objects, see ``unroll(memo=...)``; pure constants that
+        differ do not end the shared prefix), and those constants (re-executed)."""
         p = 0
         redo = []
-        n = min(len(ops), len(prev), len(self.checkpoints))
+        n = min(len(ops), len(prev))
         while p < n:
             if ops[p] is not prev[p]:
-                if ops[p].name in self._PURE and prev[p].name in self._PURE:
+                if ops[p].name in cls._PURE and prev[p].name in cls._PURE:
                     redo.append(ops[p])
                 else:
                     break
             p += 1
-        if p < len(self.checkpoints):
-            self._restore(self.checkpoints[p])
-            del self.checkpoints[p:]
+        return p, redo
+
+    def run_variant(self, kernel: KernelIR, resume_points: Sequence[int] | None = None
+                    ) -> bool:
+        """Run one unrolled variant, resuming from the longest prefix it shares with the
+        previous variant (:meth:`shared_prefix`).
+
+        ``resume_points``: the op indices at which later variants will resume (None: any).
+        Checkpoints are kept only there, and state changes before the lowest of them are
+        not journaled (no later variant undoes them): the last variant journals nothing.
+        Returns False when the variant cannot resume here (no checkpoint where it would
+        resume): the caller runs it on a fresh engine.
+        """
+        ops = kernel.body.ops
+        prev = getattr(self, "_prev_ops", None)
+        self._keep = None if resume_points is None else frozenset(resume_points)
+        if prev is None or self._jlist is None:
+            self.k = kernel
+            self._jlist = []
+            self.checkpoints = {}
+            self.run()
+            self._prev_ops = ops
+            return True
+        p, redo = self.shared_prefix(prev, ops)
+        if p < len(prev):
+            cp = self.checkpoints.get(p)
+            if cp is None:
+                return False
+            self._restore(cp)
+            for i in [i for i in self.checkpoints if i >= p]:
+                del self.checkpoints[i]
         # else: the previous variant is a prefix of this one; go on from where it ended
         self.k = kernel
         for op in redo:
@@ -357,17 +414,26 @@ class Engine:
             self.op_arith_constant(op)
         self._exec_top(ops, p)
         self._prev_ops = ops
+        return True
 
     def _exec_top(self, ops: list, start: int) -> None:
-        for i in range(start, len(ops)):
-            op = ops[i]
-            self.checkpoints.append(self._checkpoint())
-            self.loops = op.attrs.get("loop_indices", ())
-            h = getattr(self, "op_" + op.name.replace(".", "_"), None)
-            if h is None:
-                raise AnalysisLimit(f"the analysis does not support {op.name}", op)
-            accumulation.on_consume(self, op)
-            h(op)
+        keep = self._keep
+        floor = 0 if keep is None else (min(keep) if keep else len(ops))
+        try:
+            for i in range(start, len(ops)):
+                op = ops[i]
+                if keep is None or i in keep:
+                    self.checkpoints[i] = self._checkpoint()
+                # journal only what a later variant may undo
+                self.journal = self._jlist if i >= floor else None
+                self.loops = op.attrs.get("loop_indices", ())
+                h = getattr(self, "op_" + op.name.replace(".", "_"), None)
+                if h is None:
+                    raise AnalysisLimit(f"the analysis does not support {op.name}", op)
+                accumulation.on_consume(self, op)
+                h(op)
+        finally:
+            self.journal = None
 
     def exec_block(self, blk: Block) -> list | None:
         for op in blk.ops:
@@ -611,7 +677,33 @@ class Engine:
         g = min(sizes) if sizes else 1
         return g if g in (1, 2, 4, 8, 16) else 1
 
+    def layout_coords(self, layout: Any) -> list[np.ndarray]:
+        """The coordinates of a fragment layout's elements, ``(T * V,)`` per dimension, in
+        (thread, value) order -- the same arrays every time (their ids key caches)."""
+        k = ("coords", id(layout))
+        c = self._tables.get(k)
+        if c is None:
+            tab = self.table(layout)
+            c = self._tables[k] = [np.ascontiguousarray(tab[:, :, d].reshape(-1))
+                                   for d in range(tab.shape[2])]
+        return c
+
     def shared_addresses(self, t: TileVal, coords: Sequence[np.ndarray]) -> np.ndarray:
+        """Byte addresses (int64, like ``coords``) of tile ``t``'s elements at ``coords``.
+        Memoized per tile geometry for coordinate arrays the engine keeps (layout tables,
+        copy plans): unrolled iterations address the same bytes again and again."""
+        key = (tuple(id(c) for c in coords), id(t.layout), t.base, t.origin, t.dims,
+               t.dtype.bytes)
+        hit = self._addr_cache.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], coords)):
+            return hit[1]
+        addr = self._shared_addresses(t, coords)
+        if len(self._addr_cache) > 256:
+            self._addr_cache.clear()
+        self._addr_cache[key] = (list(coords), addr)
+        return addr
+
+    def _shared_addresses(self, t: TileVal, coords: Sequence[np.ndarray]) -> np.ndarray:
         n = np.shape(coords[0])
         base = [np.full(n, o, np.int64) for o in t.origin]
         for ld, bd in enumerate(t.dims):
@@ -648,9 +740,7 @@ class Engine:
                     f = self.fields.index(fname)
                     s: SymInt = env[v]
                     s = s.broadcast((n,))
-                    tags.pres[:, f] = True
-                    tags.key[:, f] = s.key
-                    tags.conc[:, f] = s.conc
+                    tags.code[:, f] = pack(s.key, s.conc)
                 break
             if rop.name == "arith.constant":
                 env[rop.result] = SymInt.const(int(rop.attrs["value"]))
@@ -717,8 +807,7 @@ class Engine:
             tags = self.tensor_tags(tile.tensor, gc, n)
             tags.cond = self.conds.rows(guard, n).copy()
             off = self.conds.truth(tags.cond) == 1
-            tags.pres[off] = False
-            tags.top[off] = False
+            tags.code[off] = ABSENT
             return tags
         addr = self.shared_addresses(tile, coords)
         eb = tile.dtype.bytes
@@ -731,9 +820,7 @@ class Engine:
         if eb > G:
             for j in range(1, eb // G):
                 other = self.smem.take(byts[:, j])
-                diff = (other.pres != tags.pres) | (other.key != tags.key) | \
-                       (other.conc != tags.conc) | (other.top != tags.top)
-                if diff.any():
+                if not np.array_equal(other.code, tags.code):
                     tags = join(tags, other, self.conds)
         self.races.read(byts.reshape(-1), np.repeat(threads, byts.shape[1]), op)
         wr = self.written[byts].all(axis=1)
@@ -763,9 +850,7 @@ class Engine:
     def _differs(self, byts: np.ndarray, t: Tags) -> np.ndarray:
         """Per granule: the new tags differ from the stored ones (other data)."""
         old = self.smem.take(byts)
-        d = (old.pres != t.pres) | (old.key != t.key) | (old.conc != t.conc) | \
-            (old.top != t.top)
-        return np.any(d & (old.pres | t.pres), axis=1)
+        return np.any(old.code != t.code, axis=1)
 
     # ------------------------------------------------------------------ movement
 
@@ -773,19 +858,25 @@ class Engine:
         shape = src.shape
         vb = op.attrs["vector_bytes"]
         nv = max(1, vb // src.dtype.bytes)
-        idx = np.indices(shape).reshape(len(shape), -1)
-        lin = np.arange(idx.shape[1])
         nthreads = self.T if op.attrs.get("threads") is None else int(op.attrs["threads"].size)
-        thread = (lin // nv) % nthreads
-        return [idx[d] for d in range(len(shape))], thread
+        key = ("copy", tuple(shape), nv, nthreads)
+        plan = self._tables.get(key)
+        if plan is None:
+            idx = np.indices(shape).reshape(len(shape), -1)
+            lin = np.arange(idx.shape[1])
+            thread = (lin // nv) % nthreads
+            plan = self._tables[key] = ([np.ascontiguousarray(idx[d])
+                                         for d in range(len(shape))], thread)
+        return plan
 
     def _copy(self, op: Op, deferred: bool) -> None:
         src: TileVal = self.env[op.operands[0]]
         dst: TileVal = self.env[op.operands[1]]
         coords, thread = self._copy_plan(op, src)
         act = self.active[thread]
-        coords = [c[act] for c in coords]
-        thread = thread[act]
+        if not act.all():
+            coords = [c[act] for c in coords]
+            thread = thread[act]
         n = len(thread)
         if n == 0:
             return
@@ -836,7 +927,7 @@ class Engine:
         lay = op.attrs["layout"]
         tab = self.table(lay)
         T, V, R = tab.shape
-        coords = [tab[:, :, d].reshape(-1) for d in range(R)]
+        coords = self.layout_coords(lay)
         threads = np.repeat(np.arange(T), V)
         n = T * V
         guard = self.eval_mask(op, coords, src, n)
@@ -859,7 +950,7 @@ class Engine:
             if hasattr(lay, "coords_table"):
                 tab = self.table(lay)
                 T, V, R = tab.shape
-                coords = [tab[:, :, d].reshape(-1) for d in range(R)]
+                coords = self.layout_coords(lay)
                 guard = self.eval_mask(op, coords, dst, T * V)
                 held = np.repeat(self.active, V)
                 self.bounds.access(op, dst, [c[held] for c in coords], guard[held],
@@ -870,7 +961,7 @@ class Engine:
         lay = op.operands[1].type.layout
         tab = self.table(lay)
         T, V, R = tab.shape
-        coords = [tab[:, :, d].reshape(-1) for d in range(R)]
+        coords = self.layout_coords(lay)
         act = np.repeat(self.active, V)
         tags = fr.tags.copy()
         tags.moved[:] = self.record(op)
@@ -902,7 +993,7 @@ class Engine:
             return
         tab = self.table(lay)
         T, V, R = tab.shape
-        coords = [tab[:, :, d].reshape(-1) for d in range(R)]
+        coords = self.layout_coords(lay)
         n = T * V
         if guard is None:
             guard = self.eval_mask(op, coords, dst, n)
@@ -1017,24 +1108,15 @@ class Engine:
         n = int(np.prod(kshape)) if kshape else 1
         F = self.F
         # a field survives for a reduced element iff every contributing element has it
-        # with one value
-        agree_f = np.ones((n, F), bool)
+        # with one value (not ⊤): all equal to the group's first element, and present
+        code = t.code
+        first = np.zeros(n, np.int64)
+        first[key[::-1]] = np.arange(len(key))[::-1]
+        ok = (code > 0) & (code == code[first[key]])
+        agree_f = np.empty((n, F), bool)
         for f in range(F):
-            pres = t.pres[:, f] & ~t.top[:, f]
-            cnt = np.bincount(key, minlength=n)
-            cntp = np.bincount(key, weights=pres, minlength=n)
-            kmin = np.full(n, np.iinfo(np.int64).max)
-            kmax = np.full(n, np.iinfo(np.int64).min)
-            np.minimum.at(kmin, key, t.key[:, f].astype(np.int64))
-            np.maximum.at(kmax, key, t.key[:, f].astype(np.int64))
-            cmin = np.full(n, np.iinfo(np.int64).max)
-            cmax = np.full(n, np.iinfo(np.int64).min)
-            np.minimum.at(cmin, key, t.conc[:, f])
-            np.maximum.at(cmax, key, t.conc[:, f])
-            agree_f[:, f] = (cnt == cntp) & (kmin == kmax) & (cmin == cmax)
-        out = t.copy()
-        out.pres = t.pres & agree_f[key]
-        out.top = np.zeros_like(t.top)
+            agree_f[:, f] = np.bincount(key, weights=~ok[:, f], minlength=n) == 0
+        out = Tags(np.where(agree_f[key], code, ABSENT), t.cond, t.src, t.moved, t.via)
         self.env[op.result] = FragVal(out, V)
 
     # ------------------------------------------------------------------ MMA
@@ -1047,12 +1129,12 @@ class Engine:
         BM, BN, BK = tiled.tile
         at = tiled.atom.threads
         check = self.new_check(op, "mma")
-        A = self._warps_dense(a, tiled.a, at, (BM, BK))
-        B = self._warps_dense(b, tiled.b, at, (BK, BN))
+        A = self._warps_dense(a, tiled.a, at, (BM, BK), "a")
+        B = self._warps_dense(b, tiled.b, at, (BK, BN), "b")
         self._pair_warps(check, A, B, None, op)
         # a chain starts at an untagged (⊥) accumulator (ave.zeros); an accumulator with
         # history that is not an MMA result (scaled, joined) cannot be followed
-        prev = c.kcov if c.kcov is not None else (False if c.tags.pres.any() else None)
+        prev = c.kcov if c.kcov is not None else (False if c.tags.code.any() else None)
         kcov = accumulation.chain(prev, accumulation.contribution(self, op, A, B))
         # the result takes A's fields constant along k (row fields) and B's fields constant
         # along k (column fields), per warp: each warp multiplies its own registers
@@ -1060,19 +1142,16 @@ class Engine:
         # fields) must be constant along k; if they are not, the MMA mixed rows (columns):
         # ⊤, not ⊥. Fields both have (k, and e.g. head) are checked by the pairing and are
         # consumed (k) or kept where constant.
-        fa = np.any(A["tags"].pres[A["held"]], axis=0) if A["held"].any() else \
-            np.zeros(self.F, bool)
-        fb = np.any(B["tags"].pres[B["held"]], axis=0) if B["held"].any() else \
-            np.zeros(self.F, bool)
+        fa, fb = A["fields"], B["fields"]
         row = self._constant_along_w(A, axis=1, top_fields=fa & ~fb)      # (W * BM)
         col = self._constant_along_w(B, axis=0, top_fields=fb & ~fa)      # (W * BN)
         tc = self.table(tiled.c)
         T, Vc, _ = tc.shape
         w = (np.arange(T) // at)[:, None]
-        ri = (w * BM + tc[:, :, 0]).reshape(-1)
-        ci = (w * BN + tc[:, :, 1]).reshape(-1)
+        ri = self._kept_index(A, 0, w, tc[:, :, 0], BM)
+        ci = self._kept_index(B, 1, w, tc[:, :, 1], BN)
         new = agree([row.take(ri), col.take(ci)], self.conds)
-        out = agree([c.tags, new], self.conds) if c.tags.pres.any() else new
+        out = agree([c.tags, new], self.conds) if c.tags.code.any() else new
         out.moved[:] = -1
         act = np.repeat(self.active, Vc)
         if not act.all():
@@ -1082,14 +1161,25 @@ class Engine:
         self.checks.append(check)
         self.env[op.result] = FragVal(out, c.V, kcov=kcov)
 
-    def _warps_dense(self, x: FragVal, layout: Any, at: int, shape: tuple) -> dict:
-        """For every warp at once: dense ``shape`` tags of the elements the warp's threads
-        hold (first holder), flattened as ``(warp, row, col)``, with the holder thread and
-        register of each slot."""
+    def _warps_dense(self, x: FragVal, layout: Any, at: int, shape: tuple, role: str) -> dict:
+        """For every warp at once: dense tags of the elements of the ``shape`` operand the
+        warp's threads hold (first holder), flattened as ``(warp, row, col)``, with the
+        holder thread and register of each slot.
+
+        ``role`` "a" (an A operand, ``(M, K)``): when every warp holds the same number of
+        rows, only those rows are kept (``"rows"``: ``(W, Mw)`` tile rows, ascending); "b"
+        (``(K, N)``): the same for columns (``"cols"``). The reduction index ``k`` is never
+        cut, so A's and B's k-slots stay aligned. ``"shape"`` is the kept shape."""
         V = x.V
-        key = (id(layout), shape, at)
-        pick = self._pick_cache.get(key)
-        if pick is None:
+        all_active = bool(self.active.all())
+        ck = (id(x), id(layout), shape, at, role)
+        if all_active:
+            hit = self._dense_cache.get(ck)
+            if hit is not None and hit[0] is x:
+                return hit[1]
+        key = (id(layout), shape, at, role)
+        plan = self._pick_cache.get(key)
+        if plan is None:
             tab = self.table(layout)
             T = tab.shape[0]
             W = T // at
@@ -1100,16 +1190,62 @@ class Engine:
             for w in range(W):
                 pick[w, lin[w * at:(w + 1) * at].reshape(-1)[::-1]] = \
                     flat[w * at:(w + 1) * at].reshape(-1)[::-1]
-            self._pick_cache[key] = pick
+            R, C = shape
+            p3 = pick.reshape(W, R, C)
+            rows = cols = None
+            kept = shape
+            if role == "a":
+                hr = (p3 >= 0).any(axis=2)                               # (W, R)
+                cnt = hr.sum(axis=1)
+                if (cnt == cnt[0]).all() and 0 < cnt[0] < R:
+                    rows = np.nonzero(hr)[1].reshape(W, int(cnt[0]))
+                    p3 = np.take_along_axis(p3, rows[:, :, None], axis=1)
+                    kept = (int(cnt[0]), C)
+            elif role == "b":
+                hc = (p3 >= 0).any(axis=1)                               # (W, C)
+                cnt = hc.sum(axis=1)
+                if (cnt == cnt[0]).all() and 0 < cnt[0] < C:
+                    cols = np.nonzero(hc)[1].reshape(W, int(cnt[0]))
+                    p3 = np.take_along_axis(p3, cols[:, None, :], axis=2)
+                    kept = (R, int(cnt[0]))
+            plan = self._pick_cache[key] = (p3.reshape(W, -1), kept, rows, cols)
+        pick, kept, rows, cols = plan
         held = pick >= 0
-        if not self.active.all():
+        if not all_active:
             held &= self.active[np.where(held, pick // V, 0)]
         pk = np.where(held, pick, 0).reshape(-1)
-        tags = x.tags.take(pk)
         h = held.reshape(-1)
-        tags.pres &= h[:, None]
-        return {"tags": tags, "holder": np.where(h, pk // V, -1), "reg": np.where(h, pk % V, -1),
-                "held": h, "shape": shape, "W": pick.shape[0]}
+        tags = x.tags.take(pk)
+        tags.code = np.where(h[:, None], tags.code, ABSENT)
+        out = {"tags": tags, "holder": np.where(h, pk // V, -1), "reg": np.where(h, pk % V, -1),
+               "held": h, "shape": kept, "W": pick.shape[0], "rows": rows, "cols": cols,
+               # the fields any held element carries (column scans: cheaper than any(0))
+               "fields": np.array([tags.code[:, f].any() for f in range(self.F)], bool)}
+        if all_active:
+            # an operand is often checked by an assert_conform and then multiplied: the
+            # dense form is computed once (the entry keeps x alive, so its id stays unique)
+            if len(self._dense_cache) >= 8:
+                self._dense_cache.pop(next(iter(self._dense_cache)))
+            self._dense_cache[ck] = (x, out)
+        return out
+
+    @staticmethod
+    def _kept_index(D: dict, dim: int, w: np.ndarray, coord: np.ndarray, full: int
+                    ) -> np.ndarray:
+        """Index into ``(W * kept)`` of warp ``w``'s tile coordinate ``coord`` along ``dim``
+        of a per-warp dense operand (see :meth:`_warps_dense`)."""
+        kept = D["rows"] if dim == 0 else D["cols"]
+        if kept is None:
+            return (w * full + coord).reshape(-1)
+        W, n = kept.shape
+        pos = np.full((W, full), -1, np.int64)
+        pos[np.arange(W)[:, None], kept] = np.arange(n)[None, :]
+        wb = np.broadcast_to(w, coord.shape)
+        p = pos[wb, coord]
+        if (p < 0).any():
+            raise AnalysisLimit("an MMA result element whose warp holds no operand row or "
+                                "column for it")
+        return (wb * n + p).reshape(-1)
 
     def _constant_along_w(self, D: dict, axis: int, top_fields: np.ndarray | None = None
                           ) -> Tags:
@@ -1117,31 +1253,27 @@ class Engine:
         W = D["W"]
         R, C = D["shape"]
         F = self.F
-        pres = t.pres.reshape(W, R, C, F)
-        top = t.top.reshape(W, R, C, F)
-        key = t.key.reshape(W, R, C, F)
-        conc = t.conc.reshape(W, R, C, F)
+        code = t.code.reshape(W, R, C, F)
         held = D["held"].reshape(W, R, C)
         if axis == 1:       # per (w, r), along c
             i0 = np.argmax(held, axis=2)                                   # (W, R)
             wi, ri = np.meshgrid(np.arange(W), np.arange(R), indexing="ij")
-            k0 = key[wi, ri, i0][:, :, None, :]
-            c0 = conc[wi, ri, i0][:, :, None, :]
-            ok = np.all(~held[..., None] | (pres & ~top & (key == k0) & (conc == c0)), axis=2)
+            c0 = code[wi, ri, i0][:, :, None, :]
+            ok = np.all(~held[..., None] | ((code > 0) & (code == c0)), axis=2)
             base = t.take(((wi * R + ri) * C + i0).reshape(-1))
         else:               # per (w, c), along r
             i0 = np.argmax(held, axis=1)                                   # (W, C)
             wi, ci = np.meshgrid(np.arange(W), np.arange(C), indexing="ij")
-            k0 = key[wi, i0, ci][:, None, :, :]
-            c0 = conc[wi, i0, ci][:, None, :, :]
-            ok = np.all(~held[..., None] | (pres & ~top & (key == k0) & (conc == c0)), axis=1)
+            c0 = code[wi, i0, ci][:, None, :, :]
+            ok = np.all(~held[..., None] | ((code > 0) & (code == c0)), axis=1)
             base = t.take(((wi * R + i0) * C + ci).reshape(-1))
         ok = ok.reshape(W * (R if axis == 1 else C), F)
         if top_fields is None:
             top_fields = np.zeros(F, bool)
-        conflict = ~ok & top_fields[None, :] & base.pres
-        base.pres = base.pres & (ok | conflict)
-        base.top = (base.top & ok) | conflict
+        # constant: kept; varying, in a field the other operand lacks: ⊤ (the MMA mixed
+        # rows or columns); else dropped
+        conflict = ~ok & top_fields[None, :] & (base.code != ABSENT)
+        base.code = np.where(conflict, TOP, np.where(ok, base.code, ABSENT))
         return base
 
     def _pair_warps(self, check: PairCheck, X: dict, Y: dict, fields: tuple | None,
@@ -1159,13 +1291,14 @@ class Engine:
         hx = X["held"].reshape(W, R, K)
         hy = Y["held"].reshape(W, K, C)
         check.compared += int((hx.sum(axis=1) * hy.sum(axis=2)).sum())
-        fx = np.any(tx.pres[X["held"]], axis=0) if X["held"].any() else np.zeros(F, bool)
-        fy = np.any(ty.pres[Y["held"]], axis=0) if Y["held"].any() else np.zeros(F, bool)
+        fx, fy = X["fields"], Y["fields"]
         common = fsel & fx & fy
         if not common.any():
             return
-        px_all = tx.pres.reshape(W, R, K, F)
-        py_all = ty.pres.reshape(W, K, C, F)
+        code_x = tx.code.reshape(W, R, K, F)
+        code_y = ty.code.reshape(W, K, C, F)
+        px_all = code_x != ABSENT
+        py_all = code_y != ABSENT
         cx = hx & np.all(px_all[..., common], axis=3)
         cy = hy & np.all(py_all[..., common], axis=3)
         check.covered += int((cx.sum(axis=1) * cy.sum(axis=2)).sum())
@@ -1173,22 +1306,25 @@ class Engine:
             return
         big = np.iinfo(np.int64).max
         bad = np.zeros((W, K), bool)
+        # per field, the (warp, k) slots that can violate: the same operands are often
+        # checked twice (an assert_conform, then the MMA's own pairing check)
+        memo = X.setdefault("pair_memo", {})
         for f in np.nonzero(common)[0]:
+            hit = memo.get((id(Y), int(f)))
+            if hit is not None and hit[0] is Y:
+                bad |= hit[1]
+                continue
             px = px_all[..., f] & hx
             py = py_all[..., f] & hy
-            kx = tx.key[:, f].reshape(W, R, K).astype(np.int64)
-            cxv = tx.conc[:, f].reshape(W, R, K)
-            ky = ty.key[:, f].reshape(W, K, C).astype(np.int64)
-            cyv = ty.conc[:, f].reshape(W, K, C)
-            topx = (tx.top[:, f].reshape(W, R, K) & px).any(axis=1)
-            topy = (ty.top[:, f].reshape(W, K, C) & py).any(axis=2)
-            kxmin, kxmax = np.where(px, kx, big).min(1), np.where(px, kx, -big).max(1)
-            cxmin, cxmax = np.where(px, cxv, big).min(1), np.where(px, cxv, -big).max(1)
-            kymin, kymax = np.where(py, ky, big).min(2), np.where(py, ky, -big).max(2)
-            cymin, cymax = np.where(py, cyv, big).min(2), np.where(py, cyv, -big).max(2)
-            same = (kxmin == kxmax) & (cxmin == cxmax) & (kymin == kymax) & \
-                (cymin == cymax) & (kxmin == kymin) & (cxmin == cymin)
-            bad |= px.any(axis=1) & py.any(axis=2) & (topx | topy | ~same)
+            vx, vy = code_x[..., f], code_y[..., f]
+            # one value along the row of x and the column of y, the same, not ⊤ (TOP = -1
+            # is below every value)
+            xmin, xmax = np.where(px, vx, big).min(1), np.where(px, vx, -big).max(1)
+            ymin, ymax = np.where(py, vy, big).min(2), np.where(py, vy, -big).max(2)
+            same = (xmin == xmax) & (ymin == ymax) & (xmin == ymin) & (xmin > 0)
+            bad_f = px.any(axis=1) & py.any(axis=2) & ~same
+            memo[(id(Y), int(f))] = (Y, bad_f)
+            bad |= bad_f
         if not bad.any():
             return
         ixs, iys = [], []
@@ -1198,49 +1334,6 @@ class Engine:
             ixs.append(np.repeat((w * R + mx) * K + k, len(my)))
             iys.append(np.tile((w * K + k) * C + my, len(mx)))
         self._find(check, X, Y, np.concatenate(ixs), np.concatenate(iys), common, op)
-
-    def _warp_dense(self, x: FragVal, tab: np.ndarray, ts: np.ndarray, shape: tuple) -> dict:
-        """Dense (shape) tags of the elements the warp's threads hold (+ holder thread)."""
-        V = x.V
-        coords = tab[ts].reshape(-1, 2)
-        flat = (ts[:, None] * V + np.arange(V)[None, :]).reshape(-1)
-        lin = coords[:, 0] * shape[1] + coords[:, 1]
-        n = shape[0] * shape[1]
-        order = np.arange(len(lin))[::-1]
-        pick = np.full(n, -1, np.int64)
-        pick[lin[order]] = flat[order]
-        held = pick >= 0
-        tags = x.tags.take(np.where(held, pick, 0))
-        tags.pres &= held[:, None]
-        holder = np.where(held, pick // V, -1)
-        reg = np.where(held, pick % V, -1)
-        return {"tags": tags, "holder": holder, "reg": reg, "held": held, "shape": shape}
-
-    def _constant_along(self, D: dict, axis: int) -> Tags:
-        t: Tags = D["tags"]
-        rows, cols = D["shape"]
-        F = self.F
-        shp = (rows, cols)
-        pres = t.pres.reshape(rows, cols, F)
-        top = t.top.reshape(rows, cols, F)
-        key = t.key.reshape(rows, cols, F)
-        conc = t.conc.reshape(rows, cols, F)
-        held = D["held"].reshape(shp)
-        if axis == 1:
-            idx0 = np.argmax(held, axis=1)
-            r = np.arange(rows)
-            ok = np.all(~held[:, :, None] | (pres & ~top & (key == key[r, idx0][:, None]) &
-                                             (conc == conc[r, idx0][:, None])), axis=1)
-            base = t.take(r * cols + idx0)
-        else:
-            idx0 = np.argmax(held, axis=0)
-            cidx = np.arange(cols)
-            ok = np.all(~held[:, :, None] | (pres & ~top & (key == key[idx0, cidx][None, :]) &
-                                             (conc == conc[idx0, cidx][None, :])), axis=0)
-            base = t.take(idx0 * cols + cidx)
-        base.pres = base.pres & ok
-        base.top = base.top & ok
-        return base
 
     # ------------------------------------------------------------------ pairing checks
 
@@ -1259,14 +1352,14 @@ class Engine:
         tx, ty = X["tags"], Y["tags"]
         fsel = np.ones(F, bool) if fields is None else np.array(
             [f in fields for f in self.fields])
-        fx = np.any(tx.pres[X["held"]], axis=0) if X["held"].any() else np.zeros(F, bool)
-        fy = np.any(ty.pres[Y["held"]], axis=0) if Y["held"].any() else np.zeros(F, bool)
+        fx, fy = _fields_held(tx.code, X["held"]), _fields_held(ty.code, Y["held"])
         common = fsel & fx & fy
         if contract is None:
             ix = np.nonzero(X["held"] & Y["held"])[0]
             iy = ix
             check.compared += len(ix)
-            cov = np.all(tx.pres[ix][:, common] & ty.pres[iy][:, common], axis=1) \
+            cov = np.all((tx.code[ix][:, common] != ABSENT) &
+                         (ty.code[iy][:, common] != ABSENT), axis=1) \
                 if common.any() else np.zeros(len(ix), bool)
             check.covered += int(cov.sum())
             if check.violation is None and check.unknown is None and common.any():
@@ -1290,34 +1383,24 @@ class Engine:
         check.compared += int((nx * ny).sum())
         if not common.any():
             return
-        cx = hx & np.all(tx.pres[xi][:, :, common], axis=2)
-        cy = hy & np.all(ty.pres[yi][:, :, common], axis=2)
+        vx_all, vy_all = tx.code[xi], ty.code[yi]            # (ox, kx, F), (kx, oy, F)
+        cx = hx & np.all(vx_all[:, :, common] != ABSENT, axis=2)
+        cy = hy & np.all(vy_all[:, :, common] != ABSENT, axis=2)
         check.covered += int((cx.sum(axis=0) * cy.sum(axis=1)).sum())
         if check.violation is not None or check.unknown is not None:
             return
+        big = np.iinfo(np.int64).max
         bad_k = np.zeros(kx, bool)
         for f in np.nonzero(common)[0]:
-            px = tx.pres[xi, f] & hx
-            py = ty.pres[yi, f] & hy
-            anyx, anyy = px.any(axis=0), py.any(axis=1)
-            topx = (tx.top[xi, f] & px).any(axis=0)
-            topy = (ty.top[yi, f] & py).any(axis=1)
-            big = np.iinfo(np.int64).max
-            kxv = np.where(px, tx.key[xi, f], -1).astype(np.int64)
-            cxv = np.where(px, tx.conc[xi, f], 0)
-            kyv = np.where(py, ty.key[yi, f], -1).astype(np.int64)
-            cyv = np.where(py, ty.conc[yi, f], 0)
-            kxmin = np.where(px, kxv, big).min(axis=0)
-            kxmax = np.where(px, kxv, -big).max(axis=0)
-            cxmin = np.where(px, cxv, big).min(axis=0)
-            cxmax = np.where(px, cxv, -big).max(axis=0)
-            kymin = np.where(py, kyv, big).min(axis=1)
-            kymax = np.where(py, kyv, -big).max(axis=1)
-            cymin = np.where(py, cyv, big).min(axis=1)
-            cymax = np.where(py, cyv, -big).max(axis=1)
-            const = (kxmin == kxmax) & (cxmin == cxmax) & (kymin == kymax) & (cymin == cymax)
-            same = const & (kxmin == kymin) & (cxmin == cymin)
-            bad_k |= anyx & anyy & (topx | topy | ~same)
+            vx, vy = vx_all[:, :, f], vy_all[:, :, f]
+            px = (vx != ABSENT) & hx
+            py = (vy != ABSENT) & hy
+            # one value along x's other axis and along y's, the same, not ⊤ (TOP = -1 is
+            # below every value)
+            xmin, xmax = np.where(px, vx, big).min(axis=0), np.where(px, vx, -big).max(axis=0)
+            ymin, ymax = np.where(py, vy, big).min(axis=1), np.where(py, vy, -big).max(axis=1)
+            same = (xmin == xmax) & (ymin == ymax) & (xmin == ymin) & (xmin > 0)
+            bad_k |= px.any(axis=0) & py.any(axis=1) & ~same
         for k in np.nonzero(bad_k)[0]:
             mx = np.nonzero(hx[:, k])[0]
             my = np.nonzero(hy[k, :])[0]
@@ -1331,10 +1414,14 @@ class Engine:
               common: np.ndarray, op: Op) -> None:
         """Among explicit pairs, find the minimal one whose tags can differ (SMT if needed)."""
         tx, ty = X["tags"], Y["tags"]
-        both = tx.pres[ix] & ty.pres[iy] & common[None, :]
-        topv = both & (tx.top[ix] | ty.top[iy])
-        diffk = both & ~topv & (tx.key[ix] != ty.key[iy])
-        diffc = both & ~topv & (tx.key[ix] == ty.key[iy]) & (tx.conc[ix] != ty.conc[iy])
+        vx, vy = tx.code[ix], ty.code[iy]
+        both = (vx != ABSENT) & (vy != ABSENT) & common[None, :]
+        topv = both & ((vx == TOP) | (vy == TOP))
+        neq = both & ~topv & (vx != vy)
+        if not neq.any() and not topv.any():
+            return
+        diffk = neq & ((vx >> _SHIFT) != (vy >> _SHIFT))      # symbolic parts differ
+        diffc = neq & ~diffk                                  # concrete parts differ
         cand = np.any(topv | diffk | diffc, axis=1)
         if not cand.any():
             return
@@ -1349,8 +1436,7 @@ class Engine:
                 if 1 in g:
                     continue
                 if diffk[p, f]:
-                    res = self.solver.differ(int(tx.key[ix[p], f]), int(tx.conc[ix[p], f]),
-                                             int(ty.key[iy[p], f]), int(ty.conc[iy[p], f]), g)
+                    res = self.solver.differ(*unpack(vx[p, f]), *unpack(vy[p, f]), g)
                 else:
                     res = self.solver.satisfiable(g)
                 if res.status == "unsat":
@@ -1367,23 +1453,23 @@ class Engine:
         tx, ty = X["tags"], Y["tags"]
 
         def val(t: Tags, i: int, ff: int) -> Any:
-            if not t.pres[i, ff]:
+            c = int(t.code[i, ff])
+            if c == ABSENT:
                 return None
-            if t.top[i, ff]:
+            if c == TOP:
                 return "⊤"
-            return self._concretize(int(t.key[i, ff]), int(t.conc[i, ff]), model)
+            return self._concretize(*unpack(c), model)
 
         def fields_of(t: Tags, i: int) -> dict:
             return {name: val(t, i, ff) for ff, name in enumerate(self.fields)
-                    if t.pres[i, ff]}
+                    if t.code[i, ff] != ABSENT}
 
         hx, hy = int(X["holder"][ix]), int(Y["holder"][iy])
         threads = []
         for h in (hx, hy):
             if h >= 0 and h not in [x["thread"] for x in threads]:
                 threads.append({"thread": h, "warp": h // self.ws, "lane": h % self.ws})
-        cx = np.unravel_index(ix, X["shape"])
-        cy = np.unravel_index(iy, Y["shape"])
+        cx, cy = _slot(X, ix), _slot(Y, iy)
         points = []
         for t, i, label in ((tx, ix, "x"), (ty, iy, "y")):
             s = int(t.src[i])
@@ -1428,14 +1514,29 @@ class Engine:
             return int(conc)
         total = int(conc)
         for a, c in self.tab.lins[key]:
-            name = str(self.tab.atoms[a])
-            if name not in model:
-                if self.tab.atoms[a].kind == "pid":
-                    model[name] = 0          # the witness' block: lowest program ids
-                else:
-                    return self.tab.format(key, conc)
-            total += c * int(model[name])
+            v = self._atom_value(a, model)
+            if v is None:
+                return self.tab.format(key, conc)
+            total += c * v
         return total
+
+    def _atom_value(self, a: int, model: dict) -> int | None:
+        """The value of atom ``a`` under a witness' model: an unknown from the model, an
+        opaque term (``h // GROUP``) evaluated from its operands as the solver defines it
+        (see :mod:`~ave_core.analysis.smt`), None when it depends on something unknown."""
+        at = self.tab.atoms[a]
+        if at.kind == "op":
+            name, (ka, ca), (kb, cb) = at.args
+            x, y = self._concretize(ka, ca, model), self._concretize(kb, cb, model)
+            if not isinstance(x, int) or not isinstance(y, int):
+                return None
+            return _eval_opaque(name, x, y)
+        name = str(at)
+        if name not in model:
+            if at.kind != "pid":
+                return None
+            model[name] = 0          # the witness' block: lowest program ids
+        return int(model[name])
 
     # ------------------------------------------------------------------ assertions
 
@@ -1467,8 +1568,8 @@ class Engine:
             if lx is not None and ly is not None and contract == (1, 0) else None
         if tiled is not None and contract == (1, 0):
             at = tiled.atom.threads
-            X = self._warps_dense(x, lx, at, tx.shape)
-            Y = self._warps_dense(y, ly, at, ty.shape)
+            X = self._warps_dense(x, lx, at, tx.shape, "a")
+            Y = self._warps_dense(y, ly, at, ty.shape, "b")
             self._pair_warps(check, X, Y, fields, op)
         else:
             X = self._dense_frag(x, tx)
@@ -1489,7 +1590,12 @@ class Engine:
         ay = self.shared_addresses(y, cy)
         bx = (ax[:, None] + np.arange(x.dtype.bytes)).reshape(-1)
         by = (ay[:, None] + np.arange(y.dtype.bytes)).reshape(-1)
-        common = np.intersect1d(bx, by)
+        # bytes of y that x also covers (a byte map over the shared-memory window: sorted
+        # distinct overlap bytes, as np.intersect1d would give, without its sort)
+        hit = np.zeros(int(max(bx.max(), by.max())) + 1, bool)
+        hit[bx] = True
+        hx = hit[by]
+        common = np.unique(by[hx]) if hx.any() else by[:0]
         check.compared = 1
         check.covered = 1
         if common.size:
@@ -1537,6 +1643,61 @@ class Engine:
 
     def op_scf_for(self, op):
         raise AnalysisLimit("a loop survived unrolling", op)
+
+
+def _fields_held(code: np.ndarray, held: np.ndarray) -> np.ndarray:
+    """(F,) bool: the fields some held element carries (ABSENT is 0)."""
+    if held.all():
+        return np.array([code[:, f].any() for f in range(code.shape[1])], bool)
+    if not held.any():
+        return np.zeros(code.shape[1], bool)
+    return code[held].any(axis=0)
+
+
+def _slot(D: dict, i: int) -> tuple[int, ...]:
+    """The operand-tile coordinates of slot ``i`` of a dense operand (per-warp dense
+    operands hold one, possibly row- or column-cut, tile per warp)."""
+    n = int(np.prod(D["shape"]))
+    w, c = divmod(int(i), n)
+    crd = [int(x) for x in np.unravel_index(c, D["shape"])]
+    if D.get("rows") is not None:
+        crd[0] = int(D["rows"][w, crd[0]])
+    if D.get("cols") is not None:
+        crd[1] = int(D["cols"][w, crd[1]])
+    return tuple(crd)
+
+
+def _i32(v: int) -> int:
+    v &= 0xFFFFFFFF
+    return v - (1 << 32) if v & 0x80000000 else v
+
+
+def _eval_opaque(name: str, x: int, y: int) -> int | None:
+    """An opaque integer operation on concrete operands, with the solver's definition:
+    floor division and modulo (0 for a zero divisor), bitwise ops on 32-bit two's
+    complement, logical right shift."""
+    if name == "floordiv":
+        return 0 if y == 0 else x // y
+    if name == "mod":
+        return 0 if y == 0 else x % y
+    if name == "mul":
+        return x * y
+    if name == "min":
+        return min(x, y)
+    if name == "max":
+        return max(x, y)
+    ux, uy = x & 0xFFFFFFFF, y & 0xFFFFFFFF
+    if name == "and":
+        return _i32(ux & uy)
+    if name == "or":
+        return _i32(ux | uy)
+    if name == "xor":
+        return _i32(ux ^ uy)
+    if name == "shl":
+        return _i32(ux << uy) if uy < 32 else 0
+    if name == "shr":
+        return _i32(ux >> uy) if uy < 32 else 0
+    return None
 
 
 def _same_sym(a: Any, b: Any) -> bool:

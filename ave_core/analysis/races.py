@@ -31,6 +31,9 @@ from typing import Any
 import numpy as np
 
 
+_MAX = np.iinfo(np.int64).max
+
+
 class RaceTracker:
     """Per-granule epoch state (see the module docstring)."""
 
@@ -48,6 +51,8 @@ class RaceTracker:
         self.p_thread = np.full(ngran, -1, np.int64)
         self.p_at = np.full(ngran, -1, np.int64)
         self.points: list = []                          # (op, loops)
+        self._scratch_lo = np.full(ngran, _MAX, np.int64)
+        self._scratch_hi = np.full(ngran, -1, np.int64)
         self.findings: list = []
 
     # ------------------------------------------------------------------ journaling
@@ -99,19 +104,19 @@ class RaceTracker:
                          int(self.w_at[g[i]]), at, "a write")
         self._save(("r_epoch", "r_lo", "r_hi", "r_at"), g)
         fresh = self.r_epoch[g] != self.epoch
-        lo = np.where(fresh, np.iinfo(np.int64).max, self.r_lo[g])
-        hi = np.where(fresh, -1, self.r_hi[g])
-        # several granules of one access may be the same granule: reduce per granule
-        np.minimum.at(lo, np.arange(len(g)), t)
-        np.maximum.at(hi, np.arange(len(g)), t)
-        glo = np.full(len(self.r_lo), np.iinfo(np.int64).max)
-        ghi = np.full(len(self.r_hi), -1)
-        np.minimum.at(glo, g, lo)
-        np.maximum.at(ghi, g, hi)
+        lo = np.minimum(np.where(fresh, _MAX, self.r_lo[g]), t)
+        hi = np.maximum(np.where(fresh, -1, self.r_hi[g]), t)
+        # several elements of one access may be the same granule: reduce per granule, in
+        # scratch arrays kept at (MAX, -1) between accesses
+        slo, shi = self._scratch_lo, self._scratch_hi
+        np.minimum.at(slo, g, lo)
+        np.maximum.at(shi, g, hi)
         self.r_epoch[g] = self.epoch
-        self.r_lo[g] = glo[g]
-        self.r_hi[g] = ghi[g]
+        self.r_lo[g] = slo[g]
+        self.r_hi[g] = shi[g]
         self.r_at[g] = at
+        slo[g] = _MAX
+        shi[g] = -1
 
     def write(self, g: np.ndarray, t: np.ndarray, op: Any, since: int | None = None,
               at: int | None = None, differs: np.ndarray | None = None) -> None:

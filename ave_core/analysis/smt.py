@@ -35,6 +35,7 @@ class Solver:
     def __init__(self, tab: SymTable, conds: CondTable, timeout_ms: int = 2000) -> None:
         import z3  # lazy: the analysis is the only user
         self.z3 = z3
+        self._ctx: Any = None
         self.tab = tab
         self.conds = conds
         self.timeout_ms = timeout_ms
@@ -43,6 +44,57 @@ class Solver:
         self.queries = 0
         #: seconds spent in z3 (building and checking queries), for the latency benchmark
         self.time_s = 0.0
+
+    @property
+    def ctx(self) -> Any:
+        """This analysis' own z3 context (made on first use: a kernel that needs no query
+        does not pay for it).
+
+        z3's models depend on everything its context has seen, so with the shared default
+        context the same kernel could get a different witness (other sizes, other program
+        ids) depending on what the process checked before (a language server checks many
+        files). One context per analysis: witnesses are reproducible."""
+        if self._ctx is None:
+            self._ctx = self.z3.Context()
+        return self._ctx
+
+    #: the order in which a witness' unknowns are made small (program ids first: the
+    #: witness' block; then grid sizes, tensor sizes and strides, scalars, loaded values)
+    _RANK = {"pid": 0, "nprog": 1, "dim": 2, "stride": 3, "param": 4, "load": 5}
+
+    def canonical_model(self, s: Any, first: tuple = ()) -> Any:
+        """The lexicographically smallest model of the (satisfiable) hard assertions of
+        ``s``: ``first`` minimized first, then ``|atom|`` for every atom in a fixed order
+        (:data:`_RANK`, then by name). z3's own model depends on the search, which depends
+        on what the process did before (z3's symbol table is global), so the same kernel
+        could get another witness after other files were checked; this one is the same
+        every time. Falls back to ``s``'s model when the solver budget runs out."""
+        z3 = self.z3
+        o = z3.Optimize(ctx=self.ctx)
+        o.set("timeout", self.timeout_ms)
+        o.set(priority="lex")
+        o.add(*s.assertions())
+        for t in first:
+            o.minimize(t)
+        items = sorted((self._RANK.get(a.kind, 9), str(a), self._atoms[i])
+                       for i, a in enumerate(self.tab.atoms)
+                       if i in self._atoms and a.kind != "op")
+        for _, _, z in items:
+            o.minimize(z3.If(z >= 0, z, -z))
+        if o.check() == z3.sat:
+            return o.model()
+        return s.model()
+
+    def model_dict(self, m: Any) -> dict[str, int]:
+        """Atom text -> value of a model (opaque terms left out)."""
+        out = {}
+        for i, z in self._atoms.items():
+            if self.tab.atoms[i].kind != "op":
+                try:
+                    out[str(self.tab.atoms[i])] = m.eval(z, model_completion=True).as_long()
+                except Exception:
+                    pass
+        return out
 
     def atom(self, i: int) -> Any:
         z = self._atoms.get(i)
@@ -71,9 +123,9 @@ class Solver:
             elif name == "max":
                 z = z3.If(x > y, x, y)
             else:
-                z = z3.Int(f"t{i}")
+                z = z3.Int(f"t{i}", self.ctx)
         else:
-            z = z3.Int(str(a))
+            z = z3.Int(str(a), self.ctx)
             if a.kind in ("dim", "stride", "nprog"):
                 self._domain.append(z >= 1)
             elif a.kind == "pid":
@@ -89,22 +141,22 @@ class Solver:
     def lin(self, key: int, conc: int) -> Any:
         z3 = self.z3
         terms = [c * self.atom(a) for a, c in self.tab.lins[key]]
-        return z3.Sum(terms) + int(conc) if terms else z3.IntVal(int(conc))
+        return z3.Sum(terms) + int(conc) if terms else z3.IntVal(int(conc), self.ctx)
 
     def cond(self, cid: Any) -> Any:
         z3 = self.z3
         if isinstance(cid, (list, tuple)):
-            return z3.And(*[self.cond(c) for c in cid]) if cid else z3.BoolVal(True)
+            return z3.And(*[self.cond(c) for c in cid]) if cid else z3.BoolVal(True, self.ctx)
         if cid == 0:
-            return z3.BoolVal(True)
+            return z3.BoolVal(True, self.ctx)
         if cid == 1:
-            return z3.BoolVal(False)
+            return z3.BoolVal(False, self.ctx)
         out = []
         for c in self.conds.sets[cid]:  # type: ignore[union-attr]
             e = self.lin(c.key, c.conc)
             out.append({"lt": e < 0, "le": e <= 0, "gt": e > 0, "ge": e >= 0, "eq": e == 0,
                         "ne": e != 0}[c.pred])
-        return z3.And(*out) if out else z3.BoolVal(True)
+        return z3.And(*out) if out else z3.BoolVal(True, self.ctx)
 
     def differ(self, ka: int, ca: int, kb: int, cb: int, guard: Any) -> SolveResult:
         """Can ``LIN[ka] + ca != LIN[kb] + cb`` under condition ``guard``?"""
@@ -117,7 +169,7 @@ class Solver:
     def _differ(self, ka: int, ca: int, kb: int, cb: int, guard: Any) -> SolveResult:
         z3 = self.z3
         self.queries += 1
-        s = z3.Solver()
+        s = z3.Solver(ctx=self.ctx)
         s.set("timeout", self.timeout_ms)
         lhs, rhs = self.lin(ka, ca), self.lin(kb, cb)
         g = self.cond(guard)
@@ -137,15 +189,8 @@ class Solver:
             return SolveResult("unsat", {})
         if r == z3.unknown:
             return SolveResult("unknown", {}, s.reason_unknown() or "solver budget exhausted")
-        m = s.model()
-        model = {}
-        for i, z in self._atoms.items():
-            if self.tab.atoms[i].kind != "op":
-                v = m.eval(z, model_completion=True)
-                try:
-                    model[str(self.tab.atoms[i])] = v.as_long()
-                except Exception:
-                    pass
+        m = self.canonical_model(s)
+        model = self.model_dict(m)
         model["__lhs"] = m.eval(lhs, model_completion=True).as_long()
         model["__rhs"] = m.eval(rhs, model_completion=True).as_long()
         return SolveResult("sat", model)
@@ -163,7 +208,7 @@ class Solver:
         if guard == 0 or guard == []:
             return SolveResult("sat", {})
         self.queries += 1
-        s = z3.Solver()
+        s = z3.Solver(ctx=self.ctx)
         s.set("timeout", self.timeout_ms)
         s.add(*self._domain_for(guard))
         s.add(self.cond(guard))
@@ -172,15 +217,7 @@ class Solver:
             return SolveResult("unsat", {})
         if r == z3.unknown:
             return SolveResult("unknown", {}, s.reason_unknown() or "solver budget exhausted")
-        m = s.model()
-        model = {}
-        for i, z in self._atoms.items():
-            if self.tab.atoms[i].kind != "op":
-                try:
-                    model[str(self.tab.atoms[i])] = m.eval(z, model_completion=True).as_long()
-                except Exception:
-                    pass
-        return SolveResult("sat", model)
+        return SolveResult("sat", self.model_dict(self.canonical_model(s)))
 
     def _domain_for(self, guard: int) -> list:
         self.cond(guard)

@@ -122,6 +122,32 @@ class SymTable:
         return " + ".join(parts).replace("+ -", "- ")
 
 
+#: A tag field's value, packed in one int64: ``ABSENT`` (0) = the field is absent (⊥),
+#: ``TOP`` (-1) = ⊤ (conflict), else ``(key << 40) + conc + 2**39`` for ``LIN[key] + conc``
+#: (key >= 0, |conc| < 2**39): one int64 compare decides "same value", one gather moves it.
+ABSENT = 0
+TOP = -1
+_SHIFT = 40
+_BIAS = 1 << 39
+_CMASK = (1 << _SHIFT) - 1
+
+
+def unpack(code: Any) -> tuple[int, int]:
+    """(key, conc) of one packed value (not ABSENT or TOP)."""
+    c = int(code)
+    return c >> _SHIFT, (c & _CMASK) - _BIAS
+
+
+def code_key(code: np.ndarray) -> np.ndarray:
+    """The keys of packed values (0 where absent or ⊤)."""
+    return np.where(code > 0, code >> _SHIFT, 0)
+
+
+def code_conc(code: np.ndarray) -> np.ndarray:
+    """The concrete parts of packed values (0 where absent or ⊤)."""
+    return np.where(code > 0, (code & _CMASK) - _BIAS, 0)
+
+
 class SymInt:
     """Many symbolic integers at once: ``LIN[key] + conc`` elementwise (same shapes)."""
 
@@ -162,6 +188,24 @@ def _unique_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.array([[c[0] for c in flat]]) if first.size else np.zeros((0, len(flat)),
                                                                           np.int64), \
             np.zeros(first.size, np.int64)
+    # Pack the columns into one int64 per row (mixed radix over each column's range): the
+    # 1-D unique sorts the codes in the same lexicographic order as np.unique(axis=0)
+    # would sort the rows, at a fraction of the cost. Falls back when the ranges overflow.
+    los = [int(c.min()) for c in flat]
+    spans = [int(c.max()) - lo + 1 for c, lo in zip(flat, los)]
+    total = 1
+    for s in spans:
+        total *= s
+    if total < (1 << 62):
+        code = np.zeros(first.size, np.int64)
+        for c, lo, s in zip(flat, los, spans):
+            code = code * s + (c - lo)
+        u, inv = np.unique(code, return_inverse=True)
+        out = np.empty((len(u), len(flat)), np.int64)
+        for j in range(len(flat) - 1, -1, -1):
+            out[:, j] = u % spans[j] + los[j]
+            u = u // spans[j]
+        return out, inv.reshape(-1)
     rows = np.stack(flat, axis=1)
     u, inv = np.unique(rows, axis=0, return_inverse=True)
     return u, inv.reshape(-1)
@@ -212,7 +256,7 @@ def sym_floordiv_mod(tab: SymTable, a: SymInt, b: SymInt, op: str) -> SymInt:
         # (d*q + c) // d == q + c // d and (d*q + c) % d == c % d when d divides every
         # coefficient of the symbolic part
         ka, ca, dc = np.broadcast_arrays(a.key, a.conc, b.conc)
-        uniq = np.unique(np.stack([ka.reshape(-1), dc.reshape(-1)], axis=1), axis=0)
+        uniq, _ = _unique_rows(ka, dc)
         good = {(int(k), int(d)) for k, d in uniq if d != 0 and tab.divisible(int(k), int(d))}
         if len(good) == len(uniq):
             d = np.where(dc == 0, 1, dc)
@@ -264,6 +308,7 @@ class CondTable:
         self.sets: list[frozenset[Cond] | None] = [frozenset(), None]
         self.ids: dict[frozenset[Cond], int] = {frozenset(): 0}
         self._and: dict[tuple[int, int], int] = {}
+        self._atomic: dict[tuple[str, int, int], int] = {}
 
     def of(self, conds: frozenset[Cond]) -> int:
         i = self.ids.get(conds)
@@ -272,6 +317,19 @@ class CondTable:
             self.sets.append(conds)
             self.ids[conds] = i
         return i
+
+    def atomic(self, pred: str, key: int, conc: int) -> int:
+        """Id of the one-condition conjunction ``LIN[key] + conc <pred> 0``."""
+        t = (pred, key, conc)
+        i = self._atomic.get(t)
+        if i is None:
+            i = self._atomic[t] = self.of(frozenset([Cond(pred, key, conc)]))
+        return i
+
+    def find_atomic(self, pred: str, key: int, conc: int) -> int | None:
+        """Id of ``LIN[key] + conc <pred> 0`` if some comparison built it, else None (every
+        one-condition conjunction is built by :meth:`atomic`)."""
+        return self._atomic.get((pred, key, conc))
 
     def conj(self, a: int, b: int) -> int:
         if a == 0 or a == b:
@@ -313,22 +371,28 @@ class CondTable:
         b = self.rows(b)
         n = max(a.shape[0], b.shape[0])
         a, b = self.rows(a, n), self.rows(b, n)
-        if not b.any():
+        na, nb = _used_columns(a), _used_columns(b)
+        if nb == 0:
             return a.copy()
-        if not a.any():
+        if na == 0:
             return b.copy()
-        both = np.concatenate([a, b], axis=1)
-        false = np.any(both == 1, axis=1)
-        # drop duplicates within a row, move zeros last
-        srt = np.sort(both, axis=1)[:, ::-1]
-        dup = np.zeros_like(srt, dtype=bool)
-        dup[:, 1:] = srt[:, 1:] == srt[:, :-1]
-        srt = np.where(dup, 0, srt)
-        srt = -np.sort(-srt, axis=1)
-        out = srt[:, :self.GUARD].astype(np.int32)
-        out[false] = 0
-        out[false, 0] = 1
-        return out
+        if a is b or np.array_equal(a, b):
+            # guard rows are kept canonical (distinct ids, largest first, zeros last), and
+            # a conjunction with itself is itself
+            return a.copy()
+        both = np.concatenate([a[:, :na], b[:, :nb]], axis=1)
+        if both.shape[1] == 2:
+            false = (both[:, 0] == 1) | (both[:, 1] == 1)
+            # one atomic condition per side: the larger first, a duplicate dropped
+            x, y = both[:, 0], both[:, 1]
+            hi, lo = np.maximum(x, y), np.minimum(x, y)
+            out = np.zeros((len(x), self.GUARD), np.int32)
+            out[:, 0] = hi
+            out[:, 1] = np.where(lo == hi, 0, lo)
+            out[false] = 0
+            out[false, 0] = 1
+            return out
+        return _canonical(both, self.GUARD)
 
     def truth(self, x: np.ndarray) -> np.ndarray:
         """Per row: 0 true, 1 false, 2 depends on runtime values."""
@@ -338,6 +402,31 @@ class CondTable:
     def members(self, row: np.ndarray) -> list[int]:
         return [int(c) for c in np.asarray(row).reshape(-1) if c != 0]
 
+
+
+def _used_columns(x: np.ndarray) -> int:
+    """How many leading columns of guard rows ``x`` hold any atomic condition."""
+    for j in range(x.shape[1] - 1, -1, -1):      # column scans: cheaper than any(axis=0)
+        if x[:, j].any():
+            return j + 1
+    return 0
+
+
+def _canonical(both: np.ndarray, width: int) -> np.ndarray:
+    """Guard rows from rows of atomic condition ids in any order: the distinct ids, largest
+    first, zeros last, cut to ``width``; a row holding the false condition (1) is false."""
+    false = np.any(both == 1, axis=1)
+    srt = np.sort(both, axis=1)[:, ::-1]
+    dup = np.zeros_like(srt, dtype=bool)
+    dup[:, 1:] = srt[:, 1:] == srt[:, :-1]
+    srt = np.where(dup, 0, srt)
+    srt = -np.sort(-srt, axis=1)
+    out = np.zeros((both.shape[0], width), np.int32)
+    w = min(width, srt.shape[1])
+    out[:, :w] = srt[:, :w]
+    out[false] = 0
+    out[false, 0] = 1
+    return out
 
 def _pairwise_cond(ct: CondTable, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     pairs = np.stack([a.reshape(-1), b.reshape(-1)], axis=1)
@@ -363,7 +452,6 @@ def sym_compare(tab: SymTable, ct: CondTable, pred: str, a: SymInt, b: SymInt) -
     if sym.any():
         ks, cs = d.key[sym], d.conc[sym]
         rows, inv = _unique_rows(ks, cs)
-        ids = np.array([ct.of(frozenset([Cond(pred, int(k), int(c))])) for k, c in rows],
-                       dtype=np.int32)
+        ids = np.array([ct.atomic(pred, k, c) for k, c in rows.tolist()], dtype=np.int32)
         out[sym] = ids[inv]
     return out

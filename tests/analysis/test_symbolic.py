@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ave_core.analysis.engine import Tags, agree, join
+from ave_core.analysis.engine import AnalysisLimit, Tags, agree, join, pack
 from ave_core.analysis.smt import Solver
-from ave_core.analysis.symbolic import (Atom, CondTable, SymInt, SymTable, sym_binop,
-                                        sym_compare)
+from ave_core.analysis.symbolic import (ABSENT, Atom, CondTable, SymInt, SymTable,
+                                        code_conc, code_key, sym_binop, sym_compare, unpack)
 
 
 def _eval(tab: SymTable, key: int, conc: int, env: dict) -> int:
@@ -93,10 +93,22 @@ def test_solver_decides_symbolic_differences():
 
 def _tags(n, pres, key, conc, F=2):
     t = Tags.bottom(n, F)
-    t.pres[:] = pres
-    t.key[:] = key
-    t.conc[:] = conc
+    t.code = np.where(np.asarray(pres), pack(np.asarray(key), np.asarray(conc)), ABSENT)
     return t
+
+
+def test_packed_values_round_trip():
+    keys = np.array([0, 0, 5, 123456, (1 << 23) - 1])
+    concs = np.array([0, -7, 2 ** 39 - 1, -(2 ** 39) + 1, 42])
+    code = pack(keys, concs)
+    assert (code > 0).all()                                     # never ABSENT or TOP
+    assert code_key(code).tolist() == keys.tolist()
+    assert code_conc(code).tolist() == concs.tolist()
+    assert [unpack(c) for c in code] == list(zip(keys.tolist(), concs.tolist()))
+    # equal packed values <=> equal (key, conc)
+    assert len(set(code.tolist())) == len(code)
+    with pytest.raises(AnalysisLimit):
+        pack(np.array([0]), np.array([2 ** 39]))
 
 
 def test_lattice_agree_and_join():

@@ -1,0 +1,86 @@
+"""The analysis' vectorized fast paths against their plain definitions (random inputs).
+
+Speed work replaced a few numpy idioms by cheaper ones (1-D unique of packed rows, guard
+conjunctions without a sort in the common cases, a probe row before the full "atom common
+to every row" test); each must give exactly what the definition gives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ave_core.analysis.accumulation import _common_atoms
+from ave_core.analysis.symbolic import CondTable, _unique_rows
+
+
+def _conj_reference(a: np.ndarray, b: np.ndarray, width: int = 4) -> np.ndarray:
+    """Guard conjunction by definition: the distinct atom ids of both rows, largest first,
+    zeros last, cut to ``width``; a row with the false condition (1) is false."""
+    out = np.zeros((a.shape[0], width), np.int32)
+    for i in range(a.shape[0]):
+        ids = sorted(({int(x) for x in a[i]} | {int(x) for x in b[i]}) - {0}, reverse=True)
+        if 1 in ids:
+            out[i, 0] = 1
+            continue
+        ids = ids[:width]
+        out[i, :len(ids)] = ids
+    return out
+
+
+def _canonical_rows(rng, n: int, atoms: int) -> np.ndarray:
+    rows = np.zeros((n, 4), np.int32)
+    for i in range(n):
+        k = int(rng.integers(0, atoms + 1))
+        ids = sorted({int(x) for x in rng.integers(2, 9, k)}, reverse=True)[:4]
+        if rng.random() < 0.05:
+            ids = [1]
+        rows[i, :len(ids)] = ids
+    return rows
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_conj_arrays_matches_definition(seed):
+    rng = np.random.default_rng(seed)
+    ct = CondTable()
+    for _ in range(200):
+        n = int(rng.integers(1, 12))
+        a = _canonical_rows(rng, n, int(rng.integers(0, 4)))
+        b = a.copy() if rng.random() < 0.15 else _canonical_rows(rng, n, int(rng.integers(0, 4)))
+        assert np.array_equal(ct.conj_arrays(a, b), _conj_reference(a, b))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_unique_rows_matches_numpy_axis0(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        n = int(rng.integers(1, 40))
+        cols = [rng.integers(-5, 5, n) * int(rng.choice([1, 1000, 1 << 20]))
+                for _ in range(int(rng.integers(2, 5)))]
+        u, inv = _unique_rows(*cols)
+        ref_u, ref_inv = np.unique(np.stack(cols, axis=1), axis=0, return_inverse=True)
+        assert np.array_equal(u, ref_u)
+        assert np.array_equal(inv, ref_inv.reshape(-1))
+    # ranges whose product overflows int64: the structured fallback
+    big = [np.array([0, 1 << 40, 0]), np.array([5, -(1 << 40), 5]), np.array([1, 2, 1])]
+    u, inv = _unique_rows(*big)
+    assert u.tolist() == [[0, 5, 1], [1 << 40, -(1 << 40), 2]] and inv.tolist() == [0, 1, 0]
+
+
+@pytest.mark.parametrize("axis", [1, 2])
+def test_common_atoms_matches_definition(axis):
+    rng = np.random.default_rng(axis)
+    for _ in range(1000):
+        W, R, K = (int(x) for x in rng.integers(1, 5, 3))
+        shape = (W, R, K) if axis == 1 else (W, K, R)
+        g = (rng.integers(0, 5, shape + (4,)) * (rng.random(shape + (4,)) < 0.6)).astype(
+            np.int32)
+        held = rng.random(shape) < 0.7
+        first = np.expand_dims(np.argmax(held, axis=axis), axis)[..., None]
+        cand = np.take_along_axis(g, first, axis=axis).squeeze(axis)
+        if rng.random() < 0.3:                        # every row the candidate's
+            g = np.broadcast_to(np.expand_dims(cand, axis), g.shape).copy()
+        c = np.expand_dims(cand, axis)                # (W, 1, K, G) or (W, K, 1, G)
+        inrow = np.any(g[..., None, :] == c[..., :, None], axis=-1)
+        ref = np.all(inrow | ~held[..., None], axis=axis) & (cand != 0)
+        assert np.array_equal(_common_atoms(g, cand, held, axis), ref)
