@@ -246,6 +246,7 @@ class Engine:
         self._pick_cache: dict = {}
         self._dense_cache: dict = {}
         self._addr_cache: dict = {}
+        self._mma_last: dict = {}
         self.tileds = []
         for op in kernel.walk():
             if op.name == "ave.mma" and op.attrs["tiled"] not in self.tileds:
@@ -1150,7 +1151,7 @@ class Engine:
         w = (np.arange(T) // at)[:, None]
         ri = self._kept_index(A, 0, w, tc[:, :, 0], BM)
         ci = self._kept_index(B, 1, w, tc[:, :, 1], BN)
-        new = agree([row.take(ri), col.take(ci)], self.conds)
+        new = self._mma_product_tags(tiled, row, col, ri, ci)
         out = agree([c.tags, new], self.conds) if c.tags.code.any() else new
         out.moved[:] = -1
         act = np.repeat(self.active, Vc)
@@ -1228,6 +1229,24 @@ class Engine:
                 self._dense_cache.pop(next(iter(self._dense_cache)))
             self._dense_cache[ck] = (x, out)
         return out
+
+    def _mma_product_tags(self, tiled: Any, row: Tags, col: Tags, ri: np.ndarray,
+                          ci: np.ndarray) -> Tags:
+        """Tags of an MMA's products, C[m, n] = agree(row m of A, column n of B), over the
+        C fragment. The k-steps of one MMA chain usually meet the same row and column tags
+        (Q's rows and K's keys for every k-slice of the head dimension): then the previous
+        k-step's products are reused (their ``moved`` is overwritten by the caller)."""
+        last = self._mma_last.get(id(tiled))
+        if last is not None and last[0] is tiled and all(
+                np.array_equal(x, y) for x, y in zip(last[1], (
+                    row.code, row.cond, row.src, row.via, col.code, col.cond, col.src,
+                    col.via, ri, ci))):
+            p = last[2]
+            return Tags(p.code, p.cond, p.src, np.full(p.n, -1, np.int32), p.via)
+        new = agree([row.take(ri), col.take(ci)], self.conds)
+        self._mma_last[id(tiled)] = (tiled, (row.code, row.cond, row.src, row.via, col.code,
+                                             col.cond, col.src, col.via, ri, ci), new)
+        return new
 
     @staticmethod
     def _kept_index(D: dict, dim: int, w: np.ndarray, coord: np.ndarray, full: int

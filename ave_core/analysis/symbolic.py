@@ -392,7 +392,9 @@ class CondTable:
             out[false] = 0
             out[false, 0] = 1
             return out
-        return _canonical(both, self.GUARD)
+        # rows are canonical (distinct ids, largest first, zeros last: every guard row is
+        # made here or from single ids), so the union is a merge of two sorted lists
+        return _merge_rows(a[:, :na], b[:, :nb], self.GUARD)
 
     def truth(self, x: np.ndarray) -> np.ndarray:
         """Per row: 0 true, 1 false, 2 depends on runtime values."""
@@ -412,27 +414,28 @@ def _used_columns(x: np.ndarray) -> int:
     return 0
 
 
-def _canonical(both: np.ndarray, width: int) -> np.ndarray:
-    """Guard rows from rows of atomic condition ids in any order: the distinct ids, largest
-    first, zeros last, cut to ``width``; a row holding the false condition (1) is false."""
-    false = np.any(both == 1, axis=1)
-    srt = np.sort(both, axis=1)[:, ::-1]
-    dup = np.zeros_like(srt, dtype=bool)
-    dup[:, 1:] = srt[:, 1:] == srt[:, :-1]
-    srt = np.where(dup, 0, srt)
-    srt = -np.sort(-srt, axis=1)
-    out = np.zeros((both.shape[0], width), np.int32)
-    w = min(width, srt.shape[1])
-    out[:, :w] = srt[:, :w]
+def _merge_rows(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
+    """Conjunction of canonical guard rows (see :meth:`CondTable.conj_arrays`): the merge of
+    two descending lists of distinct ids, duplicates once, cut to ``width``; a row where
+    either side is false (1) is false."""
+    n = a.shape[0]
+    false = np.any(a == 1, axis=1) | np.any(b == 1, axis=1)
+    z = np.zeros((n, 1), np.int32)
+    A, B = np.concatenate([a, z], axis=1), np.concatenate([b, z], axis=1)
+    ia = np.zeros(n, np.intp)
+    ib = np.zeros(n, np.intp)
+    r = np.arange(n)
+    out = np.zeros((n, width), np.int32)
+    for j in range(width):
+        ha, hb = A[r, ia], B[r, ib]
+        m = np.maximum(ha, hb)
+        out[:, j] = m
+        nz = m != 0
+        ia += (ha == m) & nz                      # both heads equal: both advance (once)
+        ib += (hb == m) & nz
     out[false] = 0
     out[false, 0] = 1
     return out
-
-def _pairwise_cond(ct: CondTable, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    pairs = np.stack([a.reshape(-1), b.reshape(-1)], axis=1)
-    uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
-    out = np.array([ct.conj(int(x), int(y)) for x, y in uniq], dtype=np.int32)
-    return out[inv.reshape(-1)].reshape(a.shape)
 
 
 _CMP = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
