@@ -741,7 +741,11 @@ class Engine:
                     f = self.fields.index(fname)
                     s: SymInt = env[v]
                     s = s.broadcast((n,))
-                    tags.code[:, f] = pack(s.key, s.conc)
+                    try:
+                        tags.code[:, f] = pack(s.key, s.conc)
+                    except AnalysisLimit as e:
+                        raise AnalysisLimit(f"the tag of `{t.name}`, field `{fname}`: {e}",
+                                            op) from None
                 break
             if rop.name == "arith.constant":
                 env[rop.result] = SymInt.const(int(rop.attrs["value"]))

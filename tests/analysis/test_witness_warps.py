@@ -41,3 +41,18 @@ def test_violation_in_a_later_warp(tmp_path):
     assert x["tags"]["k"] == 1 and x["tags"]["row"] == 64
     assert w["operands"]["y"]["tags"] == {"k": 0, "col": 0}
     assert "A holds k=1 (A[row=64, k=1]) but B holds k=0" in mma[0].message
+
+
+def test_tag_value_past_the_packed_range_is_unknown_at_the_tag(tmp_path):
+    """Tag values are packed in 40 bits (|value| < 2**39): a larger one is no tensor
+    coordinate; the analysis says so at the ``ave.tag`` (AVE205), it does not wrap."""
+    with open(os.path.join(ROOT, "examples", "gemm.py"), encoding="utf-8") as f:
+        text = f.read()
+    big = "A = ave.tag(A, lambda m, k: ave.label(row=m * 1099511627776 + 5, k=k))"
+    path = tmp_path / "gemm_big_tag.py"
+    path.write_text(text.replace(OLD, big), encoding="utf-8")
+    report = check_file(str(path))
+    (d,) = [d for d in report.diagnostics if d.code == "AVE205"]
+    assert "the tag of `A`, field `row`" in d.message and "2**39" in d.message
+    line = text.splitlines().index(next(ln for ln in text.splitlines() if OLD in ln))
+    assert d.range.start.line == line
