@@ -6,6 +6,10 @@ contains: an unreadable file is diagnostic ``AVE901``, a user error raised as
 an internal error ``AVE900``. :func:`check_paths` checks files and directories and builds
 the versioned JSON report (:func:`~ave_core.diagnostics.make_report`).
 
+With an :class:`ave_core.pool.AnalysisPool`, the analyses of a file's specializations
+run in worker processes and are merged in the serial order (:func:`start_check`): the
+report is the same.
+
 Only the standard library and :mod:`ave_core.diagnostics` are imported here; the front end
 is imported when the first file is checked.
 """

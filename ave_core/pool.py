@@ -50,11 +50,6 @@ from typing import Any, Callable
 PRELOAD = ["ave_core.pool", "ave_core.compiler.frontend", "ave_core.analysis",
            "ave_core.analysis.engine", "ave_core.analysis.smt", "z3"]
 
-#: A worker is replaced after this many units (a bound on what a long-lived worker may
-#: accumulate; forking a fresh one from the fork server takes milliseconds).
-MAX_UNITS_PER_WORKER = 100
-
-
 def cpu_count() -> int:
     """CPUs this process may run on (its affinity mask where the OS has one)."""
     try:
@@ -112,9 +107,11 @@ class AnalysisPool:
         """The live executor (started, with its workers warming up, on first use)."""
         with self._lock:
             if self._executor is None:
+                # (no max_tasks_per_child: up to Python 3.13/3.14 a worker that reaches
+                # it can deadlock the executor, CPython gh-115634; the workers release
+                # their memory after each unit instead, release_memory)
                 self._executor = ProcessPoolExecutor(
-                    max_workers=self.workers, mp_context=_context(),
-                    max_tasks_per_child=MAX_UNITS_PER_WORKER)
+                    max_workers=self.workers, mp_context=_context())
                 for _ in range(self.workers):    # spawn them all now, importing the analysis
                     self._executor.submit(run_unit, {"kind": "warm"})
             return self._executor

@@ -1,12 +1,15 @@
 """The Ave language server (pygls 2.x): diagnostics, hover, inlay hints, quick fixes.
 
 Checks run :func:`ave_core.check.check_file` on the editor's buffer in a worker thread
-(one at a time: z3's default context is not thread-safe), never on the event loop:
+(one at a time: z3's default context is not thread-safe), never on the event loop; the
+analyses of a file's specializations run in a pool of worker processes (the ``jobs``
+setting, :mod:`ave_core.pool`; started by the first check, kept for the server's life):
 
 * ``didOpen`` and ``didSave`` check the document now; ``didChange`` checks it after 300 ms
   of quiet when the ``checkOnChange`` setting is on;
 * a newer version of the document supersedes an older check: a queued one is cancelled,
-  a running one finishes in its thread and its result is dropped. Diagnostics are only
+  a running one stops waiting for its worker processes (their units that have not started
+  are cancelled) or finishes in its thread, and its result is dropped. Diagnostics are only
   ever delivered for the document's latest version, with that ``version``;
 * every delivery is the full current list (an empty list clears); a file that does not
   import Ave gets an empty list;
