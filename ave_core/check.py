@@ -268,8 +268,12 @@ def _start_in_pool(pool: Any, path: str, text: str, workspace: str | None, optio
             unit = pool_mod.source_unit(path, text, workspace, index, k,
                                         options, stamps)
         units.append(unit)
+    try:
+        batch = pool.start(units)
+    except Exception:  # noqa: BLE001 - no pool to be had (e.g. shutting down): here
+        _analyze_into(irs, kernels, diags, options)
+        return PendingCheck(FileReport(path, uses_ave, kernels, diags, files))
     pending = PendingCheck()
-    batch = pool.start(units)
     pending._batch = batch
 
     def finish(cancel: Any) -> FileReport:

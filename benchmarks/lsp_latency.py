@@ -12,9 +12,10 @@
     and that of its analysis worker processes (``jobs``, see docs/lsp.md "Parallel
     analysis"): their count, the sum of their RSS and of their PSS (shared pages divided
     among the processes sharing them, ``/proc/<pid>/smaps_rollup``).
-(e) ``--jobs 1 0``: each example is measured with each ``jobs`` setting in turn (sent in
-    ``workspace/configuration``), one right after the other (the same machine load);
-    ``1`` is the serial check in the server's process, ``0`` one worker per CPU core.
+(e) ``--jobs 1 0``: each example is measured with one server per ``jobs`` setting (sent
+    in ``workspace/configuration``), started together; every save goes to each server in
+    turn (the same machine load); ``1`` is the serial check in the server's process, ``0``
+    one worker per CPU core.
 (d) The reference: ``ave_core.check.check_file`` called directly (in this process, same
     texts, same options) after each save, interleaved (the same machine load), and the server's own overhead (median
     didSave -> diagnostics minus median check_file). The built-in ``<tiny>`` example (a
@@ -222,7 +223,11 @@ def pct(values: list[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
-async def save_latency(example: str, saves: int, ws: Path, jobs: int | None = None) -> dict:
+async def save_latency(example: str, saves: int, ws: Path,
+                       jobs_list: list[int | None]) -> list[dict]:
+    """didSave -> diagnostics of ``example``, one server per ``jobs`` value, all started
+    together; each save goes to every server in turn, then the reference check_file runs
+    on the same text (so every figure of a save is taken under the same machine load)."""
     if example == "<tiny>":
         src, path = TINY, ws / "tiny.py"
     else:
@@ -230,45 +235,56 @@ async def save_latency(example: str, saves: int, ws: Path, jobs: int | None = No
         path = ws / Path(example).name
     path.write_text(src, "utf-8")
     uri = path.as_uri()
-    c = await Client.spawn([sys.executable, "-m", "ave_lsp"], str(ws),
-                           {"jobs": jobs} if jobs is not None else None)
-    await c.request("initialize", init_params(ws))
-    c.notify("initialized", {})
-    c.notify("textDocument/didOpen", {"textDocument": {
-        "uri": uri, "languageId": "python", "version": 1, "text": src}})
-    await c.wait_publish(uri, 1)                     # warm-up: imports, z3, first check
+    clients = []
+    for jobs in jobs_list:
+        c = await Client.spawn([sys.executable, "-m", "ave_lsp"], str(ws),
+                               {"jobs": jobs} if jobs is not None else None)
+        await c.request("initialize", init_params(ws))
+        c.notify("initialized", {})
+        c.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": src}})
+        await c.wait_publish(uri, 1)                 # warm-up: imports, z3, first check
+        clients.append(c)
     reference = reference_checker(path, src, ws)
-    lat, ref = [], []
-    n_diags = None
+    lat: list[list[float]] = [[] for _ in clients]
+    ref = []
+    n_diags: list[int | None] = [None] * len(clients)
     for i in range(saves):
         version = i + 2
         text = src + f"\n# save {i}\n"
         path.write_text(text, "utf-8")
-        c.notify("textDocument/didChange", {
-            "textDocument": {"uri": uri, "version": version},
-            "contentChanges": [{"text": text}]})
-        t0 = time.perf_counter()
-        c.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
-        t1 = await c.wait_publish(uri, version)
-        lat.append((t1 - t0) * 1000)
+        for j, c in enumerate(clients):
+            c.notify("textDocument/didChange", {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{"text": text}]})
+            t0 = time.perf_counter()
+            c.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+            t1 = await c.wait_publish(uri, version)
+            lat[j].append((t1 - t0) * 1000)
+            n_diags[j] = len(next(p for _, p in reversed(c.publishes)
+                                  if p["uri"] == uri and p.get("version") == version)
+                              ["diagnostics"])
         ref.append(reference(text))                  # the same text, under the same load
-        n_diags = len(next(p for _, p in reversed(c.publishes)
-                           if p["uri"] == uri and p.get("version") == version)["diagnostics"])
-    rss = vm_rss_kib(c.proc.pid)
-    pss = pss_kib(c.proc.pid)
-    workers = worker_memory(c.proc.pid)
-    await c.close()
-    med = statistics.median(lat)
     from ave_core.pool import resolve_jobs
 
-    return {"example": example, "jobs": jobs, "workers": resolve_jobs(jobs)
-            if jobs != 1 else 0, "saves": saves, "median_ms": med,
-            "p95_ms": pct(lat, 0.95), "max_ms": max(lat), "diagnostics": n_diags,
+    out = []
+    for j, (c, jobs) in enumerate(zip(clients, jobs_list)):
+        rss = vm_rss_kib(c.proc.pid)
+        pss = pss_kib(c.proc.pid)
+        workers = worker_memory(c.proc.pid)
+        await c.close()
+        med = statistics.median(lat[j])
+        out.append({
+            "example": example, "jobs": jobs,
+            "workers": resolve_jobs(jobs) if jobs != 1 else 0, "saves": saves,
+            "median_ms": med, "p95_ms": pct(lat[j], 0.95), "max_ms": max(lat[j]),
+            "diagnostics": n_diags[j],
             "rss_mib": round(rss / 1024, 1) if rss else None,
             "pss_mib": round(pss / 1024, 1) if pss else None, "worker_memory": workers,
-            "samples_ms": lat,
+            "samples_ms": lat[j],
             "check_file_median_ms": statistics.median(ref),
-            "overhead_ms": med - statistics.median(ref), "check_file_samples_ms": ref}
+            "overhead_ms": med - statistics.median(ref), "check_file_samples_ms": ref})
+    return out
 
 
 def reference_checker(path: Path, src: str, ws: Path):
@@ -299,8 +315,8 @@ async def main_async(args: argparse.Namespace) -> dict:
             starts["minimal pygls"].append(await time_start([sys.executable, str(minimal)], ws))
         med = {k: statistics.median(v) * 1000 for k, v in starts.items()}
         ratio = med["ave-lsp"] / med["minimal pygls"]
-        saves = [await save_latency(ex, args.saves, ws, jobs)
-                 for ex in args.examples for jobs in args.jobs]
+        saves = [r for ex in args.examples
+                 for r in await save_latency(ex, args.saves, ws, args.jobs)]
     return {"start": {"starts": args.starts, "median_ms": med, "ratio": ratio,
                       "goal_ratio": START_GOAL,
                       "samples_ms": {k: [x * 1000 for x in v] for k, v in starts.items()}},
