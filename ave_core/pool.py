@@ -51,13 +51,21 @@ PRELOAD = ["ave_core.pool", "ave_core.compiler.frontend", "ave_core.analysis",
            "ave_core.analysis.engine", "ave_core.analysis.smt", "z3"]
 
 #: Whether a worker gives memory back to the OS (:func:`release_memory`) after a unit that
-#: left its resident size above :data:`RELEASE_ABOVE_MIB`.
+#: left its resident size above :func:`retain_mib`.
 RELEASE_MEMORY = True
 
-#: Resident size (MiB) above which a worker gives memory back after a unit. Giving it back
-#: after every unit would cost the next one 15-25 % (re-faulting the pages: measured on the
-#: flash-attention example); below this, the memory stays for the next unit.
-RELEASE_ABOVE_MIB = 512
+#: Resident memory (MiB) the workers of a pool may keep between units, all together: a
+#: worker gives memory back after a unit that left it above ``max(RELEASE_MIN_MIB,
+#: RETAIN_TOTAL_MIB / workers)``. Giving it back after every unit would cost the next one
+#: 15-25 % (re-faulting the pages: the flash-attention example's analysis touches about
+#: 1.2 GB); keeping everything would let each worker stay at that high-water mark.
+RETAIN_TOTAL_MIB = 3072
+RELEASE_MIN_MIB = 512
+
+
+def retain_mib(workers: int) -> float:
+    """What one of ``workers`` workers may keep resident between units (MiB)."""
+    return max(RELEASE_MIN_MIB, RETAIN_TOTAL_MIB / max(1, workers))
 
 
 def cpu_count() -> int:
@@ -178,8 +186,9 @@ class Batch:
 
     def __init__(self, pool: AnalysisPool, units: list[dict]) -> None:
         self.pool = pool
-        self.units = units
-        self.submitted = [pool.submit(u) for u in units]
+        keep = retain_mib(pool.workers)
+        self.units = [{**u, "retain_mib": keep} for u in units]
+        self.submitted = [pool.submit(u) for u in self.units]
 
     def cancel(self) -> None:
         """Cancel the units that have not started."""
@@ -321,7 +330,7 @@ def run_unit(unit: dict) -> dict:
     t0 = time.perf_counter()
     out = analyze_plain(kernel, options)
     del kernel
-    if RELEASE_MEMORY and (resident_mib() or 0) > RELEASE_ABOVE_MIB:
+    if RELEASE_MEMORY and (resident_mib() or 0) > unit.get("retain_mib", RELEASE_MIN_MIB):
         trim = threading.Timer(0.02, release_memory)   # once the result has been sent
         trim.daemon = True
         trim.start()

@@ -438,13 +438,13 @@ class Checker:
         def finish_one() -> None:
             f, fin = pending.pop(0)
             out[f] = fin()
-            if progress is not None:
-                progress.update(len(out), pending[0][0] if pending else None)
+            if progress is not None and pending:
+                progress.update(len(out), pending[0][0])     # the file now waited for
 
         try:
             for f in files:
-                while pending and sum(getattr(fin, "units", 0) for _, fin in pending) \
-                        >= max(window, 1):
+                while pending and (self.pool is None or not pending[0][1].units or sum(
+                        fin.units for _, fin in pending) >= window):
                     finish_one()
                 if progress is not None and not pending:
                     progress.update(len(out), f)

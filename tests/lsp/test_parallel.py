@@ -252,6 +252,9 @@ def test_one_specialization_stays_in_the_checking_process(tmp_path):
 def test_jobs_resolution_and_shared_pool():
     assert resolve_jobs(1) == 1 and resolve_jobs(3) == 3
     assert resolve_jobs(0) == resolve_jobs(None) == pool_mod.cpu_count() >= 1
+    # the memory workers keep between units: a shared budget, a floor per worker
+    assert pool_mod.retain_mib(2) == pool_mod.RETAIN_TOTAL_MIB / 2
+    assert pool_mod.retain_mib(10**6) == pool_mod.RELEASE_MIN_MIB
     shared = SharedPool()
     try:
         assert shared.get(1) is None                 # serial: no pool at all
@@ -261,3 +264,31 @@ def test_jobs_resolution_and_shared_pool():
         assert three is not two and three.workers == 3
     finally:
         shared.shutdown()
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.updates: list[tuple[int, str | None]] = []
+
+    def update(self, done: int, current: str | None) -> None:
+        self.updates.append((done, current))
+
+
+@pytest.mark.parametrize("with_pool", [False, True])
+def test_cli_progress_names_every_file_and_ends_once(pool, tmp_path, with_pool):
+    from ave_lsp import cli
+
+    plain, plain2 = tmp_path / "plain.py", tmp_path / "plain2.py"
+    plain.write_text("x = 1\n", "utf-8")
+    plain2.write_text("y = 2\n", "utf-8")
+    files = [str(plain), GEMM, "examples/mi300x/gemm_mfma.py", str(plain2)]
+    rec = _Recorder()
+    checker = cli.Checker(workspace=None, analyze=True, options=None, overrides={},
+                          pool=pool if with_pool else None)
+    out = checker.check_all(files, rec)
+    assert list(out) == files                               # in order
+    assert rec.updates[-1] == (len(files), None)
+    assert [c for _, c in rec.updates].count(None) == 1     # the display ends once, at the end
+    assert {c for _, c in rec.updates[:-1]} >= {GEMM, "examples/mi300x/gemm_mfma.py"}
+    done = [d for d, _ in rec.updates]
+    assert done == sorted(done)
