@@ -57,8 +57,8 @@ RELEASE_MEMORY = True
 #: Resident memory (MiB) the workers of a pool may keep between units, all together: a
 #: worker gives memory back after a unit that left it above ``max(RELEASE_MIN_MIB,
 #: RETAIN_TOTAL_MIB / workers)``. Giving it back after every unit would cost the next one
-#: 15-25 % (re-faulting the pages: the flash-attention example's analysis touches about
-#: 1.2 GB); keeping everything would let each worker stay at that high-water mark.
+#: 15-25 % (re-faulting the pages, measured on the flash-attention example); keeping
+#: everything would let each worker stay at its high-water mark.
 RETAIN_TOTAL_MIB = 3072
 RELEASE_MIN_MIB = 512
 
