@@ -6,6 +6,10 @@ contains: an unreadable file is diagnostic ``AVE901``, a user error raised as
 an internal error ``AVE900``. :func:`check_paths` checks files and directories and builds
 the versioned JSON report (:func:`~ave_core.diagnostics.make_report`).
 
+With an :class:`ave_core.pool.AnalysisPool`, the analyses of a file's specializations
+run in worker processes and are merged in the serial order (:func:`start_check`): the
+report is the same.
+
 Only the standard library and :mod:`ave_core.diagnostics` are imported here; the front end
 is imported when the first file is checked.
 """
@@ -150,7 +154,8 @@ def group_kernels(kernels: Iterable[Any]) -> list[dict]:
 
 
 def check_file(path: str, text: str | None = None, *, workspace: str | None = None,
-               analyze: bool = True, options: Any = None) -> FileReport:
+               analyze: bool = True, options: Any = None, pool: Any = None,
+               cancel: Any = None) -> FileReport:
     """Check one file.
 
     Args:
@@ -159,15 +164,61 @@ def check_file(path: str, text: str | None = None, *, workspace: str | None = No
         workspace: the workspace root, where imported helper files are looked up.
         analyze: run the tag analysis on every specialization the front end compiled.
         options: :class:`ave_core.analysis.AnalysisOptions` (trip bound, solver budget).
+        pool: an :class:`ave_core.pool.AnalysisPool`: the specializations are analyzed
+            in its worker processes, in parallel (None: one after the other, here). The
+            report is the same either way. A file with a single specialization is
+            analyzed here (see :data:`POOL_MIN_UNITS`).
+        cancel: a :class:`threading.Event`; when it is set while the pool's workers run,
+            the check is abandoned: :class:`ave_core.pool.CheckCancelled` is raised.
 
     Returns:
         A :class:`FileReport`. Never raises for a problem in the file or in Ave itself
-        (``KeyboardInterrupt`` and ``SystemExit`` pass through).
+        (``KeyboardInterrupt`` and ``SystemExit`` pass through, and
+        :class:`~ave_core.pool.CheckCancelled` when ``cancel`` is set).
     """
+    return start_check(path, text, workspace=workspace, analyze=analyze, options=options,
+                       pool=pool).result(cancel)
+
+
+#: A file needs at least this many specializations for a pool to analyze them: one alone
+#: is analyzed in the checking process (the round trip to a worker would only add to it).
+POOL_MIN_UNITS = 2
+
+
+class PendingCheck:
+    """A check whose front end ran and whose specializations may still be analyzed by
+    worker processes (:func:`start_check`); :meth:`result` gives the report."""
+
+    def __init__(self, report: FileReport | None = None) -> None:
+        self._report = report
+        self._finish: Any = None
+        self._batch: Any = None
+
+    @property
+    def units(self) -> int:
+        """Specializations being analyzed in worker processes."""
+        return len(self._batch.units) if self._batch is not None else 0
+
+    def cancel(self) -> None:
+        """Cancel the worker units that have not started (the result is not wanted)."""
+        if self._batch is not None:
+            self._batch.cancel()
+
+    def result(self, cancel: Any = None) -> FileReport:
+        """The :class:`FileReport` (waits for the workers)."""
+        if self._report is None:
+            self._report = self._finish(cancel)
+        return self._report
+
+
+def start_check(path: str, text: str | None = None, *, workspace: str | None = None,
+                analyze: bool = True, options: Any = None, pool: Any = None) -> PendingCheck:
+    """Run the front end on one file and submit its specializations' analyses to
+    ``pool`` (see :func:`check_file`, which is ``start_check(...).result()``)."""
     if text is None:
         text, diag = read_source(path)
         if diag is not None:
-            return FileReport(path, False, [], [diag])
+            return PendingCheck(FileReport(path, False, [], [diag]))
     try:
         from ave_core.compiler.frontend import compile_source
 
@@ -178,63 +229,210 @@ def check_file(path: str, text: str | None = None, *, workspace: str | None = No
             if (name, line) not in compiled:       # found, but no specialization compiled
                 kernels.append({"name": name, "line": line, "specializations": []})
         diags = list(result.diagnostics)
+        files = [f for f in (getattr(result, "files", None) or [path])
+                 if not str(f).startswith("<")]
+        irs: list = []
         if analyze and result.kernels:
             from ave_core.compiler.ir import KernelIR
             irs = [k for k in result.kernels if isinstance(k, KernelIR)]
-            if irs:
-                _analyze_into(irs, kernels, diags, options)
-        return FileReport(path, bool(result.uses_ave), kernels, diags,
-                          [f for f in (getattr(result, "files", None) or [path])
-                           if not str(f).startswith("<")])
+        uses_ave = bool(result.uses_ave)
+        if pool is not None and len(irs) >= POOL_MIN_UNITS:
+            return _start_in_pool(pool, path, text, workspace, options, result, irs,
+                                  kernels, diags, uses_ave, files)
+        if irs:
+            _analyze_into(irs, kernels, diags, options)
+        return PendingCheck(FileReport(path, uses_ave, kernels, diags, files))
     except AveError as e:
         # A user error that escaped the front end's own collection: still the user's error.
-        return FileReport(path, True, [], [e.to_diagnostic(SourceText(text, path))])
+        return PendingCheck(FileReport(path, True, [], [e.to_diagnostic(SourceText(text, path))]))
     except Exception as e:  # noqa: BLE001 - anything else is an Ave bug, reported, not raised
-        return FileReport(path, _mentions_ave(text), [], [internal_error(path, e)])
+        return PendingCheck(FileReport(path, _mentions_ave(text), [], [internal_error(path, e)]))
+
+
+def _start_in_pool(pool: Any, path: str, text: str, workspace: str | None, options: Any,
+                   result: Any, irs: list, kernels: list[dict], diags: list[Diagnostic],
+                   uses_ave: bool, files: list[str]) -> PendingCheck:
+    from ave_core import pool as pool_mod
+
+    stamps = None
+    units = []
+    all_kernels = list(result.kernels)
+    for k in irs:
+        unit = pool_mod.ir_unit(k, options)
+        if unit is None:                          # an IR that does not pickle: recompile
+            if stamps is None:
+                me = os.path.normcase(os.path.abspath(path))
+                stamps = pool_mod.file_stamps(
+                    f for f in files if os.path.normcase(os.path.abspath(f)) != me)
+            index = next(i for i, x in enumerate(all_kernels) if x is k)
+            unit = pool_mod.source_unit(path, text, workspace, index, k,
+                                        options, stamps)
+        units.append(unit)
+    try:
+        batch = pool.start(units)
+    except Exception:  # noqa: BLE001 - no pool to be had (e.g. shutting down): here
+        _analyze_into(irs, kernels, diags, options)
+        return PendingCheck(FileReport(path, uses_ave, kernels, diags, files))
+    pending = PendingCheck()
+    pending._batch = batch
+
+    def finish(cancel: Any) -> FileReport:
+        outcomes = batch.results(cancel)
+        try:
+            _merge_plain(irs, outcomes, kernels, diags, options)
+            return FileReport(path, uses_ave, kernels, diags, files)
+        except Exception as e:  # noqa: BLE001 - an Ave bug, reported, not raised
+            return FileReport(path, uses_ave, [], [internal_error(path, e)])
+
+    pending._finish = finish
+    return pending
 
 
 _STATUS_ORDER = {"proved": 0, "vacuous": 1, "unknown": 2, "violated": 3}
 
 
-def _analyze_into(kernel_irs: list, kernels: list[dict], diags: list[Diagnostic],
-                  options: Any) -> None:
-    """Run the analysis on every specialization; fill statuses and add diagnostics
-    (a finding shared by several specializations is reported once, with a note)."""
+def summarize(ka: Any) -> tuple[str, int, list[dict], list[Diagnostic]]:
+    """A :class:`~ave_core.analysis.KernelAnalysis` as the report records it: the
+    specialization's status (the worst verdict; ``proved`` when it has no assertion),
+    its trip-count bound, the assertions' JSON and the diagnostics."""
+    statuses = [a.status for a in ka.assertions]
+    status = max(statuses, key=_STATUS_ORDER.get) if statuses else "proved"
+    trip_bound = next((a.trip_bound for a in ka.assertions if a.trip_bound), None) or 1
+    return status, trip_bound, [a.to_json() for a in ka.assertions], list(ka.diagnostics)
+
+
+def analyze_plain(kernel: Any, options: Any) -> dict:
+    """Analyze one specialization (in a worker process) and return plain data:
+    ``{"status", "trip_bound", "assertions", "diagnostics"}`` (the diagnostics as
+    :meth:`Diagnostic.to_json`) or ``{"internal_error": diagnostic JSON}`` when the
+    analysis raised."""
     from ave_core.analysis import analyze as run_analysis
 
+    try:
+        ka = run_analysis(kernel, options)
+    except Exception as e:  # noqa: BLE001 - an Ave bug: reported on the specialization
+        d = internal_error(kernel.file, e)
+        d.range = kernel.range
+        return {"internal_error": d.to_json()}
+    status, trip_bound, assertions, ds = summarize(ka)
+    return {"status": status, "trip_bound": trip_bound, "assertions": assertions,
+            "diagnostics": [d.to_json() for d in ds]}
+
+
+def diagnostic_from_json(j: dict) -> Diagnostic:
+    """The :class:`Diagnostic` of its :meth:`~Diagnostic.to_json` form (witness and fix
+    are taken as they are)."""
+    from ave_core.diagnostics import Location, Related, Severity
+
+    def rng(r: dict) -> Range:
+        return Range.of(r["start"]["line"], r["start"]["character"],
+                        r["end"]["line"], r["end"]["character"])
+
+    return Diagnostic(j["code"], j["message"], j["file"], rng(j["range"]),
+                      severity=Severity.from_label(j["severity"]), notes=list(j["notes"]),
+                      related=[Related(Location(r["file"], rng(r["range"])), r["message"])
+                               for r in j["related"]],
+                      witness=j["witness"], fix=j.get("fix"))
+
+
+def _spec_index(kernels: list[dict]) -> dict:
     by_key = {}
     for entry in kernels:
         for spec in entry["specializations"]:
             by_key[(entry["name"], entry["line"], tuple(sorted(spec["constexprs"].items())))] = spec
+    return by_key
+
+
+def _spec_of(by_key: dict, k: Any) -> dict | None:
+    return by_key.get((str(k.name), int(k.line), tuple(sorted(
+        (str(n), json_scalar(v)) for n, v in k.constexprs.items()))))
+
+
+def _record(k: Any, spec: dict | None, summary: tuple, diags: list[Diagnostic],
+            seen: dict) -> None:
+    """Record one specialization's analysis: its status, and its diagnostics (a finding
+    an earlier specialization reported already gets a note there instead)."""
+    status, trip_bound, assertions, kdiags = summary
+    if spec is not None:
+        spec["status"] = status
+        spec["trip_bound"] = trip_bound
+        spec["assertions"] = assertions
+    cfg = "defaults" if k.config_index is None else f"configs[{k.config_index}]"
+    for d in kdiags:
+        key = (d.code, d.file, d.range)
+        if key in seen:
+            seen[key].notes.append(f"also in the specialization {cfg}")
+            continue
+        d.notes.append(f"in the specialization {cfg} = "
+                       + ", ".join(f"{n}={v!r}" for n, v in k.constexprs.items()))
+        seen[key] = d
+        diags.append(d)
+
+
+def _record_error(k: Any, spec: dict | None, d: Diagnostic, diags: list[Diagnostic]) -> None:
+    diags.append(d)
+    if spec is not None:
+        spec["status"] = "unknown"
+
+
+def _analyze_into(kernel_irs: list, kernels: list[dict], diags: list[Diagnostic],
+                  options: Any) -> None:
+    """Run the analysis on every specialization, here, one after the other; fill
+    statuses and add diagnostics (a finding shared by several specializations is
+    reported once, with a note)."""
+    from ave_core.analysis import analyze as run_analysis
+
+    by_key = _spec_index(kernels)
     seen: dict[tuple, Diagnostic] = {}
     for k in kernel_irs:
-        spec = by_key.get((str(k.name), int(k.line), tuple(sorted(
-            (str(n), json_scalar(v)) for n, v in k.constexprs.items()))))
+        spec = _spec_of(by_key, k)
         try:
             ka = run_analysis(k, options)
         except Exception as e:  # noqa: BLE001 - an Ave bug: reported, the rest goes on
             d = internal_error(k.file, e)
             d.range = k.range
-            diags.append(d)
-            if spec is not None:
-                spec["status"] = "unknown"
+            _record_error(k, spec, d, diags)
             continue
-        statuses = [a.status for a in ka.assertions]
-        if spec is not None:
-            spec["status"] = max(statuses, key=_STATUS_ORDER.get) if statuses else "proved"
-            spec["trip_bound"] = next((a.trip_bound for a in ka.assertions if a.trip_bound),
-                                      None) or 1
-            spec["assertions"] = [a.to_json() for a in ka.assertions]
-        cfg = "defaults" if k.config_index is None else f"configs[{k.config_index}]"
-        for d in ka.diagnostics:
-            key = (d.code, d.file, d.range)
-            if key in seen:
-                seen[key].notes.append(f"also in the specialization {cfg}")
-                continue
-            d.notes.append(f"in the specialization {cfg} = "
-                           + ", ".join(f"{n}={v!r}" for n, v in k.constexprs.items()))
-            seen[key] = d
-            diags.append(d)
+        _record(k, spec, summarize(ka), diags, seen)
+
+
+def worker_died_diagnostic(k: Any) -> Diagnostic:
+    """``AVE900`` on a specialization whose analysis ended its worker process twice."""
+    cfg = "defaults" if k.config_index is None else f"configs[{k.config_index}]"
+    return Diagnostic(
+        "AVE900", f"internal error: the analysis of the specialization {cfg} ended its "
+        "worker process (a crash or a signal), twice", k.file, k.range,
+        notes=["the specialization is not checked; the other ones are",
+               "this is a bug in Ave (or the machine ran out of memory); please report it "
+               "with the file that triggered it"])
+
+
+def _merge_plain(kernel_irs: list, outcomes: list[dict], kernels: list[dict],
+                 diags: list[Diagnostic], options: Any) -> None:
+    """:func:`_analyze_into` from the workers' results (:func:`analyze_plain`), in the
+    same order: the same report."""
+    by_key = _spec_index(kernels)
+    seen: dict[tuple, Diagnostic] = {}
+    for k, out in zip(kernel_irs, outcomes):
+        spec = _spec_of(by_key, k)
+        kind = out.get("kind")
+        if kind == "stale":                       # recompiled to something else: here
+            out = {"kind": "done", **analyze_plain(k, options)}
+            kind = "done"
+        if kind == "died":
+            _record_error(k, spec, worker_died_diagnostic(k), diags)
+            continue
+        if kind != "done":                        # the unit raised outside the analysis
+            d = Diagnostic("AVE900", f"internal error: {out.get('error', out)}", k.file,
+                           k.range, notes=["this is a bug in Ave; please report it with "
+                                           "the file that triggered it"])
+            _record_error(k, spec, d, diags)
+            continue
+        if "internal_error" in out:
+            _record_error(k, spec, diagnostic_from_json(out["internal_error"]), diags)
+            continue
+        _record(k, spec, (out["status"], out["trip_bound"], out["assertions"],
+                          [diagnostic_from_json(d) for d in out["diagnostics"]]), diags, seen)
 
 
 def _mentions_ave(text: str) -> bool:
@@ -278,10 +476,24 @@ def iter_python_files(paths: Iterable[str]) -> list[str]:
 
 
 def check_files(paths: Iterable[str], *, workspace: str | None = None, analyze: bool = True,
-                options: Any = None) -> list[FileReport]:
-    """:func:`check_file` on every file :func:`iter_python_files` finds under ``paths``."""
-    return [check_file(p, workspace=workspace, analyze=analyze, options=options)
-            for p in iter_python_files(paths)]
+                options: Any = None, pool: Any = None) -> list[FileReport]:
+    """:func:`check_file` on every file :func:`iter_python_files` finds under ``paths``
+    (with a ``pool``, a file's front end runs while the previous files' specializations
+    are analyzed)."""
+    files = iter_python_files(paths)
+    if pool is None:
+        return [check_file(p, workspace=workspace, analyze=analyze, options=options)
+                for p in files]
+    out: list[FileReport] = []
+    pending: list[PendingCheck] = []
+    window = 2 * getattr(pool, "workers", 1)
+    for p in files:
+        while pending and sum(c.units for c in pending) >= window:
+            out.append(pending.pop(0).result())
+        pending.append(start_check(p, workspace=workspace, analyze=analyze,
+                                   options=options, pool=pool))
+    out.extend(c.result() for c in pending)
+    return out
 
 
 def build_report(reports: Iterable[FileReport]) -> dict:
@@ -304,7 +516,7 @@ def build_report(reports: Iterable[FileReport]) -> dict:
 
 
 def check_paths(paths: Iterable[str], *, workspace: str | None = None, analyze: bool = True,
-                options: Any = None) -> dict:
+                options: Any = None, pool: Any = None) -> dict:
     """Check files and directories; return the report (schema ``check-output.v1``)."""
     return build_report(check_files(paths, workspace=workspace, analyze=analyze,
-                                    options=options))
+                                    options=options, pool=pool))

@@ -6,6 +6,7 @@ Usage::
                              [--output FILE] [--workspace DIR] [--watch]
                              [--trip-bound T] [--solver-timeout-ms MS]
                              [--max-file-lines N] [--baseline FILE | --write-baseline FILE]
+                             [--jobs N]
     ave-lsp --version
     ave-lsp [--stdio]        # the language server, over stdin/stdout
     ave-lsp --tcp HOST:PORT  # the language server on a TCP socket (for debugging)
@@ -37,6 +38,10 @@ A diagnostic is dropped when the line it starts on carries ``# ave: ignore`` or
 ``# ave: ignore[CODE, ...]`` naming its code — the language server's filter
 (:class:`ave_lsp.server.convert.LineComments`); a diagnostic in another file (a helper) is
 also dropped when its call site in the checked file carries the comment, as in the editor.
+
+``--jobs N`` (``[tool.ave] jobs``): the specializations of the files are analyzed by N
+worker processes (0, the default: one per CPU core; 1: none, in this process), the next
+files' front end running meanwhile; the output is the same whatever N.
 
 ``--watch`` checks once, then watches the paths and re-checks changed ``*.py`` files,
 printing new and fixed diagnostics and the updated summary (:mod:`ave_lsp.watch`); Ctrl-C
@@ -125,6 +130,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--write-baseline", metavar="FILE",
                    help="with --check: write the current findings to FILE as a baseline "
                         "(no baseline is applied) and exit 0")
+    p.add_argument("--jobs", "-j", type=int, metavar="N",
+                   help="worker processes analyzing specializations (and files) in "
+                        "parallel; 0: one per CPU core, 1: none (default: [tool.ave] jobs "
+                        "of the first PATH's pyproject.toml, else 0)")
     p.add_argument("--no-analysis", action="store_true",
                    help="front end only: no tag analysis")
     p.add_argument("--watch", action="store_true",
@@ -306,6 +315,13 @@ class Suppressions:
         return dropped
 
 
+def _done(value: tuple) -> Callable[[], tuple]:
+    def finish() -> tuple:
+        return value
+    finish.units = 0  # type: ignore[attr-defined]
+    return finish
+
+
 def _file_report(report: dict, path: str):
     """The :class:`~ave_core.check.FileReport` of a one-file report of ``check_paths``."""
     from ave_core.check import FileReport
@@ -338,8 +354,10 @@ class Checker:
 
     def __init__(self, *, workspace: str | None, analyze: bool, options: Any,
                  overrides: dict | None = None, use_baseline: bool = True,
-                 warn: Callable[[str], None] | None = None) -> None:
+                 warn: Callable[[str], None] | None = None, pool: Any = None) -> None:
         self.workspace = workspace
+        #: an :class:`ave_core.pool.AnalysisPool` (None: analyze in this process)
+        self.pool = pool
         self.analyze = analyze
         self.options = options
         self.overrides = overrides
@@ -356,6 +374,12 @@ class Checker:
 
     def check(self, path: str):
         """Check one file; returns ``(FileReport, number of suppressed diagnostics)``."""
+        return self._start(path)()
+
+    def _start(self, path: str) -> Callable[[], tuple]:
+        """Run the front end on ``path`` and submit its analyses to the pool; returns the
+        function that waits for them and finishes the check (suppressions, baseline).
+        Its ``units`` attribute: the specializations being analyzed by workers."""
         from ave_core import check as check_mod
 
         options, cfg = self.options, None
@@ -373,34 +397,60 @@ class Checker:
                 if n > cfg.max_file_lines:
                     self._warn(f"{path}: {too_long_message(n, cfg.max_file_lines)}")
                     self.extra[path] = {"baselined": 0, "skipped": 1}
-                    return check_mod.FileReport(path, True, [], []), 0
-        report = check_mod.check_paths([path], workspace=self.workspace,
-                                       analyze=self.analyze, options=options)
-        fr = _file_report(report, path)
-        suppressed = Suppressions().apply(fr)
-        baselined = 0
-        if cfg is not None and cfg.baseline is not None and self.use_baseline \
-                and fr.diagnostics:
-            from ave_lsp.config import load_baseline_cached
+                    return _done((check_mod.FileReport(path, True, [], []), 0))
+        # one file as check_paths([path]) would find it (a directory names no file here)
+        files = check_mod.iter_python_files([path])
+        pending = [check_mod.start_check(p, workspace=self.workspace, analyze=self.analyze,
+                                         options=options, pool=self.pool) for p in files]
 
-            baseline, err = load_baseline_cached(cfg.baseline)
-            if err is not None:
-                self._warn(err)
-            else:
-                hits = baseline.matches([d.to_json() for d in fr.diagnostics])
-                fr.diagnostics = [d for d, h in zip(fr.diagnostics, hits) if not h]
-                baselined = sum(hits)
-        self.extra[path] = {"baselined": baselined, "skipped": 0}
-        return fr, suppressed
+        def finish() -> tuple:
+            report = check_mod.build_report([c.result() for c in pending])
+            fr = _file_report(report, path)
+            suppressed = Suppressions().apply(fr)
+            baselined = 0
+            if cfg is not None and cfg.baseline is not None and self.use_baseline \
+                    and fr.diagnostics:
+                from ave_lsp.config import load_baseline_cached
+
+                baseline, err = load_baseline_cached(cfg.baseline)
+                if err is not None:
+                    self._warn(err)
+                else:
+                    hits = baseline.matches([d.to_json() for d in fr.diagnostics])
+                    fr.diagnostics = [d for d, h in zip(fr.diagnostics, hits) if not h]
+                    baselined = sum(hits)
+            self.extra[path] = {"baselined": baselined, "skipped": 0}
+            return fr, suppressed
+
+        finish.units = sum(c.units for c in pending)  # type: ignore[attr-defined]
+        return finish
 
     def check_all(self, files: Sequence[str], progress: "Progress | None" = None):
-        """Check ``files`` in order; returns ``{path: (FileReport, suppressed)}``."""
+        """Check ``files``; returns ``{path: (FileReport, suppressed)}`` in their order.
+
+        With a pool, the front end of the next files runs while the workers analyze the
+        specializations of the previous ones (at most twice as many units waiting as
+        there are workers)."""
         out = {}
+        pending: list[tuple[str, Callable[[], tuple]]] = []
+        window = 2 * self.pool.workers if self.pool is not None else 0
+
+        def finish_one() -> None:
+            f, fin = pending.pop(0)
+            out[f] = fin()
+            if progress is not None and pending:
+                progress.update(len(out), pending[0][0])     # the file now waited for
+
         try:
-            for i, f in enumerate(files):
-                if progress is not None:
-                    progress.update(i, f)
-                out[f] = self.check(f)
+            for f in files:
+                while pending and (self.pool is None or not pending[0][1].units or sum(
+                        fin.units for _, fin in pending) >= window):
+                    finish_one()
+                if progress is not None and not pending:
+                    progress.update(len(out), f)
+                pending.append((f, self._start(f)))
+            while pending:
+                finish_one()
         finally:
             if progress is not None:
                 progress.update(len(out), None)
@@ -514,13 +564,35 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         if err is not None:
             print(f"{PROG}: error: {err}", file=stderr)
             return EXIT_USAGE
+    if args.jobs is not None:
+        if args.jobs < 0:
+            print(f"{PROG}: error: --jobs must be >= 0", file=stderr)
+            return EXIT_USAGE
+        overrides["jobs"] = args.jobs
     if args.write_baseline is not None and args.watch:
         print(f"{PROG}: error: --write-baseline and --watch do not go together", file=stderr)
         return EXIT_USAGE
+    files = iter_python_files(args.paths)
+    pool = None
+    if not args.no_analysis and files:
+        from ave_core.pool import AnalysisPool, resolve_jobs
+        from ave_lsp.config import resolve
+
+        jobs = resolve(args.paths[0], overrides)[0].jobs
+        if resolve_jobs(jobs) > 1:
+            pool = AnalysisPool(resolve_jobs(jobs))
     checker = Checker(workspace=args.workspace, analyze=not args.no_analysis, options=None,
                       overrides=overrides, use_baseline=args.write_baseline is None,
-                      warn=lambda m: print(f"{PROG}: warning: {m}", file=stderr))
-    files = iter_python_files(args.paths)
+                      warn=lambda m: print(f"{PROG}: warning: {m}", file=stderr), pool=pool)
+    try:
+        return _check_and_report(args, checker, files, stdout, stderr)
+    finally:
+        if pool is not None:
+            pool.shutdown()
+
+
+def _check_and_report(args: argparse.Namespace, checker: "Checker", files: list[str],
+                      stdout: TextIO, stderr: TextIO) -> int:
     results = checker.check_all(files, make_progress(len(files), stdout, stderr))
     report = checker.report(results)
     if args.write_baseline is not None:

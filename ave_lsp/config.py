@@ -21,6 +21,8 @@ key                 type        meaning
 ``baseline``        str         path of a baseline file (relative paths: to the
                                 ``pyproject.toml`` that names it, or to the working
                                 directory for a flag)
+``jobs``            int >= 0    worker processes analyzing specializations in parallel
+                                (0: one per CPU; 1: none, all in the checking process)
 =================== =========== =========================================================
 
 A value of the wrong type is ignored with a warning (the lower layer's value is kept). In
@@ -38,7 +40,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 KEYS = ("solverTimeoutMs", "tripCountBound", "checkOnChange", "maxFileLines", "baseline",
-        "inlayHints")
+        "inlayHints", "jobs")
 
 DEFAULT_SOLVER_TIMEOUT_MS = 2000
 
@@ -73,6 +75,13 @@ _SPECS: dict[str, dict[str, Any]] = {
         "type": "boolean", "flag": None,
         "description": "Show inlay hints after tile and tensor names: dtype, shape, memory "
                        "space and layout (shape:stride, swizzle)."},
+    "jobs": {
+        "type": "integer", "minimum": 0, "flag": "--jobs",
+        "description": "Worker processes that analyze the kernel specializations (configs) "
+                       "of a file in parallel; ave-lsp --check also overlaps files. 0: "
+                       "automatic, one per CPU core (a file uses at most one per "
+                       "specialization); 1: no worker processes, everything runs in the "
+                       "checking process. The results are the same whatever the number."},
 }
 
 
@@ -114,6 +123,7 @@ class Config:
     inlay_hints: bool = True
     max_file_lines: int | None = None
     baseline: str | None = None          # absolute path
+    jobs: int = 0                        # 0: automatic; 1: serial, in the process
     pyproject: str | None = None         # the pyproject.toml read, if any
 
     def analysis_options(self) -> Any:
@@ -126,7 +136,7 @@ class Config:
 
 _FIELDS = {"solverTimeoutMs": "solver_timeout_ms", "tripCountBound": "trip_count_bound",
            "checkOnChange": "check_on_change", "maxFileLines": "max_file_lines",
-           "baseline": "baseline", "inlayHints": "inlay_hints"}
+           "baseline": "baseline", "inlayHints": "inlay_hints", "jobs": "jobs"}
 
 
 def _is_int(v: Any) -> bool:
@@ -162,6 +172,9 @@ def validate(values: Any, where: str, base_dir: str | None = None,
         elif key in ("checkOnChange", "inlayHints"):
             ok = isinstance(v, bool)
             want = "true or false"
+        elif key == "jobs":
+            ok = _is_int(v) and v >= 0
+            want = "an integer >= 0 (0: automatic)"
         else:  # baseline
             ok = isinstance(v, str) and v != ""
             want = "a path (string)"

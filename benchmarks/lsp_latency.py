@@ -8,7 +8,14 @@
     saves, each a ``didChange`` with a trivially modified text (a comment line with a
     counter, so no result can be reused) then ``didSave``; the time from the save to the
     ``publishDiagnostics`` of that version. Median and p95 (goal p95 <= 100 ms).
-(c) The server's resident memory (``VmRSS`` of ``/proc/<pid>/status``) after the saves.
+(c) The server's resident memory (``VmRSS`` of ``/proc/<pid>/status``) after the saves,
+    and that of its analysis worker processes (``jobs``, see docs/lsp.md "Parallel
+    analysis"): their count, the sum of their RSS and of their PSS (shared pages divided
+    among the processes sharing them, ``/proc/<pid>/smaps_rollup``).
+(e) ``--jobs 1 0``: each example is measured with one server per ``jobs`` setting (sent
+    in ``workspace/configuration``), started together; every save goes to each server in
+    turn (the same machine load); ``1`` is the serial check in the server's process, ``0``
+    one worker per CPU core.
 (d) The reference: ``ave_core.check.check_file`` called directly (in this process, same
     texts, same options) after each save, interleaved (the same machine load), and the server's own overhead (median
     didSave -> diagnostics minus median check_file). The built-in ``<tiny>`` example (a
@@ -16,7 +23,7 @@
 
 Prints a table last; writes JSON (``--out``, default benchmarks/results/lsp_latency.json).
 
-Usage: python benchmarks/lsp_latency.py [--starts 10] [--saves 20] [--out FILE]
+Usage: python benchmarks/lsp_latency.py [--starts 10] [--saves 20] [--jobs 1 0] [--out FILE]
 """
 
 from __future__ import annotations
@@ -55,8 +62,9 @@ server.start_io()
 class Client:
     """A bare JSON-RPC client over a subprocess' stdin/stdout."""
 
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+    def __init__(self, proc: asyncio.subprocess.Process, settings: dict | None = None) -> None:
         self.proc = proc
+        self.settings = {"checkOnChange": False, **(settings or {})}
         self.next_id = 0
         self.pending: dict[int, asyncio.Future] = {}
         self.publishes: list[tuple[float, dict]] = []
@@ -64,11 +72,11 @@ class Client:
         self.reader = asyncio.get_running_loop().create_task(self._read())
 
     @classmethod
-    async def spawn(cls, argv: list[str], cwd: str) -> "Client":
+    async def spawn(cls, argv: list[str], cwd: str, settings: dict | None = None) -> "Client":
         proc = await asyncio.create_subprocess_exec(
             *argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.DEVNULL, cwd=cwd)
-        return cls(proc)
+        return cls(proc, settings)
 
     def _send(self, msg: dict) -> None:
         body = json.dumps(msg).encode()
@@ -106,7 +114,7 @@ class Client:
             elif "id" in msg:                               # a request of the server
                 result = None
                 if msg["method"] == "workspace/configuration":
-                    result = [{"checkOnChange": False} for _ in msg["params"]["items"]]
+                    result = [dict(self.settings) for _ in msg["params"]["items"]]
                 self._send({"jsonrpc": "2.0", "id": msg["id"], "result": result})
             elif msg.get("method") == "textDocument/publishDiagnostics":
                 self.publishes.append((now, msg["params"]))
@@ -167,6 +175,47 @@ def vm_rss_kib(pid: int) -> int | None:
     return None
 
 
+def _children(pid: int) -> list[int]:
+    """Descendant process ids of ``pid`` (from /proc)."""
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        kids.setdefault(ppid, []).append(int(d))
+    out, todo = [], [pid]
+    while todo:
+        for c in kids.get(todo.pop(), []):
+            out.append(c)
+            todo.append(c)
+    return out
+
+
+def pss_kib(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def worker_memory(pid: int) -> dict:
+    """The analysis workers of server ``pid`` (its multiprocessing descendants, the fork
+    server and resource tracker included): count, summed RSS and PSS in MiB."""
+    pids = _children(pid)
+    rss = [vm_rss_kib(p) or 0 for p in pids]
+    pss = [pss_kib(p) or 0 for p in pids]
+    return {"processes": len(pids), "rss_mib": round(sum(rss) / 1024, 1),
+            "pss_mib": round(sum(pss) / 1024, 1)}
+
+
 def pct(values: list[float], q: float) -> float:
     s = sorted(values)
     k = (len(s) - 1) * q
@@ -174,7 +223,11 @@ def pct(values: list[float], q: float) -> float:
     return s[lo] + (s[hi] - s[lo]) * (k - lo)
 
 
-async def save_latency(example: str, saves: int, ws: Path) -> dict:
+async def save_latency(example: str, saves: int, ws: Path,
+                       jobs_list: list[int | None]) -> list[dict]:
+    """didSave -> diagnostics of ``example``, one server per ``jobs`` value, all started
+    together; each save goes to every server in turn, then the reference check_file runs
+    on the same text (so every figure of a save is taken under the same machine load)."""
     if example == "<tiny>":
         src, path = TINY, ws / "tiny.py"
     else:
@@ -182,37 +235,56 @@ async def save_latency(example: str, saves: int, ws: Path) -> dict:
         path = ws / Path(example).name
     path.write_text(src, "utf-8")
     uri = path.as_uri()
-    c = await Client.spawn([sys.executable, "-m", "ave_lsp"], str(ws))
-    await c.request("initialize", init_params(ws))
-    c.notify("initialized", {})
-    c.notify("textDocument/didOpen", {"textDocument": {
-        "uri": uri, "languageId": "python", "version": 1, "text": src}})
-    await c.wait_publish(uri, 1)                     # warm-up: imports, z3, first check
+    clients = []
+    for jobs in jobs_list:
+        c = await Client.spawn([sys.executable, "-m", "ave_lsp"], str(ws),
+                               {"jobs": jobs} if jobs is not None else None)
+        await c.request("initialize", init_params(ws))
+        c.notify("initialized", {})
+        c.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": src}})
+        await c.wait_publish(uri, 1)                 # warm-up: imports, z3, first check
+        clients.append(c)
     reference = reference_checker(path, src, ws)
-    lat, ref = [], []
-    n_diags = None
+    lat: list[list[float]] = [[] for _ in clients]
+    ref = []
+    n_diags: list[int | None] = [None] * len(clients)
     for i in range(saves):
         version = i + 2
         text = src + f"\n# save {i}\n"
         path.write_text(text, "utf-8")
-        c.notify("textDocument/didChange", {
-            "textDocument": {"uri": uri, "version": version},
-            "contentChanges": [{"text": text}]})
-        t0 = time.perf_counter()
-        c.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
-        t1 = await c.wait_publish(uri, version)
-        lat.append((t1 - t0) * 1000)
+        for j, c in enumerate(clients):
+            c.notify("textDocument/didChange", {
+                "textDocument": {"uri": uri, "version": version},
+                "contentChanges": [{"text": text}]})
+            t0 = time.perf_counter()
+            c.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+            t1 = await c.wait_publish(uri, version)
+            lat[j].append((t1 - t0) * 1000)
+            n_diags[j] = len(next(p for _, p in reversed(c.publishes)
+                                  if p["uri"] == uri and p.get("version") == version)
+                              ["diagnostics"])
         ref.append(reference(text))                  # the same text, under the same load
-        n_diags = len(next(p for _, p in reversed(c.publishes)
-                           if p["uri"] == uri and p.get("version") == version)["diagnostics"])
-    rss = vm_rss_kib(c.proc.pid)
-    await c.close()
-    med = statistics.median(lat)
-    return {"example": example, "saves": saves, "median_ms": med,
-            "p95_ms": pct(lat, 0.95), "max_ms": max(lat), "diagnostics": n_diags,
-            "rss_mib": round(rss / 1024, 1) if rss else None, "samples_ms": lat,
+    from ave_core.pool import resolve_jobs
+
+    out = []
+    for j, (c, jobs) in enumerate(zip(clients, jobs_list)):
+        rss = vm_rss_kib(c.proc.pid)
+        pss = pss_kib(c.proc.pid)
+        workers = worker_memory(c.proc.pid)
+        await c.close()
+        med = statistics.median(lat[j])
+        out.append({
+            "example": example, "jobs": jobs,
+            "workers": resolve_jobs(jobs) if jobs != 1 else 0, "saves": saves,
+            "median_ms": med, "p95_ms": pct(lat[j], 0.95), "max_ms": max(lat[j]),
+            "diagnostics": n_diags[j],
+            "rss_mib": round(rss / 1024, 1) if rss else None,
+            "pss_mib": round(pss / 1024, 1) if pss else None, "worker_memory": workers,
+            "samples_ms": lat[j],
             "check_file_median_ms": statistics.median(ref),
-            "overhead_ms": med - statistics.median(ref), "check_file_samples_ms": ref}
+            "overhead_ms": med - statistics.median(ref), "check_file_samples_ms": ref})
+    return out
 
 
 def reference_checker(path: Path, src: str, ws: Path):
@@ -243,12 +315,14 @@ async def main_async(args: argparse.Namespace) -> dict:
             starts["minimal pygls"].append(await time_start([sys.executable, str(minimal)], ws))
         med = {k: statistics.median(v) * 1000 for k, v in starts.items()}
         ratio = med["ave-lsp"] / med["minimal pygls"]
-        saves = [await save_latency(ex, args.saves, ws) for ex in args.examples]
+        saves = [r for ex in args.examples
+                 for r in await save_latency(ex, args.saves, ws, args.jobs)]
     return {"start": {"starts": args.starts, "median_ms": med, "ratio": ratio,
                       "goal_ratio": START_GOAL,
                       "samples_ms": {k: [x * 1000 for x in v] for k, v in starts.items()}},
             "saves": saves, "goal_p95_ms": P95_GOAL_MS,
-            "machine": {"cpus": os.cpu_count(), "load": os.getloadavg()}}
+            "machine": {"cpus": os.cpu_count(), "load": os.getloadavg()},
+            "jobs": args.jobs}
 
 
 def table(res: dict) -> str:
@@ -258,17 +332,24 @@ def table(res: dict) -> str:
              f"  minimal pygls  {st['median_ms']['minimal pygls']:8.1f} ms",
              f"  ratio          {st['ratio']:8.2f}   (goal <= {st['goal_ratio']})",
              "",
-             f"{'didSave -> diagnostics':28} {'saves':>5} {'median ms':>10} {'p95 ms':>9} "
-             f"{'max ms':>9} {'diags':>5} {'RSS MiB':>8} {'check_file':>10} {'overhead':>9}"
-             f"  p95 goal"]
+             f"{'didSave -> diagnostics':28} {'jobs':>4} {'saves':>5} {'median ms':>10} "
+             f"{'p95 ms':>9} {'max ms':>9} {'diags':>5} {'RSS MiB':>8} {'workers MiB':>16} "
+             f"{'check_file':>10} {'overhead':>9}  p95 goal"]
     for s in res["saves"]:
         ok = "ok" if s["p95_ms"] <= res["goal_p95_ms"] else "MISSED"
-        lines.append(f"{s['example']:28} {s['saves']:5d} {s['median_ms']:10.1f} "
+        jobs = "-" if s["jobs"] is None else str(s["jobs"])
+        wm = s["worker_memory"]
+        workers = f"{wm['rss_mib']:.0f} ({wm['pss_mib']:.0f} PSS)" if wm["processes"] else "-"
+        lines.append(f"{s['example']:28} {jobs:>4} {s['saves']:5d} {s['median_ms']:10.1f} "
                      f"{s['p95_ms']:9.1f} {s['max_ms']:9.1f} {s['diagnostics']:5d} "
-                     f"{s['rss_mib']:8.1f} {s['check_file_median_ms']:10.1f} "
+                     f"{s['rss_mib']:8.1f} {workers:>16} {s['check_file_median_ms']:10.1f} "
                      f"{s['overhead_ms']:9.1f}  {ok} (<= {res['goal_p95_ms']:.0f})")
-    lines.append("check_file: the same saves' texts checked directly (median ms); overhead: "
-                 "median didSave -> diagnostics minus it")
+    lines.append("check_file: the same saves' texts checked directly, serially (median ms); "
+                 "overhead: median didSave -> diagnostics minus it (negative: the "
+                 "workers' parallelism)")
+    lines.append("jobs: the server's setting (1: serial, in its process; 0: one worker per "
+                 "CPU core); workers MiB: the RSS (PSS) summed over its worker processes "
+                 "(and fork server)")
     lines.append(f"machine: {res['machine']['cpus']} CPUs, load average "
                  f"{', '.join(f'{x:.1f}' for x in res['machine']['load'])}")
     return "\n".join(lines)
@@ -279,6 +360,9 @@ def main() -> int:
     p.add_argument("--starts", type=int, default=10)
     p.add_argument("--saves", type=int, default=20)
     p.add_argument("--examples", nargs="+", default=EXAMPLES)
+    p.add_argument("--jobs", nargs="+", type=int, default=[1, 0],
+                   help="the server's jobs setting(s); each example is measured with each "
+                        "in turn (default: 1 0, serial then automatic)")
     p.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "lsp_latency.json"))
     args = p.parse_args()
     res = asyncio.run(main_async(args))

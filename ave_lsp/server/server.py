@@ -1,12 +1,15 @@
 """The Ave language server (pygls 2.x): diagnostics, hover, inlay hints, quick fixes.
 
 Checks run :func:`ave_core.check.check_file` on the editor's buffer in a worker thread
-(one at a time: z3's default context is not thread-safe), never on the event loop:
+(one at a time: z3's default context is not thread-safe), never on the event loop; the
+analyses of a file's specializations run in a pool of worker processes (the ``jobs``
+setting, :mod:`ave_core.pool`; started by the first check, kept for the server's life):
 
 * ``didOpen`` and ``didSave`` check the document now; ``didChange`` checks it after 300 ms
   of quiet when the ``checkOnChange`` setting is on;
 * a newer version of the document supersedes an older check: a queued one is cancelled,
-  a running one finishes in its thread and its result is dropped. Diagnostics are only
+  a running one stops waiting for its worker processes (their units that have not started
+  are cancelled) or finishes in its thread, and its result is dropped. Diagnostics are only
   ever delivered for the document's latest version, with that ``version``;
 * every delivery is the full current list (an empty list clears); a file that does not
   import Ave gets an empty list;
@@ -29,6 +32,7 @@ import re
 import hashlib
 import logging
 import os
+import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -136,11 +140,15 @@ def _files_of(report: Any, path: str) -> list[str]:
 
 
 def _check_in_worker(uri: str, path: str, text: str, root: str | None,
-                     settings: Settings) -> _Outcome:
+                     settings: Settings, pools: Any = None,
+                     cancel: threading.Event | None = None) -> _Outcome:
     """Check one buffer and convert its diagnostics (runs in the worker thread):
     configuration from ``[tool.ave]`` then the editor's settings, ``maxFileLines``,
-    the baseline."""
+    the baseline. With ``pools`` (an :class:`ave_core.pool.SharedPool`), the
+    specializations are analyzed in its worker processes (``jobs``); ``cancel`` set
+    abandons the check (an empty outcome, not to be delivered)."""
     from ave_core.check import check_file
+    from ave_core.pool import CheckCancelled
     from ave_lsp.config import count_lines, load_baseline_cached
 
     cfg, warnings = settings.config_for(path, root)
@@ -148,7 +156,12 @@ def _check_in_worker(uri: str, path: str, text: str, root: str | None,
         n = count_lines(text)
         if n > cfg.max_file_lines:
             return _Outcome([_too_long_diagnostic(n, cfg.max_file_lines)], warnings=warnings)
-    report = check_file(path, text, workspace=root, options=cfg.analysis_options())
+    pool = pools.get(cfg.jobs) if pools is not None and "ave_core" in text else None
+    try:
+        report = check_file(path, text, workspace=root, options=cfg.analysis_options(),
+                            pool=pool, cancel=cancel)
+    except CheckCancelled:
+        return _Outcome(warnings=warnings)
     files = _files_of(report, path) if not path.startswith("<") else []
     if not report.uses_ave:
         return _Outcome(warnings=warnings)
@@ -247,6 +260,7 @@ class AveLanguageServer(LanguageServer):
         self.settings = Settings()
         self.docs: dict[str, _Doc] = {}
         self._check_pool: ThreadPoolExecutor | None = None
+        self.analysis_pools: Any = None          # ave_core.pool.SharedPool, on first check
         self._hover_pool: ThreadPoolExecutor | None = None
         self._settings_ready: asyncio.Event | None = None
         self._background: set[asyncio.Task] = set()
@@ -280,10 +294,21 @@ class AveLanguageServer(LanguageServer):
                                                   thread_name_prefix="ave-hover")
         return self._hover_pool
 
+    def shared_pool(self) -> Any:
+        """The :class:`ave_core.pool.SharedPool` whose worker processes analyze the
+        specializations (its workers start with the first check that wants them)."""
+        if self.analysis_pools is None:
+            from ave_core.pool import SharedPool
+
+            self.analysis_pools = SharedPool()
+        return self.analysis_pools
+
     def shutdown(self) -> None:
         for pool in (self._check_pool, self._hover_pool):
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
+        if self.analysis_pools is not None:
+            self.analysis_pools.shutdown()
         super().shutdown()
 
     # ------------------------------------------------------------------ logging
@@ -328,7 +353,7 @@ class AveLanguageServer(LanguageServer):
         old, self.settings = self.settings, new
         def key(s: Settings) -> dict:
             return {k: v for k, v in s.explicit.items()
-                    if k not in ("check_on_change", "inlay_hints")}
+                    if k not in ("check_on_change", "inlay_hints", "jobs")}
         if key(old) != key(new):
             for uri in list(self.docs):
                 self.schedule(uri, 0.0)
@@ -436,14 +461,17 @@ class AveLanguageServer(LanguageServer):
         path = self.path_of(st.uri)
         root = self.root_for(path)
         loop = asyncio.get_running_loop()
+        cancel = threading.Event()       # superseded: the pool's queued units are dropped
         try:
             if is_python(doc.language_id, path):
                 fut = loop.run_in_executor(self.check_pool(), _check_in_worker,
-                                           st.uri, path, text, root, self.settings)
+                                           st.uri, path, text, root, self.settings,
+                                           self.shared_pool(), cancel)
                 outcome = await self._with_progress(fut, path)
             else:
                 outcome = _Outcome()                     # not Python: nothing to say
         except asyncio.CancelledError:
+            cancel.set()
             raise
         except BaseException as e:  # noqa: BLE001 - the server never dies on any input
             if isinstance(e, (KeyboardInterrupt,)):

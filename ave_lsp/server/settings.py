@@ -31,6 +31,7 @@ class Settings:
     max_file_lines: int | None = None
     baseline: str | None = None
     inlay_hints: bool = True
+    jobs: int = 0
     #: the Config fields the editor set (they override pyproject.toml)
     explicit: dict = field(default_factory=dict, compare=False, hash=False)
 
@@ -48,7 +49,7 @@ class Settings:
         base = Settings()
         fields = {k: values.get(k, getattr(base, k)) for k in
                   ("check_on_change", "inlay_hints", "trip_count_bound", "solver_timeout_ms",
-                   "max_file_lines", "baseline")}
+                   "max_file_lines", "baseline", "jobs")}
         return cls(**fields, explicit=dict(values)), warnings
 
     def config_for(self, path: str | None, root: str | None = None) -> tuple[Config, list[str]]:

@@ -416,7 +416,7 @@ def test_tool_internal_error_exit_2_with_traceback(fake_frontend, tmp_path, caps
     def broken(*a, **k):
         raise ZeroDivisionError("report builder broke")
 
-    monkeypatch.setattr(check_mod, "check_paths", broken)
+    monkeypatch.setattr(check_mod, "build_report", broken)
     rc, out, err = run(capsys, "--check", write(tmp_path, "p.py", PLAIN))
     assert rc == 2
     assert "internal error" in err and "Traceback" in err and "ZeroDivisionError" in err

@@ -85,17 +85,40 @@ def test_cli_flags_override_pyproject(tmp_path, monkeypatch):
     seen = []
     from ave_core import check as check_mod
 
-    real = check_mod.check_paths
+    real = check_mod.start_check
 
-    def spy(paths, **kw):
+    def spy(path, text=None, **kw):
         seen.append(kw["options"])
-        return real(paths, **kw)
+        return real(path, text, **kw)
 
-    monkeypatch.setattr(check_mod, "check_paths", spy)
+    monkeypatch.setattr(check_mod, "start_check", spy)
     assert cli.main(["--check", str(f)]) == 0
     assert (seen[-1].trip_bound, seen[-1].solver_timeout_ms) == (3, 111)
     assert cli.main(["--check", str(f), "--solver-timeout-ms", "5"]) == 0
     assert (seen[-1].trip_bound, seen[-1].solver_timeout_ms) == (3, 5)
+
+
+def test_cli_jobs_from_pyproject_and_flag(tmp_path, monkeypatch, capsys):
+    from ave_core import pool as pool_mod
+
+    pyproject(tmp_path, "jobs = 3\n")
+    f = tmp_path / "k.py"
+    f.write_text("x = 1\n")
+    made = []
+
+    class Spy(pool_mod.AnalysisPool):
+        def __init__(self, workers, target=None):
+            made.append(workers)
+            super().__init__(workers, target)
+
+    monkeypatch.setattr(pool_mod, "AnalysisPool", Spy)
+    assert cli.main(["--check", str(f)]) == 0 and made == [3]
+    assert cli.main(["--check", str(f), "--jobs", "2"]) == 0 and made == [3, 2]
+    assert cli.main(["--check", str(f), "-j", "1"]) == 0 and made == [3, 2]   # serial
+    assert cli.main(["--check", str(f), "--jobs", "0"]) == 0
+    assert made[-1] == pool_mod.cpu_count() or pool_mod.cpu_count() == 1
+    assert cli.main(["--check", str(f), "--jobs", "-1"]) == 2
+    assert "--jobs must be >= 0" in capsys.readouterr().err
 
 
 # ----------------------------------------------------------------------------- bad values

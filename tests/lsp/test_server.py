@@ -359,6 +359,31 @@ async def test_check_on_change_debounced(client: LanguageClient, workspace: Path
     did_close(client, uri2)
 
 
+async def test_serial_and_parallel_checks_publish_the_same(client: LanguageClient,
+                                                          workspace: Path):
+    """``jobs = 2`` (two worker processes analyze the two specializations) and
+    ``jobs = 1`` (the server's own thread, one after the other) publish the same list."""
+    uri, text = new_doc(workspace, "jobs.py", BROKEN)
+    published = []
+    for version, jobs in ((1, 2), (2, 1), (3, 2)):
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+            settings={"ave": {"checkOnChange": False, "jobs": jobs}}))
+        if version == 1:
+            did_open(client, uri, text)
+        else:
+            did_change(client, uri, text, version)
+            did_save(client, uri)
+        pub = await wait_publish(client, uri, lambda p, v=version: p.version == v)
+        published.append(pub.diagnostics)
+    assert_broken_diagnostics(list(published[0]), uri)
+    assert published[0] == published[1] == published[2]
+    assert any(n.startswith("also in the specialization")
+               for d in published[0] for n in d.data["notes"])
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"ave": {"checkOnChange": False}}))
+    did_close(client, uri)
+
+
 async def test_pushed_settings_are_validated(client: LanguageClient):
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"ave": {"checkOnChange": False, "tripCountBound": "many"}}))

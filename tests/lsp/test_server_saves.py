@@ -25,12 +25,12 @@ SLOW = """\
 import os, time
 import ave_lsp.server.server as s
 real = s._check_in_worker
-def counting(uri, path, text, root, settings):
+def counting(uri, path, text, root, settings, *rest):
     if "SLOW" in text:
         with open(os.path.join(os.path.dirname(path), "checks.log"), "a") as f:
             f.write(f"{len(text)}\\n")
         time.sleep(1.0)
-    return real(uri, path, text, root, settings)
+    return real(uri, path, text, root, settings, *rest)
 s._check_in_worker = counting
 from ave_lsp.server import serve_stdio
 raise SystemExit(serve_stdio())

@@ -33,8 +33,10 @@ def test_defaults_are_the_config_defaults():
                 "checkOnChange": fields["check_on_change"],
                 "maxFileLines": fields["max_file_lines"],
                 "baseline": fields["baseline"],
-                "inlayHints": fields["inlay_hints"]}
+                "inlayHints": fields["inlay_hints"],
+                "jobs": fields["jobs"]}
     assert fields["inlay_hints"] is True
+    assert fields["jobs"] == 0                     # automatic: one worker per CPU core
     assert {k: p["default"] for k, p in SCHEMA["properties"].items()} == expected
     assert expected["solverTimeoutMs"] == cfg.DEFAULT_SOLVER_TIMEOUT_MS == 2000
     # and the server's Settings start from the same values
