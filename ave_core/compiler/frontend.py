@@ -227,6 +227,11 @@ class ModuleLoader:
         self.workspace = os.path.abspath(workspace) if workspace else None
         self.overlay = overlay or {}
         self.cache: dict[str, ModuleContext | None] = {}
+        #: Results of the layout checks (vector access, ldmatrix, contiguity), by the values
+        #: they depend on (layout, shapes, origins, vector width): one compile's kernels and
+        #: specializations often check the same tile geometry many times. Lives as long as
+        #: this loader, i.e. one :func:`compile_source` / :func:`specialize` call.
+        self.layout_checks: dict[tuple, Any] = {}
 
     def load(self, path: str) -> ModuleContext | None:
         path = os.path.abspath(path)
@@ -1658,7 +1663,7 @@ class KernelBuilder:
             layout = L.row_major(shape)
         else:
             self._check_layout_covers(layout, shape, _arg_node(node, "layout", 3), "ave.view")
-        if not _contiguous_tile(src):
+        if not _contiguous_tile(self, src):
             raise self.err("AVE106", "ave.view reinterprets the bytes of a contiguous tile; "
                            "this slice is strided in memory (view the whole allocation or a "
                            "whole stage, then slice the view)", node)
@@ -2605,57 +2610,85 @@ def _tile_geometry(tile: Value) -> tuple[Any, tuple, list[list[int]], Any] | Non
     return base_layout, base_shape, origins, dims
 
 
-def _enumerate_offsets(builder: KernelBuilder, tile: Value, n: int):
-    """Yield (local start coord, element offsets of the n-vector) for every vector."""
-    geo = _tile_geometry(tile)
-    if geo is None:
-        return None
+_MISS = object()
+
+
+def _memoized(builder: KernelBuilder, key: tuple, compute: Callable[[], Any]) -> Any:
+    """``compute()``, remembered under ``key`` for the rest of this compile (see
+    :attr:`ModuleLoader.layout_checks`). Keys holding an unhashable layout are not kept."""
+    memo = builder.module.loader.layout_checks
+    try:
+        hit = memo.get(key, _MISS)
+    except TypeError:
+        return compute()
+    if hit is _MISS:
+        hit = memo[key] = compute()
+    return hit
+
+
+def _geometry_key(geo: tuple) -> tuple:
+    """A hashable form of :func:`_tile_geometry`'s result."""
     lay, bshape, origins, dims = geo
-    shape = tile.type.shape
-    # limit origin combinations
-    combos = [[]]
-    for o in origins:
-        combos = [c + [x] for c in combos for x in o]
-        if len(combos) > 64:
-            combos = combos[:64]
-    idx = np.indices(shape).reshape(len(shape), -1)
-    starts = idx[:, idx[-1] % n == 0] if shape else idx
-    out = []
-    for combo in combos:
-        for j in range(n):
-            coords = [None] * len(bshape)
-            for bd in range(len(bshape)):
-                coords[bd] = np.full(starts.shape[1], combo[bd], dtype=np.int64)
-            for ld, bd in enumerate(dims):
-                add = starts[ld] + (j if ld == len(dims) - 1 else 0)
-                coords[bd] = coords[bd] + add
-            out.append(np.asarray(lay(tuple(coords)), dtype=np.int64))
-        yield combo, starts, np.stack(out, axis=1)
-        out = []
+    return (lay, tuple(bshape), tuple(tuple(o) for o in origins), tuple(dims))
 
 
-def _contiguous_tile(tile: Value) -> bool:
+#: Elements evaluated per layout call by the vectorized checks (bounds their memory).
+_CHECK_CHUNK = 1 << 20
+
+
+def _vector_offsets(geo: tuple, combos: list[list[int]], starts: np.ndarray,
+                    n: int) -> np.ndarray:
+    """Element offsets of the ``n``-vectors starting at local coordinates ``starts``
+    (``(rank, S)``; the vector runs along the last local dimension), for each origin
+    combination: an ``int64`` array ``(len(combos), S, n)``."""
+    lay, bshape, _, dims = geo
+    combo = np.asarray(combos, dtype=np.int64).reshape(len(combos), len(bshape))
+    j = np.arange(n, dtype=np.int64)
+    full = (len(combos), starts.shape[1], n)
+    coords = []
+    for bd in range(len(bshape)):
+        c = combo[:, bd][:, None, None]
+        for ld, d in enumerate(dims):
+            if d == bd:
+                c = c + starts[ld][None, :, None] + (j[None, None, :] if ld == len(dims) - 1
+                                                      else 0)
+        coords.append(np.broadcast_to(c, full))
+    return np.broadcast_to(np.asarray(lay(tuple(coords)), dtype=np.int64), full)
+
+
+def _combo_chunks(combos: list[list[int]], per_combo: int):
+    """``combos`` in consecutive chunks of at most :data:`_CHECK_CHUNK` evaluated elements."""
+    step = max(1, _CHECK_CHUNK // max(1, per_combo))
+    for k in range(0, len(combos), step):
+        yield combos[k:k + step]
+
+
+def _contiguous_tile(builder: KernelBuilder, tile: Value) -> bool:
     """Whether a shared/register tile's elements fill one contiguous range of offsets."""
     geo = _tile_geometry(tile)
     if geo is None:
         return True
-    lay, bshape, origins, dims = geo
     shape = tile.type.shape
+    return _memoized(builder, ("contiguous", _geometry_key(geo), shape),
+                     lambda: _layout_contiguous(geo, shape))
+
+
+def _layout_contiguous(geo: tuple, shape: tuple) -> bool:
     n = _prod(shape)
     if n > MAX_TILE_ELEMENTS:
         return False
-    idx = np.indices(shape).reshape(len(shape), -1)
-    for combo in _product_lists(origins, 8):
-        coords = [np.full(n, combo[bd], dtype=np.int64) for bd in range(len(bshape))]
-        for ld, bd in enumerate(dims):
-            coords[bd] = coords[bd] + idx[ld]
-        offs = np.sort(np.asarray(lay(tuple(coords)), dtype=np.int64))
-        if not np.array_equal(offs, np.arange(offs[0], offs[0] + n)):
+    starts = np.indices(shape).reshape(len(shape), -1)
+    for chunk in _combo_chunks(_product_lists(geo[2], 8), n):
+        offs = np.sort(_vector_offsets(geo, chunk, starts, 1)[:, :, 0], axis=1)
+        if not np.array_equal(offs, offs[:, :1] + np.arange(n)):
             return False
     return True
 
 
 def _vector_violation(builder: KernelBuilder, tile: Value, n: int):
+    """The first ``n``-element vector of ``tile`` (along its innermost dimension) that is not
+    contiguous and ``n``-aligned in memory: ``(start coordinate, element offsets, why)``, or
+    ``None`` when every vector is fine."""
     t = tile.type
     if t.space == "global":
         # row-major with unit innermost stride: contiguous; check the innermost origin
@@ -2686,19 +2719,30 @@ def _vector_violation(builder: KernelBuilder, tile: Value, n: int):
                 return ((0,) * len(t.shape), term, f"at innermost offset {term}, not a multiple "
                         f"of {n} elements")
         return None
-    gen = _enumerate_offsets(builder, tile, n)
-    if gen is None:
+    geo = _tile_geometry(tile)
+    if geo is None:
         return None
-    for combo, starts, offs in gen:
-        contiguous = np.all(offs[:, 1:] - offs[:, :-1] == 1, axis=1)
-        aligned = offs[:, 0] % n == 0
-        bad = np.nonzero(~(contiguous & aligned))[0]
-        if bad.size:
-            i = int(bad[0])
+    shape = t.shape
+    return _memoized(builder, ("vector", _geometry_key(geo), shape, n),
+                     lambda: _layout_vector_violation(geo, shape, n))
+
+
+def _layout_vector_violation(geo: tuple, shape: tuple, n: int):
+    """:func:`_vector_violation` for a shared/register tile of geometry ``geo``: every origin
+    combination of runtime offsets (at most 64), in order; the first bad vector wins."""
+    idx = np.indices(shape).reshape(len(shape), -1)
+    starts = idx[:, idx[-1] % n == 0] if shape else idx
+    for chunk in _combo_chunks(_product_lists(geo[2], 64), starts.shape[1] * n):
+        offs = _vector_offsets(geo, chunk, starts, n)              # (combos, S, n)
+        contiguous = np.all(offs[:, :, 1:] - offs[:, :, :-1] == 1, axis=2)
+        aligned = offs[:, :, 0] % n == 0
+        bad = ~(contiguous & aligned)
+        if bad.any():
+            c, i = (int(x) for x in np.argwhere(bad)[0])
             coord = tuple(int(x) for x in starts[:, i])
-            why = "not contiguous in the layout" if not contiguous[i] else \
+            why = "not contiguous in the layout" if not contiguous[c, i] else \
                 f"not aligned to {n} elements"
-            return coord, offs[i].tolist(), why
+            return coord, offs[c, i].tolist(), why
     return None
 
 
@@ -2714,20 +2758,18 @@ def _ldmatrix_violation(builder: KernelBuilder, tile: Value) -> str | None:
     geo = _tile_geometry(tile)
     if geo is None:
         return None
+    return _memoized(builder, ("ldmatrix.trans", _geometry_key(geo), shape),
+                     lambda: _layout_ldmatrix_trans_violation(geo, shape))
+
+
+def _layout_ldmatrix_trans_violation(geo: tuple, shape: tuple) -> str | None:
     lay, bshape, origins, dims = geo
-    rev = list(reversed(dims))
-    shape_t = tuple(reversed(shape))
-    idx = np.indices(shape_t).reshape(2, -1)
+    tgeo = (lay, bshape, origins, list(reversed(dims)))
+    idx = np.indices(tuple(reversed(shape))).reshape(2, -1)
     starts = idx[:, idx[-1] % 8 == 0]
-    for combo in _product_lists(origins, 64):
-        offs = []
-        for j in range(8):
-            coords = [np.full(starts.shape[1], combo[bd], dtype=np.int64) for bd in range(len(bshape))]
-            for ld, bd in enumerate(rev):
-                coords[bd] = coords[bd] + starts[ld] + (j if ld == 1 else 0)
-            offs.append(np.asarray(lay(tuple(coords)), dtype=np.int64))
-        o = np.stack(offs, axis=1)
-        if not (np.all(o[:, 1:] - o[:, :-1] == 1) and np.all(o[:, 0] % 8 == 0)):
+    for chunk in _combo_chunks(_product_lists(origins, 64), starts.shape[1] * 8):
+        o = _vector_offsets(tgeo, chunk, starts, 8)
+        if not (np.all(o[:, :, 1:] - o[:, :, :-1] == 1) and np.all(o[:, :, 0] % 8 == 0)):
             return ("rows of 8 elements are neither contiguous and 16-byte aligned along the "
                     "innermost axis nor along the other axis (.trans)")
     return None

@@ -1136,7 +1136,9 @@ class TVLayout:
 
     def covers(self) -> bool:
         """True if every element of the tile is held by at least one (t, v)."""
-        return len(np.unique(self._table)) == self.tile_size
+        held = np.zeros(self.tile_size, dtype=bool)
+        held[self._table.reshape(-1)] = True   # indices are in [0, tile_size) (checked)
+        return bool(held.all())
 
     def holders(self, coord: Any) -> list:
         """All ``(t, v)`` holding the element at ``coord`` (a tuple of per-dimension ints, or a
