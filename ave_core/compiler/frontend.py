@@ -227,11 +227,12 @@ class ModuleLoader:
         self.workspace = os.path.abspath(workspace) if workspace else None
         self.overlay = overlay or {}
         self.cache: dict[str, ModuleContext | None] = {}
-        #: Results of the layout checks (vector access, ldmatrix, contiguity), by the values
-        #: they depend on (layout, shapes, origins, vector width): one compile's kernels and
-        #: specializations often check the same tile geometry many times. Lives as long as
-        #: this loader, i.e. one :func:`compile_source` / :func:`specialize` call.
-        self.layout_checks: dict[tuple, Any] = {}
+        #: Results of pure computations on compile-time facts (layout checks by layout,
+        #: shapes, origins and vector width; the names a statement list assigns; reduction
+        #: scopes), by the values they depend on: one compile's kernels and specializations
+        #: repeat them many times. Lives as long as this loader, i.e. one
+        #: :func:`compile_source` / :func:`specialize` call. See :func:`_memoized`.
+        self.memo: dict[tuple, Any] = {}
 
     def load(self, path: str) -> ModuleContext | None:
         path = os.path.abspath(path)
@@ -349,6 +350,7 @@ class KernelBuilder:
         self.config_index = config_index
         self.block = Block()
         self.call_stack: list[tuple[ast.AST, ModuleContext]] = []
+        self._chains: dict[tuple, tuple[Loc, ...]] = {}   # call stack -> its inlining chain
         self.cur_module = module
         self.n_ops = 0
         self.files: set[str] = {module.path}
@@ -364,7 +366,11 @@ class KernelBuilder:
 
     def loc(self, node: ast.AST) -> Loc:
         rng = self.cur_module.range_of(node) if hasattr(node, "lineno") else ZERO_RANGE
-        chain = tuple(Loc(m.path, m.range_of(n)) for n, m in reversed(self.call_stack))
+        stack = tuple(self.call_stack)      # (call node, module) pairs, compared by identity
+        chain = self._chains.get(stack)
+        if chain is None:
+            chain = self._chains[stack] = tuple(Loc(m.path, m.range_of(n))
+                                                for n, m in reversed(stack))
         return Loc(self.cur_module.path, rng, chain)
 
     # ------------------------------------------------------------------ op emission
@@ -554,7 +560,7 @@ class KernelBuilder:
         lb = self.as_i32(start, it)
         ub = self.as_i32(stop, it)
         stv = self.as_i32(step, it)
-        assigned = _assigned_names(st.body)
+        assigned = self.assigned_names(st.body)
         carried: list[str] = []
         for n in sorted(assigned):
             found, v = scope.lookup_local(n)
@@ -648,7 +654,7 @@ class KernelBuilder:
             branch = st.body if self.truth(cond, st.test) else st.orelse
             return self.exec_body(branch, scope)
         cond = self.as_bool(cond, st.test)
-        assigned = _assigned_names(st.body) | _assigned_names(st.orelse)
+        assigned = self.assigned_names(st.body) | self.assigned_names(st.orelse)
         results: dict[str, list] = {}
         branches = []
         for body in (st.body, st.orelse):
@@ -701,6 +707,11 @@ class KernelBuilder:
             scope.vars[n] = r
         return None
 
+    def assigned_names(self, body: list[ast.stmt]) -> set[str]:
+        """:func:`_assigned_names` of ``body``, computed once per compile (do not modify)."""
+        hit = _memoized(self, ("assigned_names", id(body)), lambda: (body, _assigned_names(body)))
+        return hit[1] if hit[0] is body else _assigned_names(body)
+
     def coerce_like(self, v: Any, t: Any, name: str, node: ast.AST) -> Value:
         if isinstance(v, Value):
             if v.type != t:
@@ -726,10 +737,10 @@ class KernelBuilder:
         return v
 
     def eval(self, node: ast.AST, scope: Scope) -> Any:
-        m = getattr(self, "ev_" + type(node).__name__, None)
+        m = _EVALUATORS.get(type(node))
         if m is None:
             raise self.err("AVE101", f"{_describe(node)} is not supported in Ave kernels", node)
-        return m(node, scope)
+        return m(self, node, scope)
 
     def ev_Constant(self, node: ast.Constant, scope: Scope) -> Any:
         if isinstance(node.value, (bytes, complex)) or node.value is Ellipsis:
@@ -1371,7 +1382,9 @@ class KernelBuilder:
             if lay.keep != keep:
                 raise self.err("AVE116", f"cannot broadcast: the fragment keeps axes {lay.keep} "
                                f"of its reduction but is broadcast along axes {keep}", node)
-            if lay.parent != t.layout and not _holds_projection(lay, t.layout, keep):
+            if lay.parent != t.layout and not _memoized(
+                    self, ("holds_projection", lay, t.layout, keep),
+                    lambda: _holds_projection(lay, t.layout, keep)):
                 raise self.err("AVE116", "this broadcast needs data other threads hold: some "
                                "thread needs a reduced element it does not hold (reduce a "
                                "fragment distributed like the one you combine it with)", node)
@@ -2119,7 +2132,8 @@ class KernelBuilder:
             raise self.err("AVE120", f"axis must be a compile-time integer in [-{n}, {n})", node)
         axis = axis % n
         lay = v.type.layout
-        inferred = _reduction_scope(lay, axis, self.warp_size)
+        inferred = _memoized(self, ("reduction_scope", lay, axis, self.warp_size),
+                             lambda: _reduction_scope(lay, axis, self.warp_size))
         if red_scope is not None:
             if red_scope not in ("thread", "warp", "block"):
                 raise self.err("AVE120", "scope must be 'thread', 'warp' or 'block'", node)
@@ -2149,7 +2163,8 @@ class KernelBuilder:
         v = self._frag(x, _arg_node(node, "x", 0), "ave.convert's operand")
         lay = self._tv(layout, v.type.shape, _arg_node(node, "layout", 1) or node, "ave.convert")
         t = FragmentType(v.type.dtype, v.type.shape, lay, v.type.reg_class)
-        in_regs = _same_holdings(v.type.layout, lay)
+        in_regs = _memoized(self, ("same_holdings", v.type.layout, lay),
+                            lambda: _same_holdings(v.type.layout, lay))
         return self.emit("ave.convert", [v], [t], node,
                          {"layout": lay, "register_only": in_regs}).result
 
@@ -2346,6 +2361,12 @@ class KernelBuilder:
 
 
 _CMP_NAMES = {"lt", "le", "gt", "ge", "eq", "ne"}
+
+
+#: ``ast`` node class -> the ``KernelBuilder.ev_<Class>`` method that evaluates it.
+_EVALUATORS: dict[type, Callable[..., Any]] = {
+    getattr(ast, name[3:]): fn for name, fn in vars(KernelBuilder).items()
+    if name.startswith("ev_") and isinstance(getattr(ast, name[3:], None), type)}
 
 
 class _IterCounter:
@@ -2615,8 +2636,8 @@ _MISS = object()
 
 def _memoized(builder: KernelBuilder, key: tuple, compute: Callable[[], Any]) -> Any:
     """``compute()``, remembered under ``key`` for the rest of this compile (see
-    :attr:`ModuleLoader.layout_checks`). Keys holding an unhashable layout are not kept."""
-    memo = builder.module.loader.layout_checks
+    :attr:`ModuleLoader.memo`). Keys holding an unhashable layout are not kept."""
+    memo = builder.module.loader.memo
     try:
         hit = memo.get(key, _MISS)
     except TypeError:

@@ -81,14 +81,21 @@ def is_int(x: Any) -> bool:
     return isinstance(x, (numbers.Integral, np.integer, np.ndarray))
 
 
+_TUPLE = (tuple, list)
+
+
 def is_tuple(x: Any) -> bool:
     """True for a tuple or list (a hierarchical IntTuple node)."""
-    return isinstance(x, (tuple, list))
+    return isinstance(x, _TUPLE)
 
 
 def _norm(t: Any, what: str = "IntTuple") -> IntTuple:
     """Normalize lists to tuples and numpy integers to Python ints, recursively."""
-    if is_tuple(t):
+    if type(t) is int:
+        return t
+    if type(t) is tuple and all(type(e) is int for e in t):
+        return t                                    # a flat tuple of ints: already normal
+    if isinstance(t, _TUPLE):
         return tuple(_norm(e, what) for e in t)
     if isinstance(t, bool) or not isinstance(t, (numbers.Integral, np.integer)):
         raise ValueError(f"{what} entries must be integers or tuples, got {t!r}")
@@ -98,7 +105,7 @@ def _norm(t: Any, what: str = "IntTuple") -> IntTuple:
 def product(shape: IntTuple) -> int:
     """Product of all leaves of ``shape`` (``product(8) == 8``, ``product(((2, 4), 8)) == 64``,
     ``product(()) == 1``). Works on numpy arrays as leaves too (CuTe ``product``)."""
-    if is_tuple(shape):
+    if isinstance(shape, _TUPLE):
         p = 1
         for s in shape:
             p = p * product(s)
@@ -109,7 +116,7 @@ def product(shape: IntTuple) -> int:
 def flatten(t: IntTuple) -> tuple:
     """The leaves of ``t`` as a flat tuple, in order (pycute ``flatten``): ``flatten(8) ==
     (8,)``, ``flatten(((2, 4), 8)) == (2, 4, 8)``."""
-    if is_tuple(t):
+    if isinstance(t, _TUPLE):
         out: list = []
         for e in t:
             out.extend(flatten(e))
@@ -130,9 +137,10 @@ def _unflatten(flat: Iterable, profile: IntTuple) -> IntTuple:
 
 
 def _congruent(a: IntTuple, b: IntTuple) -> bool:
-    if is_tuple(a) != is_tuple(b):
+    ta = isinstance(a, _TUPLE)
+    if ta != isinstance(b, _TUPLE):
         return False
-    if is_tuple(a):
+    if ta:
         return len(a) == len(b) and all(_congruent(x, y) for x, y in zip(a, b))
     return True
 
@@ -185,8 +193,8 @@ def crd2idx(coord: Any, shape: IntTuple, stride: IntTuple) -> Any:
     Raises:
         ValueError: the coordinate is not (partially) congruent with the shape.
     """
-    if is_tuple(coord):
-        if not is_tuple(shape):
+    if isinstance(coord, _TUPLE):
+        if not isinstance(shape, _TUPLE):
             if len(coord) == 1:  # (c,) for a rank-1 int layout
                 return crd2idx(coord[0], shape, stride)
             raise ValueError(f"coordinate {_fmt_any(coord)} has more modes than shape {_fmt(shape)}")
@@ -199,7 +207,7 @@ def crd2idx(coord: Any, shape: IntTuple, stride: IntTuple) -> Any:
         for c, s, d in zip(coord, shape, stride):
             total = total + crd2idx(c, s, d)
         return total
-    if is_tuple(shape):
+    if isinstance(shape, _TUPLE):
         # int coordinate over a tuple shape: colex, last mode absorbs the rest
         if len(shape) == 0:
             return 0
@@ -282,6 +290,16 @@ class Layout:
         self._stride = stride
         self._hash = None
 
+    @classmethod
+    def _valid(cls, shape: IntTuple, stride: IntTuple) -> "Layout":
+        """A Layout of a shape and stride known to be valid and normal (a mode of a Layout),
+        without checking them again."""
+        self = cls.__new__(cls)
+        self._shape = shape
+        self._stride = stride
+        self._hash = None
+        return self
+
     # --- accessors ---------------------------------------------------------------------------
     @property
     def shape(self) -> IntTuple:
@@ -329,7 +347,7 @@ class Layout:
         """Mode ``i`` as a Layout (``Layout(((2,4),8), ((1,16),2))[0] == (2,4):(1,16)``).
         For an int-shaped layout only ``i == 0`` is valid (the layout itself)."""
         if is_tuple(self._shape):
-            return Layout(self._shape[i], self._stride[i])
+            return Layout._valid(self._shape[i], self._stride[i])
         if i in (0, -1):
             return self
         raise IndexError(f"mode {i} of the rank-1 layout {self}")
@@ -410,7 +428,7 @@ class Layout:
 
 
 def _has_empty(t: IntTuple) -> bool:
-    if is_tuple(t):
+    if isinstance(t, _TUPLE):
         return len(t) == 0 or any(_has_empty(e) for e in t)
     return False
 
