@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import math
 import os
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -619,9 +620,7 @@ class KernelBuilder:
             f = self.eval(it.func, scope)
             if f == DSLName("static_range") or f == DSLName("range") or f == ("builtin", "range"):
                 name = "static_range" if f == DSLName("static_range") else "range"
-                sig = self.lang.names.signature_of(name)
-                ba = self.bind(sig, it, scope, name)
-                a = ba.arguments
+                a = self.bind(name, it, scope)
                 start, stop, step = a["start"], a.get("stop"), a.get("step", 1)
                 if stop is None:
                     start, stop = 0, start
@@ -862,7 +861,7 @@ class KernelBuilder:
         return v
 
     def dsl_attr(self, a: str, node: ast.AST) -> Any:
-        from ave_core.lang import names
+        names = self.lang.names
         if a in names.DSL_FUNCTIONS or a in names.COMPILE_TIME_FUNCTIONS or hasattr(self.lang, a) \
                 and not a.startswith("_"):
             if not hasattr(self.lang, a):
@@ -1501,17 +1500,17 @@ class KernelBuilder:
 
     # ------------------------------------------------------------------ DSL calls
 
-    def bind(self, sig: Any, node: ast.Call, scope: Scope, name: str) -> Any:
+    def bind(self, name: str, node: ast.Call, scope: Scope) -> dict[str, Any]:
+        """Evaluate the arguments of a call of ``ave.<name>`` and bind them to its parameters
+        (defaults applied); a binding error is AVE104."""
         args, kwargs = self.eval_args(node, scope)
         try:
-            ba = sig.bind(*args, **kwargs)
+            return _binder(name).bind(args, kwargs)
         except TypeError as e:
             raise self.err("AVE104", f"ave.{name}(): {e}", node) from None
-        ba.apply_defaults()
-        return ba
 
     def call_dsl(self, name: str, node: ast.Call, scope: Scope) -> Any:
-        from ave_core.lang import names
+        names = self.lang.names
         if name in ("tag",):
             return self.h_tag(node, scope)
         if name in ("copy", "copy_async", "load", "store") and _has_kw(node, "mask"):
@@ -1521,9 +1520,7 @@ class KernelBuilder:
             if handler is None:
                 raise self.err("AVE101", f"ave.{name} is not supported by this front end yet",
                                node)
-            sig = names.signature_of(name)
-            ba = self.bind(sig, node, scope, name)
-            return handler(node, scope, **ba.arguments)
+            return handler(node, scope, **self.bind(name, node, scope))
         # compile-time constructors (layouts, atoms, dtypes, cdiv, swizzle, label...)
         obj = getattr(self.lang, name, None)
         if obj is None:
@@ -2369,6 +2366,44 @@ _EVALUATORS: dict[type, Callable[..., Any]] = {
     if name.startswith("ev_") and isinstance(getattr(ast, name[3:], None), type)}
 
 
+class _Binder:
+    """Binds call arguments to the parameters of a DSL function: the arguments dict that
+    ``inspect.Signature.bind`` then ``apply_defaults`` give (in parameter order), computed
+    directly for the usual plain parameters; anything else, and every binding error (its
+    ``TypeError`` and message), goes through ``Signature.bind`` itself."""
+
+    def __init__(self, sig: Any) -> None:
+        self.sig = sig
+        params = list(sig.parameters.values())
+        self.plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+        self.names = tuple(p.name for p in params)
+        self.defaults = {p.name: p.default for p in params if p.default is not p.empty}
+
+    def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The arguments by parameter name. Raises ``TypeError`` as ``Signature.bind``."""
+        if self.plain and len(args) <= len(self.names):
+            given = dict(zip(self.names, args))
+            if all(k not in given and k in self.names for k in kwargs):
+                given.update(kwargs)
+                if all(n in given or n in self.defaults for n in self.names):
+                    return {n: given[n] if n in given else self.defaults[n] for n in self.names}
+        ba = self.sig.bind(*args, **kwargs)
+        ba.apply_defaults()
+        return dict(ba.arguments)
+
+
+_BINDERS: dict[str, _Binder] = {}
+
+
+def _binder(name: str) -> _Binder:
+    """The :class:`_Binder` of ``ave.<name>`` (signatures are fixed: kept for the process)."""
+    b = _BINDERS.get(name)
+    if b is None:
+        from ave_core.lang import names
+        b = _BINDERS[name] = _Binder(names.signature_of(name))
+    return b
+
+
 class _IterCounter:
     """The iteration counter of a runtime loop (a symbol of affine forms)."""
 
@@ -2484,8 +2519,13 @@ def _assigned_names(body: list[ast.stmt]) -> set[str]:
             for e in t.elts:
                 targets(e)
 
+    # Each statement's subtree breadth first, as ast.walk, but only through the nodes that
+    # can hold statements (statements never sit inside expressions): the same names, added
+    # in the same order.
     for st in body:
-        for n in ast.walk(st):
+        todo = deque([st])
+        while todo:
+            n = todo.popleft()
             if isinstance(n, ast.Assign):
                 for t in n.targets:
                     targets(t)
@@ -2495,7 +2535,15 @@ def _assigned_names(body: list[ast.stmt]) -> set[str]:
                 targets(n.target)
             elif isinstance(n, ast.FunctionDef):
                 out.add(n.name)
+            for f in n._fields:
+                v = getattr(n, f, None)
+                if isinstance(v, list):
+                    todo.extend(x for x in v if isinstance(x, _STATEMENT_NODES))
     return out
+
+
+#: The ast nodes that statements can be children of (besides the module).
+_STATEMENT_NODES = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
 def _affine(op: str, a: dict | None, b: dict | None) -> dict | None:

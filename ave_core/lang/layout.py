@@ -375,10 +375,13 @@ class Layout:
 
     def offsets(self) -> np.ndarray:
         """Offsets of the linear indices ``0 .. size-1`` (colexicographic), as ``int64``."""
-        return np.asarray(
-            crd2idx(np.arange(self.size, dtype=np.int64), self._shape, self._stride),
-            dtype=np.int64,
-        ).reshape(self.size)
+        # index i = c0 + s0*c1 + s0*s1*c2 + ... over the leaves (first fastest) maps to
+        # sum(c_k * d_k): an outer sum of each leaf's arange(s_k) * d_k, the last leaf the
+        # slowest axis (what crd2idx gives for every i in range, without div/mod)
+        out = np.zeros((), dtype=np.int64)
+        for s, d in zip(flatten(self._shape), flatten(self._stride)):
+            out = np.add.outer(np.arange(s, dtype=np.int64) * d, out)
+        return out.reshape(self.size)
 
     def is_injective(self) -> bool:
         """True if no two coordinates of the domain share an offset."""
@@ -1080,14 +1083,8 @@ class TVLayout:
         self._layout = layout
         self._tile_shape = ts
         self._hash = None
-        table = np.asarray(
-            layout(
-                np.arange(layout[0].size, dtype=np.int64)[:, None],
-                np.arange(layout[1].size, dtype=np.int64)[None, :],
-            ),
-            dtype=np.int64,
-        )
-        table = np.broadcast_to(table, (layout[0].size, layout[1].size)).copy()
+        # layout(t, v) = mode0(t) + mode1(v) (crd2idx of a per-mode coordinate)
+        table = np.add.outer(layout[0].offsets(), layout[1].offsets())
         n = product(ts)
         if table.size and (table.min() < 0 or table.max() >= n):
             raise ValueError(
