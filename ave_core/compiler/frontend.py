@@ -1537,6 +1537,9 @@ class KernelBuilder:
         if not callable(obj):
             raise self.err("AVE118", f"ave.{name} is not callable", node)
         try:
+            if name in _SHARED_CONSTRUCTORS:
+                return _memoized(self, ("dsl", name, _typed_key(args), _typed_key(kwargs)),
+                                 lambda: obj(*args, **kwargs))
             return obj(*args, **kwargs)
         except TypeError as e:
             raise self.err("AVE104", f"ave.{name}(): {e}", node) from None
@@ -2638,6 +2641,22 @@ def _coord_rank(tile: Value) -> int:
     return len(t.shape)
 
 
+#: Compile-time constructors whose results (immutable, and costly to build) one compile
+#: shares between the calls with equal arguments, e.g. the same tiled MMA in several
+#: specializations.
+_SHARED_CONSTRUCTORS = frozenset({"mma_atom", "wgmma_atom", "tiled_mma"})
+
+
+def _typed_key(v: Any) -> Any:
+    """A memo key for compile-time arguments that also tells apart equal values of other
+    types (``16`` / ``16.0`` / ``True``). Unhashable values make the key unhashable."""
+    if isinstance(v, (tuple, list)):
+        return (type(v), tuple(_typed_key(e) for e in v))
+    if isinstance(v, dict):
+        return (dict, tuple((k, _typed_key(e)) for k, e in sorted(v.items())))
+    return (type(v), v)
+
+
 def _tile_geometry(tile: Value) -> tuple[Any, tuple, list[list[int]], Any] | None:
     """(base layout, base shape, candidate origins per base dim, map local->base dims).
 
@@ -2874,35 +2893,36 @@ def _reduction_scope(layout: Any, axis: int, warp_size: int) -> str:
     per_key_warps = np.unique(key * T + th // warp_size) // T
     return "warp" if np.bincount(per_key_warps).max() <= 1 else "block"
 
-def _holdings(layout: Any, keep: Sequence[int] | None = None) -> np.ndarray:
-    """(threads, coordinates) boolean matrix: which (kept) coordinates each thread holds."""
+def _holdings(layout: Any, keep: Sequence[int] | None = None) -> tuple[tuple, np.ndarray]:
+    """Which (kept) coordinates each thread holds: ``((threads, coordinates), codes)``, the
+    codes ``thread * coordinates + linear coordinate`` of every (thread, held coordinate)
+    pair, sorted and unique (the true cells of the threads x coordinates holding matrix)."""
     tab = np.asarray(layout.coords_table())
     T, V, R = tab.shape
     keep = list(range(R)) if keep is None else list(keep)
     dims = tuple(int(layout.tile_shape[a]) for a in keep)
     lin = np.ravel_multi_index(tuple(tab[:, :, a] for a in keep), dims)
-    held = np.zeros((T, int(np.prod(dims))), bool)
-    held[np.repeat(np.arange(T), V), lin.reshape(-1)] = True
-    return held
+    n = int(np.prod(dims))
+    return (T, n), np.unique(np.repeat(np.arange(T, dtype=np.int64), V) * n + lin.reshape(-1))
 
 
 def _holds_projection(proj: ProjectedLayout, target: Any, keep: tuple) -> bool:
     """Whether every thread holds, in ``proj``, every kept coordinate that ``target``
     gives it (so a broadcast of ``proj`` to ``target`` needs no communication)."""
     try:
-        src = _holdings(proj.parent, keep)
-        dst = _holdings(target, keep)
+        src_shape, src = _holdings(proj.parent, keep)
+        dst_shape, dst = _holdings(target, keep)
     except Exception:
         return False
-    return src.shape == dst.shape and bool(np.all(~dst | src))
+    return src_shape == dst_shape and bool(np.isin(dst, src, assume_unique=True).all())
 
 def _same_holdings(a: Any, b: Any) -> bool:
     """Whether two TV layouts give every thread the same set of coordinates."""
     try:
-        ha, hb = _holdings(a), _holdings(b)
+        (sa, ha), (sb, hb) = _holdings(a), _holdings(b)
     except Exception:
         return False
-    return ha.shape == hb.shape and bool(np.array_equal(ha, hb))
+    return sa == sb and bool(np.array_equal(ha, hb))
 
 def _kernel_decorator(module: ModuleContext, fn: ast.FunctionDef) -> ast.AST | None:
     for d in fn.decorator_list:
