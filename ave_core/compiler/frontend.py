@@ -2724,15 +2724,53 @@ def _geometry_key(geo: tuple) -> tuple:
 _CHECK_CHUNK = 1 << 20
 
 
+def _offset_table(builder: KernelBuilder, lay: Any, bshape: tuple) -> np.ndarray | None:
+    """The offsets of every coordinate of a ``bshape`` allocation or view whose layout is
+    ``lay``, by colexicographic linear index (``lay.offsets()``: for a layout covering the
+    shape mode by mode, the offset of an in-range coordinate ``c`` is
+    ``table[c0 + s0*c1 + s0*s1*c2 ...]``), or ``None`` where that does not apply (another kind
+    of layout, a size mismatch, a huge tile). Computed once per compile and layout."""
+    L = _LAYOUT
+    n = _prod(tuple(bshape))
+    if type(lay) not in (L.Layout, L.ComposedLayout, L.XorSwizzle2D) or \
+            n > MAX_TILE_ELEMENTS:
+        return None
+
+    def table() -> np.ndarray | None:
+        try:
+            if lay.size != n:
+                return None
+            return np.asarray(lay.offsets(), dtype=np.int64).reshape(n)
+        except Exception:
+            return None
+    return _memoized(builder, ("offset_table", lay, tuple(bshape)), table)
+
+
 def _vector_offsets(geo: tuple, combos: list[list[int]], starts: np.ndarray,
-                    n: int) -> np.ndarray:
+                    n: int, table: np.ndarray | None = None) -> np.ndarray:
     """Element offsets of the ``n``-vectors starting at local coordinates ``starts``
     (``(rank, S)``; the vector runs along the last local dimension), for each origin
-    combination: an ``int64`` array ``(len(combos), S, n)``."""
+    combination: an ``int64`` array ``(len(combos), S, n)``. ``table``: the layout's
+    :func:`_offset_table`, looked up instead of evaluating the layout when every
+    coordinate is inside the base shape."""
     lay, bshape, _, dims = geo
     combo = np.asarray(combos, dtype=np.int64).reshape(len(combos), len(bshape))
     j = np.arange(n, dtype=np.int64)
     full = (len(combos), starts.shape[1], n)
+    if table is not None and dims and starts.shape[1] and len(combos):
+        last = len(dims) - 1
+        lo = combo.min(axis=0).tolist()
+        hi = combo.max(axis=0).tolist()
+        smin, smax = starts.min(axis=1).tolist(), starts.max(axis=1).tolist()
+        for ld, bd in enumerate(dims):
+            lo[bd] += smin[ld]
+            hi[bd] += smax[ld] + (n - 1 if ld == last else 0)
+        if all(0 <= lo[bd] and hi[bd] < bshape[bd] for bd in range(len(bshape))):
+            fstride = [_prod(tuple(bshape[:k])) for k in range(len(bshape))]
+            start_lin = sum(starts[ld] * fstride[bd] for ld, bd in enumerate(dims))
+            lin = (combo @ np.asarray(fstride, dtype=np.int64))[:, None, None] + \
+                start_lin[None, :, None] + (j * fstride[dims[last]])[None, None, :]
+            return table[lin]
     coords = []
     for bd in range(len(bshape)):
         c = combo[:, bd][:, None, None]
@@ -2758,16 +2796,17 @@ def _contiguous_tile(builder: KernelBuilder, tile: Value) -> bool:
         return True
     shape = tile.type.shape
     return _memoized(builder, ("contiguous", _geometry_key(geo), shape),
-                     lambda: _layout_contiguous(geo, shape))
+                     lambda: _layout_contiguous(geo, shape,
+                                                _offset_table(builder, geo[0], geo[1])))
 
 
-def _layout_contiguous(geo: tuple, shape: tuple) -> bool:
+def _layout_contiguous(geo: tuple, shape: tuple, table: np.ndarray | None) -> bool:
     n = _prod(shape)
     if n > MAX_TILE_ELEMENTS:
         return False
     starts = np.indices(shape).reshape(len(shape), -1)
     for chunk in _combo_chunks(_product_lists(geo[2], 8), n):
-        offs = np.sort(_vector_offsets(geo, chunk, starts, 1)[:, :, 0], axis=1)
+        offs = np.sort(_vector_offsets(geo, chunk, starts, 1, table)[:, :, 0], axis=1)
         if not np.array_equal(offs, offs[:, :1] + np.arange(n)):
             return False
     return True
@@ -2812,16 +2851,17 @@ def _vector_violation(builder: KernelBuilder, tile: Value, n: int):
         return None
     shape = t.shape
     return _memoized(builder, ("vector", _geometry_key(geo), shape, n),
-                     lambda: _layout_vector_violation(geo, shape, n))
+                     lambda: _layout_vector_violation(geo, shape, n,
+                                                      _offset_table(builder, geo[0], geo[1])))
 
 
-def _layout_vector_violation(geo: tuple, shape: tuple, n: int):
+def _layout_vector_violation(geo: tuple, shape: tuple, n: int, table: np.ndarray | None):
     """:func:`_vector_violation` for a shared/register tile of geometry ``geo``: every origin
     combination of runtime offsets (at most 64), in order; the first bad vector wins."""
     idx = np.indices(shape).reshape(len(shape), -1)
     starts = idx[:, idx[-1] % n == 0] if shape else idx
     for chunk in _combo_chunks(_product_lists(geo[2], 64), starts.shape[1] * n):
-        offs = _vector_offsets(geo, chunk, starts, n)              # (combos, S, n)
+        offs = _vector_offsets(geo, chunk, starts, n, table)       # (combos, S, n)
         contiguous = np.all(offs[:, :, 1:] - offs[:, :, :-1] == 1, axis=2)
         aligned = offs[:, :, 0] % n == 0
         bad = ~(contiguous & aligned)
@@ -2847,16 +2887,18 @@ def _ldmatrix_violation(builder: KernelBuilder, tile: Value) -> str | None:
     if geo is None:
         return None
     return _memoized(builder, ("ldmatrix.trans", _geometry_key(geo), shape),
-                     lambda: _layout_ldmatrix_trans_violation(geo, shape))
+                     lambda: _layout_ldmatrix_trans_violation(
+                         geo, shape, _offset_table(builder, geo[0], geo[1])))
 
 
-def _layout_ldmatrix_trans_violation(geo: tuple, shape: tuple) -> str | None:
+def _layout_ldmatrix_trans_violation(geo: tuple, shape: tuple,
+                                     table: np.ndarray | None) -> str | None:
     lay, bshape, origins, dims = geo
     tgeo = (lay, bshape, origins, list(reversed(dims)))
     idx = np.indices(tuple(reversed(shape))).reshape(2, -1)
     starts = idx[:, idx[-1] % 8 == 0]
     for chunk in _combo_chunks(_product_lists(origins, 64), starts.shape[1] * 8):
-        o = _vector_offsets(tgeo, chunk, starts, 8)
+        o = _vector_offsets(tgeo, chunk, starts, 8, table)
         if not (np.all(o[:, :, 1:] - o[:, :, :-1] == 1) and np.all(o[:, :, 0] % 8 == 0)):
             return ("rows of 8 elements are neither contiguous and 16-byte aligned along the "
                     "innermost axis nor along the other axis (.trans)")
@@ -2887,10 +2929,10 @@ def _reduction_scope(layout: Any, axis: int, warp_size: int) -> str:
     else:
         key = np.zeros(T * V, np.int64)
     th = np.repeat(np.arange(T), V)
-    per_key_threads = np.unique(key * T + th) // T
+    per_key_threads = _sorted_unique(key * T + th) // T
     if np.bincount(per_key_threads).max() <= 1:
         return "thread"
-    per_key_warps = np.unique(key * T + th // warp_size) // T
+    per_key_warps = _sorted_unique(key * T + th // warp_size) // T
     return "warp" if np.bincount(per_key_warps).max() <= 1 else "block"
 
 def _holdings(layout: Any, keep: Sequence[int] | None = None) -> tuple[tuple, np.ndarray]:
@@ -2903,7 +2945,17 @@ def _holdings(layout: Any, keep: Sequence[int] | None = None) -> tuple[tuple, np
     dims = tuple(int(layout.tile_shape[a]) for a in keep)
     lin = np.ravel_multi_index(tuple(tab[:, :, a] for a in keep), dims)
     n = int(np.prod(dims))
-    return (T, n), np.unique(np.repeat(np.arange(T, dtype=np.int64), V) * n + lin.reshape(-1))
+    return (T, n), _sorted_unique(np.repeat(np.arange(T, dtype=np.int64), V) * n +
+                                  lin.reshape(-1))
+
+
+def _sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique(a)`` of a 1-D integer array, by sorting (numpy's hash-based unique is much
+    slower on the few thousand codes the front end compares)."""
+    a = np.sort(a)
+    if a.size:
+        a = a[np.concatenate(([True], a[1:] != a[:-1]))]
+    return a
 
 
 def _holds_projection(proj: ProjectedLayout, target: Any, keep: tuple) -> bool:

@@ -272,6 +272,11 @@ class Layout:
     __slots__ = ("_shape", "_stride", "_hash")
 
     def __init__(self, shape: IntTuple, stride: IntTuple | None = None):
+        if stride is not None and _plain_valid(shape, stride):
+            self._shape = shape
+            self._stride = stride
+            self._hash = None
+            return
         shape = _norm(shape, "shape")
         if stride is None:
             stride = _prefix_products(shape)
@@ -428,6 +433,21 @@ class Layout:
         return f"{_fmt(self._shape)}:{_fmt(self._stride)}"
 
     __str__ = __repr__
+
+
+def _plain_valid(shape: Any, stride: Any) -> bool:
+    """Whether ``shape:stride`` is already normal and valid (Python ints and tuples only,
+    congruent, every extent >= 1, no empty tuple): then :class:`Layout` takes it as it is.
+    ``False`` sends it through the full normalization and checks (and their errors)."""
+    if type(shape) is int:
+        return type(stride) is int and shape >= 1
+    if type(shape) is not tuple or type(stride) is not tuple or not shape or \
+            len(shape) != len(stride):
+        return False
+    for a, b in zip(shape, stride):
+        if not _plain_valid(a, b):
+            return False
+    return True
 
 
 def _has_empty(t: IntTuple) -> bool:
