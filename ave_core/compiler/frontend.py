@@ -2754,23 +2754,13 @@ def _vector_offsets(geo: tuple, combos: list[list[int]], starts: np.ndarray,
     :func:`_offset_table`, looked up instead of evaluating the layout when every
     coordinate is inside the base shape."""
     lay, bshape, _, dims = geo
-    combo = np.asarray(combos, dtype=np.int64).reshape(len(combos), len(bshape))
     j = np.arange(n, dtype=np.int64)
+    if table is not None:
+        lin = _start_indices(geo, combos, starts, n)
+        if lin is not None:
+            return table[lin[0][:, :, None] + j * lin[1]]
+    combo = np.asarray(combos, dtype=np.int64).reshape(len(combos), len(bshape))
     full = (len(combos), starts.shape[1], n)
-    if table is not None and dims and starts.shape[1] and len(combos):
-        last = len(dims) - 1
-        lo = combo.min(axis=0).tolist()
-        hi = combo.max(axis=0).tolist()
-        smin, smax = starts.min(axis=1).tolist(), starts.max(axis=1).tolist()
-        for ld, bd in enumerate(dims):
-            lo[bd] += smin[ld]
-            hi[bd] += smax[ld] + (n - 1 if ld == last else 0)
-        if all(0 <= lo[bd] and hi[bd] < bshape[bd] for bd in range(len(bshape))):
-            fstride = [_prod(tuple(bshape[:k])) for k in range(len(bshape))]
-            start_lin = sum(starts[ld] * fstride[bd] for ld, bd in enumerate(dims))
-            lin = (combo @ np.asarray(fstride, dtype=np.int64))[:, None, None] + \
-                start_lin[None, :, None] + (j * fstride[dims[last]])[None, None, :]
-            return table[lin]
     coords = []
     for bd in range(len(bshape)):
         c = combo[:, bd][:, None, None]
@@ -2780,6 +2770,46 @@ def _vector_offsets(geo: tuple, combos: list[list[int]], starts: np.ndarray,
                                                       else 0)
         coords.append(np.broadcast_to(c, full))
     return np.broadcast_to(np.asarray(lay(tuple(coords)), dtype=np.int64), full)
+
+
+def _start_indices(geo: tuple, combos: list[list[int]], starts: np.ndarray,
+                   n: int) -> tuple[np.ndarray, int] | None:
+    """The colexicographic linear indices into the base shape of the first element of every
+    ``n``-vector (``(len(combos), S)``, as in :func:`_vector_offsets`) and the index step
+    from one element of a vector to the next; ``None`` unless every element of every vector
+    lies inside the base shape (or for a tile without dimensions, or nothing to check)."""
+    _, bshape, _, dims = geo
+    if not dims or not starts.shape[1] or not combos:
+        return None
+    combo = np.asarray(combos, dtype=np.int64).reshape(len(combos), len(bshape))
+    last = len(dims) - 1
+    lo = combo.min(axis=0).tolist()
+    hi = combo.max(axis=0).tolist()
+    smin, smax = starts.min(axis=1).tolist(), starts.max(axis=1).tolist()
+    for ld, bd in enumerate(dims):
+        lo[bd] += smin[ld]
+        hi[bd] += smax[ld] + (n - 1 if ld == last else 0)
+    if not all(0 <= lo[bd] and hi[bd] < bshape[bd] for bd in range(len(bshape))):
+        return None
+    fstride = [_prod(tuple(bshape[:k])) for k in range(len(bshape))]
+    start_lin = sum(starts[ld] * fstride[bd] for ld, bd in enumerate(dims))
+    lin = (combo @ np.asarray(fstride, dtype=np.int64))[:, None] + start_lin[None, :]
+    return lin, fstride[dims[last]]
+
+
+def _vectors_ok(table: np.ndarray, step: int, n: int) -> np.ndarray:
+    """For every linear base index ``i``: whether the ``n`` elements ``i, i + step, ...``
+    have consecutive offsets starting at a multiple of ``n`` (contiguous and aligned); False
+    where the vector would run past the end of the table."""
+    m = table.size - (n - 1) * step
+    ok = np.zeros(table.size, dtype=bool)
+    if m > 0:
+        first = table[:m]
+        good = first % n == 0
+        for k in range(1, n):
+            good &= table[k * step:k * step + m] == first + k
+        ok[:m] = good
+    return ok
 
 
 def _combo_chunks(combos: list[list[int]], per_combo: int):
@@ -2850,17 +2880,38 @@ def _vector_violation(builder: KernelBuilder, tile: Value, n: int):
     if geo is None:
         return None
     shape = t.shape
+    lay, bshape = geo[0], tuple(geo[1])
+    table = _offset_table(builder, lay, bshape)
+
+    def vectors_ok(step: int) -> np.ndarray:
+        return _memoized(builder, ("vectors_ok", lay, bshape, step, n),
+                         lambda: _vectors_ok(table, step, n))
     return _memoized(builder, ("vector", _geometry_key(geo), shape, n),
-                     lambda: _layout_vector_violation(geo, shape, n,
-                                                      _offset_table(builder, geo[0], geo[1])))
+                     lambda: _layout_vector_violation(geo, shape, n, table, vectors_ok))
 
 
-def _layout_vector_violation(geo: tuple, shape: tuple, n: int, table: np.ndarray | None):
+def _layout_vector_violation(geo: tuple, shape: tuple, n: int, table: np.ndarray | None,
+                             vectors_ok: Callable[[int], np.ndarray] | None = None):
     """:func:`_vector_violation` for a shared/register tile of geometry ``geo``: every origin
-    combination of runtime offsets (at most 64), in order; the first bad vector wins."""
+    combination of runtime offsets (at most 64), in order; the first bad vector wins.
+    ``table`` and ``vectors_ok`` (step -> :func:`_vectors_ok` of ``table``, shared by the
+    tiles of one allocation) let in-range vectors be judged by lookup."""
     idx = np.indices(shape).reshape(len(shape), -1)
     starts = idx[:, idx[-1] % n == 0] if shape else idx
     for chunk in _combo_chunks(_product_lists(geo[2], 64), starts.shape[1] * n):
+        lin = _start_indices(geo, chunk, starts, n) if table is not None and \
+            vectors_ok is not None else None
+        if lin is not None:
+            first, step = lin
+            good = vectors_ok(step)[first]                         # (combos, S)
+            if good.all():
+                continue
+            c, i = divmod(int(np.argmin(good.reshape(-1))), good.shape[1])
+            offs = table[first[c, i] + step * np.arange(n, dtype=np.int64)]
+            coord = tuple(int(x) for x in starts[:, i])
+            why = "not contiguous in the layout" if not np.all(np.diff(offs) == 1) else \
+                f"not aligned to {n} elements"
+            return coord, offs.tolist(), why
         offs = _vector_offsets(geo, chunk, starts, n, table)       # (combos, S, n)
         contiguous = np.all(offs[:, :, 1:] - offs[:, :, :-1] == 1, axis=2)
         aligned = offs[:, :, 0] % n == 0
