@@ -2896,22 +2896,14 @@ def _layout_vector_violation(geo: tuple, shape: tuple, n: int, table: np.ndarray
     combination of runtime offsets (at most 64), in order; the first bad vector wins.
     ``table`` and ``vectors_ok`` (step -> :func:`_vectors_ok` of ``table``, shared by the
     tiles of one allocation) let in-range vectors be judged by lookup."""
+    combos = _product_lists(geo[2], 64)
+    if table is not None and vectors_ok is not None:
+        found = _lookup_vector_violation(geo, shape, n, combos, table, vectors_ok)
+        if found is not False:
+            return found
     idx = np.indices(shape).reshape(len(shape), -1)
     starts = idx[:, idx[-1] % n == 0] if shape else idx
-    for chunk in _combo_chunks(_product_lists(geo[2], 64), starts.shape[1] * n):
-        lin = _start_indices(geo, chunk, starts, n) if table is not None and \
-            vectors_ok is not None else None
-        if lin is not None:
-            first, step = lin
-            good = vectors_ok(step)[first]                         # (combos, S)
-            if good.all():
-                continue
-            c, i = divmod(int(np.argmin(good.reshape(-1))), good.shape[1])
-            offs = table[first[c, i] + step * np.arange(n, dtype=np.int64)]
-            coord = tuple(int(x) for x in starts[:, i])
-            why = "not contiguous in the layout" if not np.all(np.diff(offs) == 1) else \
-                f"not aligned to {n} elements"
-            return coord, offs.tolist(), why
+    for chunk in _combo_chunks(combos, starts.shape[1] * n):
         offs = _vector_offsets(geo, chunk, starts, n, table)       # (combos, S, n)
         contiguous = np.all(offs[:, :, 1:] - offs[:, :, :-1] == 1, axis=2)
         aligned = offs[:, :, 0] % n == 0
@@ -2922,6 +2914,45 @@ def _layout_vector_violation(geo: tuple, shape: tuple, n: int, table: np.ndarray
             why = "not contiguous in the layout" if not contiguous[c, i] else \
                 f"not aligned to {n} elements"
             return coord, offs[c, i].tolist(), why
+    return None
+
+
+def _lookup_vector_violation(geo: tuple, shape: tuple, n: int, combos: list[list[int]],
+                             table: np.ndarray, vectors_ok: Callable[[int], np.ndarray]):
+    """:func:`_layout_vector_violation` by table lookup: the same answer, or ``False`` when
+    the lookup does not apply (some vector leaves the base shape, an extent is not a
+    multiple of ``n``, nothing to check)."""
+    _, bshape, origins, dims = geo
+    if not dims or not combos or len(dims) != len(shape) or shape[-1] % n:
+        return False
+    hi = [max(o) if o else 0 for o in origins]
+    for ld, bd in enumerate(dims):
+        hi[bd] += shape[ld] - 1
+    if any(min(o) < 0 for o in origins if o) or any(h >= e for h, e in zip(hi, bshape)):
+        return False
+    fstride = [_prod(tuple(bshape[:k])) for k in range(len(bshape))]
+    step = fstride[dims[-1]]
+    # start indices of the vectors, local coordinates in C order (the last one by n)
+    grid_shape = (*shape[:-1], shape[-1] // n)
+    grid = np.zeros((), dtype=np.int64)
+    for ld, bd in enumerate(dims):
+        scale = n if ld == len(dims) - 1 else 1
+        grid = np.add.outer(grid, np.arange(grid_shape[ld], dtype=np.int64) * fstride[bd] * scale)
+    starts = grid.reshape(-1)
+    ok = vectors_ok(step)
+    for chunk in _combo_chunks(combos, starts.size * n):
+        base = np.asarray([sum(c * f for c, f in zip(combo, fstride)) for combo in chunk],
+                          dtype=np.int64)
+        good = ok[np.add.outer(base, starts)]                      # (combos, S)
+        if good.all():
+            continue
+        c, i = divmod(int(np.argmin(good.reshape(-1))), starts.size)
+        offs = table[base[c] + starts[i] + step * np.arange(n, dtype=np.int64)]
+        local = np.unravel_index(i, grid_shape)
+        coord = tuple(int(x) * (n if ld == len(shape) - 1 else 1) for ld, x in enumerate(local))
+        why = "not contiguous in the layout" if not np.all(np.diff(offs) == 1) else \
+            f"not aligned to {n} elements"
+        return coord, offs.tolist(), why
     return None
 
 
