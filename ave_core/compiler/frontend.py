@@ -2968,23 +2968,37 @@ def _ldmatrix_violation(builder: KernelBuilder, tile: Value) -> str | None:
     geo = _tile_geometry(tile)
     if geo is None:
         return None
+    lay, bshape = geo[0], tuple(geo[1])
+    table = _offset_table(builder, lay, bshape)
     return _memoized(builder, ("ldmatrix.trans", _geometry_key(geo), shape),
                      lambda: _layout_ldmatrix_trans_violation(
-                         geo, shape, _offset_table(builder, geo[0], geo[1])))
+                         geo, shape, table, lambda step: _memoized(
+                             builder, ("vectors_ok", lay, bshape, step, 8),
+                             lambda: _vectors_ok(table, step, 8))))
 
 
-def _layout_ldmatrix_trans_violation(geo: tuple, shape: tuple,
-                                     table: np.ndarray | None) -> str | None:
+def _layout_ldmatrix_trans_violation(geo: tuple, shape: tuple, table: np.ndarray | None,
+                                     vectors_ok: Callable[[int], np.ndarray] | None = None
+                                     ) -> str | None:
     lay, bshape, origins, dims = geo
     tgeo = (lay, bshape, origins, list(reversed(dims)))
+    if table is not None and vectors_ok is not None:
+        # the same as 8-vectors along the other axis (the transposed tile)
+        found = _lookup_vector_violation(tgeo, tuple(reversed(shape)), 8,
+                                         _product_lists(origins, 64), table, vectors_ok)
+        if found is not False:
+            return None if found is None else _LDMATRIX_NEITHER
     idx = np.indices(tuple(reversed(shape))).reshape(2, -1)
     starts = idx[:, idx[-1] % 8 == 0]
     for chunk in _combo_chunks(_product_lists(origins, 64), starts.shape[1] * 8):
         o = _vector_offsets(tgeo, chunk, starts, 8, table)
         if not (np.all(o[:, :, 1:] - o[:, :, :-1] == 1) and np.all(o[:, :, 0] % 8 == 0)):
-            return ("rows of 8 elements are neither contiguous and 16-byte aligned along the "
-                    "innermost axis nor along the other axis (.trans)")
+            return _LDMATRIX_NEITHER
     return None
+
+
+_LDMATRIX_NEITHER = ("rows of 8 elements are neither contiguous and 16-byte aligned along the "
+                     "innermost axis nor along the other axis (.trans)")
 
 
 def _product_lists(lists: list[list[int]], limit: int) -> list[list[int]]:
