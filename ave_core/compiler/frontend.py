@@ -1513,8 +1513,6 @@ class KernelBuilder:
         names = self.lang.names
         if name in ("tag",):
             return self.h_tag(node, scope)
-        if name in ("copy", "copy_async", "load", "store") and _has_kw(node, "mask"):
-            pass
         handler = getattr(self, "h_" + name, None)
         if name in names.DSL_FUNCTIONS:
             if handler is None:
@@ -2434,7 +2432,14 @@ def _dsl_value(lang: Any, name: str) -> Any:
     obj = getattr(lang, name)
     if isinstance(obj, DType):
         return obj
-    return DSLName(name)
+    d = _DSL_NAMES.get(name)
+    if d is None:
+        d = _DSL_NAMES[name] = DSLName(name)
+    return d
+
+
+#: One (immutable) DSLName per name of the DSL.
+_DSL_NAMES: dict[str, DSLName] = {}
 
 KernelBuilder._inline_defs = []  # type: ignore[attr-defined]
 
@@ -2600,10 +2605,6 @@ def _arg_node(call: ast.Call, name: str, pos: int) -> ast.AST | None:
     if pos < len(call.args) and not any(isinstance(a, ast.Starred) for a in call.args[:pos + 1]):
         return call.args[pos]
     return None
-
-
-def _has_kw(call: ast.Call, name: str) -> bool:
-    return any(k.arg == name for k in call.keywords)
 
 
 def _count_leading(blk: Block, *names: str) -> int:

@@ -119,7 +119,10 @@ def flatten(t: IntTuple) -> tuple:
     if isinstance(t, _TUPLE):
         out: list = []
         for e in t:
-            out.extend(flatten(e))
+            if isinstance(e, _TUPLE):
+                out.extend(flatten(e))
+            else:
+                out.append(e)
         return tuple(out)
     return (t,)
 
@@ -820,7 +823,7 @@ class ComposedLayout:
     ``offsets()``); ``cosize`` is computed by evaluating every coordinate.
     """
 
-    __slots__ = ("_outer", "_offset", "_inner", "_cosize")
+    __slots__ = ("_outer", "_offset", "_inner", "_cosize", "_offsets")
 
     def __init__(self, outer: Any, offset: int, inner: Any):
         if not isinstance(outer, (Swizzle, Layout, XorSwizzle2D, ComposedLayout)):
@@ -833,6 +836,7 @@ class ComposedLayout:
         self._offset = int(offset)
         self._inner = inner
         self._cosize = None
+        self._offsets = None      # offsets(), computed once (the object is immutable)
 
     @property
     def outer(self) -> Any:
@@ -877,10 +881,12 @@ class ComposedLayout:
         return self._outer(self._offset + self._inner(*coord))
 
     def offsets(self) -> np.ndarray:
-        """Offsets of the linear indices ``0 .. size-1`` (colex), ``int64``."""
-        return np.asarray(
-            self._outer(self._offset + self._inner.offsets()), dtype=np.int64
-        ).reshape(self.size)
+        """Offsets of the linear indices ``0 .. size-1`` (colex), ``int64`` (a new array)."""
+        if self._offsets is None:
+            self._offsets = np.asarray(
+                self._outer(self._offset + self._inner.offsets()), dtype=np.int64
+            ).reshape(self.size)
+        return self._offsets.copy()
 
     def is_injective(self) -> bool:
         """True if no two coordinates share an offset."""
