@@ -366,13 +366,23 @@ class KernelBuilder:
                         and hasattr(node, "lineno") else None, file=self.cur_module.path, **kw)
 
     def loc(self, node: ast.AST) -> Loc:
+        """The location of an op built for ``node`` (with its inlining chain). One compile
+        shares one (immutable) Loc per node, module and call stack."""
+        memo = self.module.loader.memo
+        key = ("loc", id(node))
+        hit = memo.get(key)     # (node, module, call stack, loc): ids are only compared
+        if hit is not None and hit[0] is node and hit[1] is self.cur_module and \
+                hit[2] == self.call_stack:      # while the node is alive, so is hit[0]
+            return hit[3]
         rng = self.cur_module.range_of(node) if hasattr(node, "lineno") else ZERO_RANGE
         stack = tuple(self.call_stack)      # (call node, module) pairs, compared by identity
         chain = self._chains.get(stack)
         if chain is None:
             chain = self._chains[stack] = tuple(Loc(m.path, m.range_of(n))
                                                 for n, m in reversed(stack))
-        return Loc(self.cur_module.path, rng, chain)
+        loc = Loc(self.cur_module.path, rng, chain)
+        memo[key] = (node, self.cur_module, list(self.call_stack), loc)
+        return loc
 
     # ------------------------------------------------------------------ op emission
 
