@@ -1844,21 +1844,17 @@ class KernelBuilder:
         n = vector_bytes // dtype.bytes
         if n <= 1 or not hasattr(layout, "coords_table"):
             return
-        tab = np.asarray(layout.coords_table())
-        T, V, R = tab.shape
-        if V % n:
-            raise self.err("AVE109", f"{what}: each thread holds {V} values, not a multiple of "
-                           f"the {n} elements of a {vector_bytes}-byte vector", node)
-        g = tab.reshape(T, V // n, n, R)
-        step = np.diff(g, axis=2)                           # (T, groups, n-1, R)
-        ok = np.all(step[..., -1] == 1, axis=2) & np.all(step[..., :-1] == 0, axis=(2, 3))
-        ok &= g[:, :, 0, -1] % n == 0
-        if not ok.all():
-            t, grp = (int(x) for x in np.argwhere(~ok)[0])
-            coords = [tuple(int(c) for c in g[t, grp, j]) for j in range(n)]
-            raise self.err("AVE109", f"{what}: thread {t}'s values {grp * n}..{grp * n + n - 1} "
-                           f"are not {n} consecutive, aligned elements of a row ({coords}); "
-                           f"a {vector_bytes}-byte vector cannot move them", node)
+        bad = _memoized(self, ("thread_vectors", layout, n),
+                        lambda: _thread_vector_violation(layout, n))
+        if bad is None:
+            return
+        if len(bad) == 1:
+            raise self.err("AVE109", f"{what}: each thread holds {bad[0]} values, not a "
+                           f"multiple of the {n} elements of a {vector_bytes}-byte vector", node)
+        t, grp, coords = bad
+        raise self.err("AVE109", f"{what}: thread {t}'s values {grp * n}..{grp * n + n - 1} "
+                       f"are not {n} consecutive, aligned elements of a row ({coords}); "
+                       f"a {vector_bytes}-byte vector cannot move them", node)
 
     def _check_copy(self, node, src, dst, vector_bytes, what, async_: bool):
         s = self._tile(src, _arg_node(node, "src", 0), f"{what}'s source")
@@ -2964,6 +2960,25 @@ def _lookup_vector_violation(geo: tuple, shape: tuple, n: int, combos: list[list
         why = "not contiguous in the layout" if not np.all(np.diff(offs) == 1) else \
             f"not aligned to {n} elements"
         return coord, offs.tolist(), why
+    return None
+
+
+def _thread_vector_violation(layout: Any, n: int) -> tuple | None:
+    """Whether each thread's values of a TV layout come in groups of ``n`` consecutive,
+    ``n``-aligned elements of a row (what a vector access of ``n`` elements moves): ``None``
+    if so; else ``(values per thread,)`` when that is not a multiple of ``n``, or
+    ``(thread, group, coordinates of the group)`` of the first group that is not."""
+    tab = np.asarray(layout.coords_table())
+    T, V, R = tab.shape
+    if V % n:
+        return (V,)
+    g = tab.reshape(T, V // n, n, R)
+    step = np.diff(g, axis=2)                           # (T, groups, n-1, R)
+    ok = np.all(step[..., -1] == 1, axis=2) & np.all(step[..., :-1] == 0, axis=(2, 3))
+    ok &= g[:, :, 0, -1] % n == 0
+    if not ok.all():
+        t, grp = (int(x) for x in np.argwhere(~ok)[0])
+        return t, grp, [tuple(int(c) for c in g[t, grp, j]) for j in range(n)]
     return None
 
 
