@@ -2811,10 +2811,11 @@ def _vectors_ok(table: np.ndarray, step: int, n: int) -> np.ndarray:
     m = table.size - (n - 1) * step
     ok = np.zeros(table.size, dtype=bool)
     if m > 0:
-        first = table[:m]
-        good = first % n == 0
-        for k in range(1, n):
-            good &= table[k * step:k * step + m] == first + k
+        # offsets i, i + step, ... are consecutive iff each one is the one before plus 1
+        plus_one = table[step:] - table[:-step] == 1 if n > 1 else None
+        good = table[:m] % n == 0
+        for k in range(n - 1):
+            good &= plus_one[k * step:k * step + m]
         ok[:m] = good
     return ok
 
@@ -2968,6 +2969,21 @@ def _thread_vector_violation(layout: Any, n: int) -> tuple | None:
     ``n``-aligned elements of a row (what a vector access of ``n`` elements moves): ``None``
     if so; else ``(values per thread,)`` when that is not a multiple of ``n``, or
     ``(thread, group, coordinates of the group)`` of the first group that is not."""
+    if isinstance(layout, _LAYOUT.TVLayout):
+        # on linear (colexicographic) tile indices: the next element of a row is the index
+        # plus the product of the other extents, and the row coordinate is index // that
+        idx = layout.index_table()
+        T, V = idx.shape
+        if V % n:
+            return (V,)
+        rows = _prod(tuple(layout.tile_shape[:-1]))
+        g = idx.reshape(T, V // n, n)
+        ok = np.all(np.diff(g, axis=2) == rows, axis=2) & (g[:, :, 0] // rows % n == 0)
+        if ok.all():
+            return None
+        t, grp = (int(x) for x in np.argwhere(~ok)[0])
+        coords = _LAYOUT.idx2crd(g[t, grp], tuple(layout.tile_shape))
+        return t, grp, [tuple(int(c[j]) for c in coords) for j in range(n)]
     tab = np.asarray(layout.coords_table())
     T, V, R = tab.shape
     if V % n:

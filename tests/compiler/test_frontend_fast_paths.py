@@ -83,6 +83,23 @@ def test_tv_layout_table_equals_evaluating_the_layout(t1, t2, v1, v2, order):
     assert tv.covers()
 
 
+@SETTINGS
+@given(st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4]), st.sampled_from([1, 2, 4]),
+       st.sampled_from([1, 2, 4]), st.permutations(range(4)), st.sampled_from([2, 4, 8]),
+       st.sampled_from([(2,), (4,), (8,)]))
+def test_thread_vectors_by_tile_index_equal_by_coordinates(t1, t2, v1, v2, order, n, rows):
+    ext = [t1, t2, v1, v2]
+    acc, strides = 1, [0] * 4
+    for i in order:
+        strides[i] = acc
+        acc *= ext[i]
+    lay = L.Layout(((t1, t2), (v1, v2)), ((strides[0], strides[1]), (strides[2], strides[3])))
+    shape = (rows[0], acc // rows[0]) if acc % rows[0] == 0 else (acc,)
+    tv = L.TVLayout(lay, shape)
+    by_coords = types.SimpleNamespace(coords_table=tv.coords_table)   # not a TVLayout
+    assert F._thread_vector_violation(tv, n) == F._thread_vector_violation(by_coords, n)
+
+
 # --- layout checks: lookup vs. evaluating the layout at every coordinate ----------------
 
 
