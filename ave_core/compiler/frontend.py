@@ -2804,10 +2804,15 @@ def _start_indices(geo: tuple, combos: list[list[int]], starts: np.ndarray,
     return lin, fstride[dims[last]]
 
 
-def _vectors_ok(table: np.ndarray, step: int, n: int) -> np.ndarray:
-    """For every linear base index ``i``: whether the ``n`` elements ``i, i + step, ...``
-    have consecutive offsets starting at a multiple of ``n`` (contiguous and aligned); False
-    where the vector would run past the end of the table."""
+def _vectors_ok(table: np.ndarray, bshape: tuple, bd: int, n: int) -> tuple[np.ndarray, bool]:
+    """The ``n``-vectors along base dimension ``bd`` of a ``bshape`` allocation whose
+    :func:`_offset_table` is ``table``: for every linear base index ``i``, whether the
+    elements ``i, i + step, ...`` (``step`` = the colexicographic stride of ``bd``) have
+    consecutive offsets starting at a multiple of ``n`` (contiguous and aligned; False where
+    the vector would run past the end of the table); and whether that holds for every vector
+    inside the allocation that starts at a multiple of ``n`` along ``bd`` (then so it does
+    for every in-range tile whose origins along ``bd`` are multiples of ``n``)."""
+    step = _prod(tuple(bshape[:bd]))
     m = table.size - (n - 1) * step
     ok = np.zeros(table.size, dtype=bool)
     if m > 0:
@@ -2817,7 +2822,8 @@ def _vectors_ok(table: np.ndarray, step: int, n: int) -> np.ndarray:
         for k in range(n - 1):
             good &= plus_one[k * step:k * step + m]
         ok[:m] = good
-    return ok
+    c = np.arange(table.size, dtype=np.int64) // step % bshape[bd]
+    return ok, bool(ok[(c % n == 0) & (c <= bshape[bd] - n)].all())
 
 
 def _combo_chunks(combos: list[list[int]], per_combo: int):
@@ -2891,9 +2897,9 @@ def _vector_violation(builder: KernelBuilder, tile: Value, n: int):
     lay, bshape = geo[0], tuple(geo[1])
     table = _offset_table(builder, lay, bshape)
 
-    def vectors_ok(step: int) -> np.ndarray:
-        return _memoized(builder, ("vectors_ok", lay, bshape, step, n),
-                         lambda: _vectors_ok(table, step, n))
+    def vectors_ok(bd: int) -> tuple[np.ndarray, bool]:
+        return _memoized(builder, ("vectors_ok", lay, bshape, bd, n),
+                         lambda: _vectors_ok(table, bshape, bd, n))
     return _memoized(builder, ("vector", _geometry_key(geo), shape, n),
                      lambda: _layout_vector_violation(geo, shape, n, table, vectors_ok))
 
@@ -2902,8 +2908,8 @@ def _layout_vector_violation(geo: tuple, shape: tuple, n: int, table: np.ndarray
                              vectors_ok: Callable[[int], np.ndarray] | None = None):
     """:func:`_vector_violation` for a shared/register tile of geometry ``geo``: every origin
     combination of runtime offsets (at most 64), in order; the first bad vector wins.
-    ``table`` and ``vectors_ok`` (step -> :func:`_vectors_ok` of ``table``, shared by the
-    tiles of one allocation) let in-range vectors be judged by lookup."""
+    ``table`` and ``vectors_ok`` (base dimension -> :func:`_vectors_ok` of ``table``, shared
+    by the tiles of one allocation) let in-range vectors be judged by lookup."""
     combos = _product_lists(geo[2], 64)
     if table is not None and vectors_ok is not None:
         found = _lookup_vector_violation(geo, shape, n, combos, table, vectors_ok)
@@ -2926,7 +2932,8 @@ def _layout_vector_violation(geo: tuple, shape: tuple, n: int, table: np.ndarray
 
 
 def _lookup_vector_violation(geo: tuple, shape: tuple, n: int, combos: list[list[int]],
-                             table: np.ndarray, vectors_ok: Callable[[int], np.ndarray]):
+                             table: np.ndarray,
+                             vectors_ok: Callable[[int], tuple[np.ndarray, bool]]):
     """:func:`_layout_vector_violation` by table lookup: the same answer, or ``False`` when
     the lookup does not apply (some vector leaves the base shape, an extent is not a
     multiple of ``n``, nothing to check)."""
@@ -2938,6 +2945,10 @@ def _lookup_vector_violation(geo: tuple, shape: tuple, n: int, combos: list[list
         hi[bd] += shape[ld] - 1
     if any(min(o) < 0 for o in origins if o) or any(h >= e for h, e in zip(hi, bshape)):
         return False
+    ok, every_ok = vectors_ok(dims[-1])
+    if every_ok and all(o % n == 0 for o in origins[dims[-1]]):
+        return None         # every aligned vector of the allocation is fine: so are these
+
     fstride = [_prod(tuple(bshape[:k])) for k in range(len(bshape))]
     step = fstride[dims[-1]]
     # start indices of the vectors, local coordinates in C order (the last one by n)
@@ -2947,7 +2958,6 @@ def _lookup_vector_violation(geo: tuple, shape: tuple, n: int, combos: list[list
         scale = n if ld == len(dims) - 1 else 1
         grid = np.add.outer(grid, np.arange(grid_shape[ld], dtype=np.int64) * fstride[bd] * scale)
     starts = grid.reshape(-1)
-    ok = vectors_ok(step)
     for chunk in _combo_chunks(combos, starts.size * n):
         base = np.asarray([sum(c * f for c, f in zip(combo, fstride)) for combo in chunk],
                           dtype=np.int64)
@@ -3014,13 +3024,13 @@ def _ldmatrix_violation(builder: KernelBuilder, tile: Value) -> str | None:
     table = _offset_table(builder, lay, bshape)
     return _memoized(builder, ("ldmatrix.trans", _geometry_key(geo), shape),
                      lambda: _layout_ldmatrix_trans_violation(
-                         geo, shape, table, lambda step: _memoized(
-                             builder, ("vectors_ok", lay, bshape, step, 8),
-                             lambda: _vectors_ok(table, step, 8))))
+                         geo, shape, table, lambda bd: _memoized(
+                             builder, ("vectors_ok", lay, bshape, bd, 8),
+                             lambda: _vectors_ok(table, bshape, bd, 8))))
 
 
 def _layout_ldmatrix_trans_violation(geo: tuple, shape: tuple, table: np.ndarray | None,
-                                     vectors_ok: Callable[[int], np.ndarray] | None = None
+                                     vectors_ok: Callable[[int], tuple] | None = None
                                      ) -> str | None:
     lay, bshape, origins, dims = geo
     tgeo = (lay, bshape, origins, list(reversed(dims)))

@@ -145,7 +145,7 @@ def test_vector_check_by_lookup_equals_evaluation(geo5, n):
     geo = (lay, bshape, origins, dims)
     table = F._offset_table(_builder(), lay, bshape)
     fast = F._layout_vector_violation(
-        geo, shape, n, table, (lambda step: F._vectors_ok(table, step, n))
+        geo, shape, n, table, (lambda bd: F._vectors_ok(table, bshape, bd, n))
         if table is not None else None)
     assert fast == F._layout_vector_violation(geo, shape, n, None)
 
@@ -159,7 +159,7 @@ def test_contiguity_and_ldmatrix_trans_by_lookup_equal_evaluation(geo5):
     assert F._layout_contiguous(geo, shape, table) == F._layout_contiguous(geo, shape, None)
     if len(shape) == 2 and shape[0] % 8 == 0 and shape[1] % 8 == 0 and table is not None:
         fast = F._layout_ldmatrix_trans_violation(
-            geo, shape, table, lambda step: F._vectors_ok(table, step, 8))
+            geo, shape, table, lambda bd: F._vectors_ok(table, bshape, bd, 8))
         assert fast == F._layout_ldmatrix_trans_violation(geo, shape, None)
 
 
@@ -170,13 +170,19 @@ def test_vector_violation_reports_the_first_bad_vector_and_why():
     geo = (lay, (8, 8), [[0], [0]], [0, 1])
     table = F._offset_table(_builder(), lay, (8, 8))
     got = F._layout_vector_violation(geo, (8, 8), 8, table,
-                                     lambda step: F._vectors_ok(table, step, 8))
+                                     lambda bd: F._vectors_ok(table, (8, 8), bd, 8))
     assert got == ((1, 0), list(range(12, 20)), "not aligned to 8 elements")
+    assert F._vectors_ok(table, (8, 8), 1, 8)[1] is False
+    assert F._vectors_ok(table, (8, 8), 1, 4)[1] is True       # 12r + c: 4-vectors at 4c
+    assert not F._vectors_ok(table, (8, 8), 1, 4)[0][8]         # (0, 1), index 0 + 8 * 1
     lay = L.Layout((8, 8), (1, 8))               # column-major: rows are strided
     table = F._offset_table(_builder(), lay, (8, 8))
     got = F._layout_vector_violation((lay, (8, 8), [[0], [0]], [0, 1]), (8, 8), 4, table,
-                                     lambda step: F._vectors_ok(table, step, 4))
+                                     lambda bd: F._vectors_ok(table, (8, 8), bd, 4))
     assert got == ((0, 0), [0, 8, 16, 24], "not contiguous in the layout")
+    assert F._vectors_ok(table, (8, 8), 0, 4)[1] is True        # along the other axis: fine
+    sw = L.ComposedLayout(L.Swizzle(3, 3, 3), 0, L.row_major((2, 64, 64)))
+    assert F._vectors_ok(F._offset_table(_builder(), sw, (2, 64, 64)), (2, 64, 64), 2, 8)[1]
 
 
 # --- binding, names, unique --------------------------------------------------------------
