@@ -2808,22 +2808,22 @@ def _vectors_ok(table: np.ndarray, bshape: tuple, bd: int, n: int) -> tuple[np.n
     """The ``n``-vectors along base dimension ``bd`` of a ``bshape`` allocation whose
     :func:`_offset_table` is ``table``: for every linear base index ``i``, whether the
     elements ``i, i + step, ...`` (``step`` = the colexicographic stride of ``bd``) have
-    consecutive offsets starting at a multiple of ``n`` (contiguous and aligned; False where
-    the vector would run past the end of the table); and whether that holds for every vector
-    inside the allocation that starts at a multiple of ``n`` along ``bd`` (then so it does
-    for every in-range tile whose origins along ``bd`` are multiples of ``n``)."""
-    step = _prod(tuple(bshape[:bd]))
-    m = table.size - (n - 1) * step
-    ok = np.zeros(table.size, dtype=bool)
+    consecutive offsets starting at a multiple of ``n`` (contiguous and aligned; False for a
+    vector that would leave the allocation along ``bd``); and whether that holds for every
+    vector inside the allocation that starts at a multiple of ``n`` along ``bd`` (then so it
+    does for every in-range tile whose origins along ``bd`` are multiples of ``n``)."""
+    step, ext = _prod(tuple(bshape[:bd])), bshape[bd]
+    t = table.reshape(-1, ext, step)               # (outer dims, bd, inner dims)
+    ok = np.zeros(t.shape, dtype=bool)
+    m = ext - n + 1                                # vector starts that stay inside along bd
     if m > 0:
-        # offsets i, i + step, ... are consecutive iff each one is the one before plus 1
-        plus_one = table[step:] - table[:-step] == 1 if n > 1 else None
-        good = table[:m] % n == 0
-        for k in range(n - 1):
-            good &= plus_one[k * step:k * step + m]
-        ok[:m] = good
-    c = np.arange(table.size, dtype=np.int64) // step % bshape[bd]
-    return ok, bool(ok[(c % n == 0) & (c <= bshape[bd] - n)].all())
+        good = t[:, :m, :] % n == 0
+        if n > 1:
+            plus_one = np.diff(t, axis=1) == 1     # offset at c+1 is the one at c plus 1
+            for k in range(n - 1):
+                good &= plus_one[:, k:k + m, :]
+        ok[:, :m, :] = good
+    return ok.reshape(-1), bool(ok[:, 0:m:n, :].all()) if m > 0 else True
 
 
 def _combo_chunks(combos: list[list[int]], per_combo: int):
