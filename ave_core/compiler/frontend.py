@@ -3065,17 +3065,27 @@ def _reduction_scope(layout: Any, axis: int, warp_size: int) -> str:
     one warp ("warp", shuffles), or across warps ("block", shared memory)."""
     if layout is None:
         return "thread"
-    try:
-        tab = np.asarray(layout.coords_table())
-    except Exception:
-        return "block"
-    T, V, R = tab.shape
-    keep = [i for i in range(R) if i != axis]
-    if keep:
-        dims = tab[:, :, keep].reshape(T * V, -1).max(axis=0) + 1
-        key = np.ravel_multi_index(tuple(tab[:, :, keep].reshape(T * V, -1).T), tuple(dims))
+    if isinstance(layout, _LAYOUT.TVLayout) and 0 <= axis < len(layout.tile_shape):
+        # the element's tile index without its coordinate along `axis` (colexicographic
+        # index minus that coordinate's part): one key per kept coordinate, as below
+        idx = layout.index_table()
+        T, V = idx.shape
+        stride = _prod(tuple(layout.tile_shape[:axis]))
+        flat = idx.reshape(-1)
+        key = flat - flat // stride % layout.tile_shape[axis] * stride
     else:
-        key = np.zeros(T * V, np.int64)
+        try:
+            tab = np.asarray(layout.coords_table())
+        except Exception:
+            return "block"
+        T, V, R = tab.shape
+        keep = [i for i in range(R) if i != axis]
+        if keep:
+            dims = tab[:, :, keep].reshape(T * V, -1).max(axis=0) + 1
+            key = np.ravel_multi_index(tuple(tab[:, :, keep].reshape(T * V, -1).T),
+                                       tuple(dims))
+        else:
+            key = np.zeros(T * V, np.int64)
     th = np.repeat(np.arange(T), V)
     per_key_threads = _sorted_unique(key * T + th) // T
     if np.bincount(per_key_threads).max() <= 1:

@@ -100,6 +100,27 @@ def test_thread_vectors_by_tile_index_equal_by_coordinates(t1, t2, v1, v2, order
     assert F._thread_vector_violation(tv, n) == F._thread_vector_violation(by_coords, n)
 
 
+@SETTINGS
+@given(st.sampled_from([1, 2, 4, 8]), st.sampled_from([1, 2, 4]), st.sampled_from([1, 2, 4]),
+       st.sampled_from([1, 2, 4]), st.permutations(range(4)), st.booleans(),
+       st.sampled_from([(2,), (4,), (2, 2), (4, 2)]), st.sampled_from([8, 32]))
+def test_reduction_scope_by_tile_index_equals_by_coordinates(t1, t2, v1, v2, order, replicate,
+                                                             split, warp):
+    ext = [t1, t2, v1, v2]
+    acc, strides = 1, [0] * 4
+    for i in order:
+        strides[i] = acc
+        acc *= ext[i]
+    if replicate:
+        strides[1] = 0                                   # thread groups holding the same data
+    lay = L.Layout(((t1, t2), (v1, v2)), ((strides[0], strides[1]), (strides[2], strides[3])))
+    shape = (*split, acc // int(np.prod(split))) if acc % int(np.prod(split)) == 0 else (acc,)
+    tv = L.TVLayout(lay, shape)
+    by_coords = types.SimpleNamespace(coords_table=tv.coords_table)   # not a TVLayout
+    for axis in range(len(shape)):
+        assert F._reduction_scope(tv, axis, warp) == F._reduction_scope(by_coords, axis, warp)
+
+
 # --- layout checks: lookup vs. evaluating the layout at every coordinate ----------------
 
 
