@@ -22,6 +22,7 @@ from __future__ import annotations
 import bisect
 import enum
 import json
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Iterable, Sequence
@@ -295,6 +296,11 @@ class SourceText:
         self.text = text
         self.path = path
         self.lines: list[str] = _split_lines(text)
+        # per line: whether it is pure ASCII (then byte, code-point and UTF-16 columns agree);
+        # filled lazily. And the ranges already converted, by ast position (many IR ops share
+        # one node's range).
+        self._ascii: list[bool | None] = [None] * len(self.lines)
+        self._ranges: dict[tuple, Range] = {}
 
     def line(self, lineno0: int) -> str:
         """The text of 0-based line ``lineno0`` without its line end ('' past the end)."""
@@ -304,8 +310,19 @@ class SourceText:
         """Convert an ``ast`` position (1-based line, UTF-8 byte column) to a Position."""
         line0 = max(0, lineno - 1)
         text = self.line(line0)
+        if self._is_ascii(line0):
+            return Position(line0, min(max(0, col_utf8), len(text)))
         prefix = text.encode("utf-8")[: max(0, col_utf8)].decode("utf-8", errors="ignore")
         return Position(line0, utf16_len(prefix))
+
+    def _is_ascii(self, line0: int) -> bool:
+        """Whether 0-based line ``line0`` is pure ASCII ('' past the end is)."""
+        if not 0 <= line0 < len(self.lines):
+            return True
+        flag = self._ascii[line0]
+        if flag is None:
+            flag = self._ascii[line0] = self.lines[line0].isascii()
+        return flag
 
     def position_from_char(self, line0: int, char_index: int) -> Position:
         """Convert a 0-based line and a code-point column to a Position."""
@@ -313,14 +330,19 @@ class SourceText:
 
     def range_of(self, node: Any) -> Range:
         """The range of an ``ast`` node (or anything with lineno/col_offset/end_*)."""
-        start = self.position(node.lineno, node.col_offset)
         end_lineno = getattr(node, "end_lineno", None) or node.lineno
         end_col = getattr(node, "end_col_offset", None)
+        key = (node.lineno, node.col_offset, end_lineno, end_col)
+        rng = self._ranges.get(key)
+        if rng is not None:
+            return rng
+        start = self.position(node.lineno, node.col_offset)
         if end_col is None:
             end = Position(start.line, utf16_len(self.line(start.line)))
         else:
             end = self.position(end_lineno, end_col)
-        return Range(start, end)
+        rng = self._ranges[key] = Range(start, end)
+        return rng
 
     def line_range(self, line0: int) -> Range:
         """The whole of 0-based line ``line0``, without its line end."""
@@ -349,25 +371,23 @@ class SourceText:
         return starts
 
 
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
 def _split_lines(text: str) -> list[str]:
-    out: list[str] = []
-    i, n = 0, len(text)
-    start = 0
-    while i < n:
-        ch = text[i]
-        if ch == "\n" or ch == "\r":
-            out.append(text[start:i])
-            if ch == "\r" and i + 1 < n and text[i + 1] == "\n":
-                i += 1
-            start = i + 1
-        i += 1
-    out.append(text[start:])
-    return out
+    """The lines of ``text`` without their ends (``\\n``, ``\\r\\n`` or ``\\r``); a text
+    ending with a line end has a last, empty line."""
+    if "\r" not in text:
+        return text.split("\n")
+    return _LINE_END.split(text)
 
 
 def utf16_len(s: str) -> int:
     """Length of ``s`` in UTF-16 code units (characters outside the BMP count 2)."""
-    return len(s) + sum(1 for ch in s if ord(ch) > 0xFFFF)
+    if s.isascii():
+        return len(s)
+    # "surrogatepass": a lone surrogate (possible in a str) is one code unit, as in UTF-16
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
 
 
 class AveError(Exception):

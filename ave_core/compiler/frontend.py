@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import math
 import os
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
@@ -227,6 +228,12 @@ class ModuleLoader:
         self.workspace = os.path.abspath(workspace) if workspace else None
         self.overlay = overlay or {}
         self.cache: dict[str, ModuleContext | None] = {}
+        #: Results of pure computations on compile-time facts (layout checks by layout,
+        #: shapes, origins and vector width; the names a statement list assigns; reduction
+        #: scopes), by the values they depend on: one compile's kernels and specializations
+        #: repeat them many times. Lives as long as this loader, i.e. one
+        #: :func:`compile_source` / :func:`specialize` call. See :func:`_memoized`.
+        self.memo: dict[tuple, Any] = {}
 
     def load(self, path: str) -> ModuleContext | None:
         path = os.path.abspath(path)
@@ -344,6 +351,7 @@ class KernelBuilder:
         self.config_index = config_index
         self.block = Block()
         self.call_stack: list[tuple[ast.AST, ModuleContext]] = []
+        self._chains: dict[tuple, tuple[Loc, ...]] = {}   # call stack -> its inlining chain
         self.cur_module = module
         self.n_ops = 0
         self.files: set[str] = {module.path}
@@ -358,9 +366,23 @@ class KernelBuilder:
                         and hasattr(node, "lineno") else None, file=self.cur_module.path, **kw)
 
     def loc(self, node: ast.AST) -> Loc:
+        """The location of an op built for ``node`` (with its inlining chain). One compile
+        shares one (immutable) Loc per node, module and call stack."""
+        memo = self.module.loader.memo
+        key = ("loc", id(node))
+        hit = memo.get(key)     # (node, module, call stack, loc): ids are only compared
+        if hit is not None and hit[0] is node and hit[1] is self.cur_module and \
+                hit[2] == self.call_stack:      # while the node is alive, so is hit[0]
+            return hit[3]
         rng = self.cur_module.range_of(node) if hasattr(node, "lineno") else ZERO_RANGE
-        chain = tuple(Loc(m.path, m.range_of(n)) for n, m in reversed(self.call_stack))
-        return Loc(self.cur_module.path, rng, chain)
+        stack = tuple(self.call_stack)      # (call node, module) pairs, compared by identity
+        chain = self._chains.get(stack)
+        if chain is None:
+            chain = self._chains[stack] = tuple(Loc(m.path, m.range_of(n))
+                                                for n, m in reversed(stack))
+        loc = Loc(self.cur_module.path, rng, chain)
+        memo[key] = (node, self.cur_module, list(self.call_stack), loc)
+        return loc
 
     # ------------------------------------------------------------------ op emission
 
@@ -549,7 +571,7 @@ class KernelBuilder:
         lb = self.as_i32(start, it)
         ub = self.as_i32(stop, it)
         stv = self.as_i32(step, it)
-        assigned = _assigned_names(st.body)
+        assigned = self.assigned_names(st.body)
         carried: list[str] = []
         for n in sorted(assigned):
             found, v = scope.lookup_local(n)
@@ -608,9 +630,7 @@ class KernelBuilder:
             f = self.eval(it.func, scope)
             if f == DSLName("static_range") or f == DSLName("range") or f == ("builtin", "range"):
                 name = "static_range" if f == DSLName("static_range") else "range"
-                sig = self.lang.names.signature_of(name)
-                ba = self.bind(sig, it, scope, name)
-                a = ba.arguments
+                a = self.bind(name, it, scope)
                 start, stop, step = a["start"], a.get("stop"), a.get("step", 1)
                 if stop is None:
                     start, stop = 0, start
@@ -643,7 +663,7 @@ class KernelBuilder:
             branch = st.body if self.truth(cond, st.test) else st.orelse
             return self.exec_body(branch, scope)
         cond = self.as_bool(cond, st.test)
-        assigned = _assigned_names(st.body) | _assigned_names(st.orelse)
+        assigned = self.assigned_names(st.body) | self.assigned_names(st.orelse)
         results: dict[str, list] = {}
         branches = []
         for body in (st.body, st.orelse):
@@ -696,6 +716,11 @@ class KernelBuilder:
             scope.vars[n] = r
         return None
 
+    def assigned_names(self, body: list[ast.stmt]) -> set[str]:
+        """:func:`_assigned_names` of ``body``, computed once per compile (do not modify)."""
+        hit = _memoized(self, ("assigned_names", id(body)), lambda: (body, _assigned_names(body)))
+        return hit[1] if hit[0] is body else _assigned_names(body)
+
     def coerce_like(self, v: Any, t: Any, name: str, node: ast.AST) -> Value:
         if isinstance(v, Value):
             if v.type != t:
@@ -721,10 +746,10 @@ class KernelBuilder:
         return v
 
     def eval(self, node: ast.AST, scope: Scope) -> Any:
-        m = getattr(self, "ev_" + type(node).__name__, None)
+        m = _EVALUATORS.get(type(node))
         if m is None:
             raise self.err("AVE101", f"{_describe(node)} is not supported in Ave kernels", node)
-        return m(node, scope)
+        return m(self, node, scope)
 
     def ev_Constant(self, node: ast.Constant, scope: Scope) -> Any:
         if isinstance(node.value, (bytes, complex)) or node.value is Ellipsis:
@@ -846,7 +871,7 @@ class KernelBuilder:
         return v
 
     def dsl_attr(self, a: str, node: ast.AST) -> Any:
-        from ave_core.lang import names
+        names = self.lang.names
         if a in names.DSL_FUNCTIONS or a in names.COMPILE_TIME_FUNCTIONS or hasattr(self.lang, a) \
                 and not a.startswith("_"):
             if not hasattr(self.lang, a):
@@ -1366,7 +1391,9 @@ class KernelBuilder:
             if lay.keep != keep:
                 raise self.err("AVE116", f"cannot broadcast: the fragment keeps axes {lay.keep} "
                                f"of its reduction but is broadcast along axes {keep}", node)
-            if lay.parent != t.layout and not _holds_projection(lay, t.layout, keep):
+            if lay.parent != t.layout and not _memoized(
+                    self, ("holds_projection", lay, t.layout, keep),
+                    lambda: _holds_projection(lay, t.layout, keep)):
                 raise self.err("AVE116", "this broadcast needs data other threads hold: some "
                                "thread needs a reduced element it does not hold (reduce a "
                                "fragment distributed like the one you combine it with)", node)
@@ -1483,29 +1510,25 @@ class KernelBuilder:
 
     # ------------------------------------------------------------------ DSL calls
 
-    def bind(self, sig: Any, node: ast.Call, scope: Scope, name: str) -> Any:
+    def bind(self, name: str, node: ast.Call, scope: Scope) -> dict[str, Any]:
+        """Evaluate the arguments of a call of ``ave.<name>`` and bind them to its parameters
+        (defaults applied); a binding error is AVE104."""
         args, kwargs = self.eval_args(node, scope)
         try:
-            ba = sig.bind(*args, **kwargs)
+            return _binder(name).bind(args, kwargs)
         except TypeError as e:
             raise self.err("AVE104", f"ave.{name}(): {e}", node) from None
-        ba.apply_defaults()
-        return ba
 
     def call_dsl(self, name: str, node: ast.Call, scope: Scope) -> Any:
-        from ave_core.lang import names
+        names = self.lang.names
         if name in ("tag",):
             return self.h_tag(node, scope)
-        if name in ("copy", "copy_async", "load", "store") and _has_kw(node, "mask"):
-            pass
         handler = getattr(self, "h_" + name, None)
         if name in names.DSL_FUNCTIONS:
             if handler is None:
                 raise self.err("AVE101", f"ave.{name} is not supported by this front end yet",
                                node)
-            sig = names.signature_of(name)
-            ba = self.bind(sig, node, scope, name)
-            return handler(node, scope, **ba.arguments)
+            return handler(node, scope, **self.bind(name, node, scope))
         # compile-time constructors (layouts, atoms, dtypes, cdiv, swizzle, label...)
         obj = getattr(self.lang, name, None)
         if obj is None:
@@ -1522,6 +1545,9 @@ class KernelBuilder:
         if not callable(obj):
             raise self.err("AVE118", f"ave.{name} is not callable", node)
         try:
+            if name in _SHARED_CONSTRUCTORS:
+                return _memoized(self, ("dsl", name, _typed_key(args), _typed_key(kwargs)),
+                                 lambda: obj(*args, **kwargs))
             return obj(*args, **kwargs)
         except TypeError as e:
             raise self.err("AVE104", f"ave.{name}(): {e}", node) from None
@@ -1658,7 +1684,7 @@ class KernelBuilder:
             layout = L.row_major(shape)
         else:
             self._check_layout_covers(layout, shape, _arg_node(node, "layout", 3), "ave.view")
-        if not _contiguous_tile(src):
+        if not _contiguous_tile(self, src):
             raise self.err("AVE106", "ave.view reinterprets the bytes of a contiguous tile; "
                            "this slice is strided in memory (view the whole allocation or a "
                            "whole stage, then slice the view)", node)
@@ -1818,21 +1844,17 @@ class KernelBuilder:
         n = vector_bytes // dtype.bytes
         if n <= 1 or not hasattr(layout, "coords_table"):
             return
-        tab = np.asarray(layout.coords_table())
-        T, V, R = tab.shape
-        if V % n:
-            raise self.err("AVE109", f"{what}: each thread holds {V} values, not a multiple of "
-                           f"the {n} elements of a {vector_bytes}-byte vector", node)
-        g = tab.reshape(T, V // n, n, R)
-        step = np.diff(g, axis=2)                           # (T, groups, n-1, R)
-        ok = np.all(step[..., -1] == 1, axis=2) & np.all(step[..., :-1] == 0, axis=(2, 3))
-        ok &= g[:, :, 0, -1] % n == 0
-        if not ok.all():
-            t, grp = (int(x) for x in np.argwhere(~ok)[0])
-            coords = [tuple(int(c) for c in g[t, grp, j]) for j in range(n)]
-            raise self.err("AVE109", f"{what}: thread {t}'s values {grp * n}..{grp * n + n - 1} "
-                           f"are not {n} consecutive, aligned elements of a row ({coords}); "
-                           f"a {vector_bytes}-byte vector cannot move them", node)
+        bad = _memoized(self, ("thread_vectors", layout, n),
+                        lambda: _thread_vector_violation(layout, n))
+        if bad is None:
+            return
+        if len(bad) == 1:
+            raise self.err("AVE109", f"{what}: each thread holds {bad[0]} values, not a "
+                           f"multiple of the {n} elements of a {vector_bytes}-byte vector", node)
+        t, grp, coords = bad
+        raise self.err("AVE109", f"{what}: thread {t}'s values {grp * n}..{grp * n + n - 1} "
+                       f"are not {n} consecutive, aligned elements of a row ({coords}); "
+                       f"a {vector_bytes}-byte vector cannot move them", node)
 
     def _check_copy(self, node, src, dst, vector_bytes, what, async_: bool):
         s = self._tile(src, _arg_node(node, "src", 0), f"{what}'s source")
@@ -2114,7 +2136,8 @@ class KernelBuilder:
             raise self.err("AVE120", f"axis must be a compile-time integer in [-{n}, {n})", node)
         axis = axis % n
         lay = v.type.layout
-        inferred = _reduction_scope(lay, axis, self.warp_size)
+        inferred = _memoized(self, ("reduction_scope", lay, axis, self.warp_size),
+                             lambda: _reduction_scope(lay, axis, self.warp_size))
         if red_scope is not None:
             if red_scope not in ("thread", "warp", "block"):
                 raise self.err("AVE120", "scope must be 'thread', 'warp' or 'block'", node)
@@ -2144,7 +2167,8 @@ class KernelBuilder:
         v = self._frag(x, _arg_node(node, "x", 0), "ave.convert's operand")
         lay = self._tv(layout, v.type.shape, _arg_node(node, "layout", 1) or node, "ave.convert")
         t = FragmentType(v.type.dtype, v.type.shape, lay, v.type.reg_class)
-        in_regs = _same_holdings(v.type.layout, lay)
+        in_regs = _memoized(self, ("same_holdings", v.type.layout, lay),
+                            lambda: _same_holdings(v.type.layout, lay))
         return self.emit("ave.convert", [v], [t], node,
                          {"layout": lay, "register_only": in_regs}).result
 
@@ -2343,6 +2367,50 @@ class KernelBuilder:
 _CMP_NAMES = {"lt", "le", "gt", "ge", "eq", "ne"}
 
 
+#: ``ast`` node class -> the ``KernelBuilder.ev_<Class>`` method that evaluates it.
+_EVALUATORS: dict[type, Callable[..., Any]] = {
+    getattr(ast, name[3:]): fn for name, fn in vars(KernelBuilder).items()
+    if name.startswith("ev_") and isinstance(getattr(ast, name[3:], None), type)}
+
+
+class _Binder:
+    """Binds call arguments to the parameters of a DSL function: the arguments dict that
+    ``inspect.Signature.bind`` then ``apply_defaults`` give (in parameter order), computed
+    directly for the usual plain parameters; anything else, and every binding error (its
+    ``TypeError`` and message), goes through ``Signature.bind`` itself."""
+
+    def __init__(self, sig: Any) -> None:
+        self.sig = sig
+        params = list(sig.parameters.values())
+        self.plain = all(p.kind is p.POSITIONAL_OR_KEYWORD for p in params)
+        self.names = tuple(p.name for p in params)
+        self.defaults = {p.name: p.default for p in params if p.default is not p.empty}
+
+    def bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The arguments by parameter name. Raises ``TypeError`` as ``Signature.bind``."""
+        if self.plain and len(args) <= len(self.names):
+            given = dict(zip(self.names, args))
+            if all(k not in given and k in self.names for k in kwargs):
+                given.update(kwargs)
+                if all(n in given or n in self.defaults for n in self.names):
+                    return {n: given[n] if n in given else self.defaults[n] for n in self.names}
+        ba = self.sig.bind(*args, **kwargs)
+        ba.apply_defaults()
+        return dict(ba.arguments)
+
+
+_BINDERS: dict[str, _Binder] = {}
+
+
+def _binder(name: str) -> _Binder:
+    """The :class:`_Binder` of ``ave.<name>`` (signatures are fixed: kept for the process)."""
+    b = _BINDERS.get(name)
+    if b is None:
+        from ave_core.lang import names
+        b = _BINDERS[name] = _Binder(names.signature_of(name))
+    return b
+
+
 class _IterCounter:
     """The iteration counter of a runtime loop (a symbol of affine forms)."""
 
@@ -2370,7 +2438,14 @@ def _dsl_value(lang: Any, name: str) -> Any:
     obj = getattr(lang, name)
     if isinstance(obj, DType):
         return obj
-    return DSLName(name)
+    d = _DSL_NAMES.get(name)
+    if d is None:
+        d = _DSL_NAMES[name] = DSLName(name)
+    return d
+
+
+#: One (immutable) DSLName per name of the DSL.
+_DSL_NAMES: dict[str, DSLName] = {}
 
 KernelBuilder._inline_defs = []  # type: ignore[attr-defined]
 
@@ -2458,8 +2533,13 @@ def _assigned_names(body: list[ast.stmt]) -> set[str]:
             for e in t.elts:
                 targets(e)
 
+    # Each statement's subtree breadth first, as ast.walk, but only through the nodes that
+    # can hold statements (statements never sit inside expressions): the same names, added
+    # in the same order.
     for st in body:
-        for n in ast.walk(st):
+        todo = deque([st])
+        while todo:
+            n = todo.popleft()
             if isinstance(n, ast.Assign):
                 for t in n.targets:
                     targets(t)
@@ -2469,7 +2549,15 @@ def _assigned_names(body: list[ast.stmt]) -> set[str]:
                 targets(n.target)
             elif isinstance(n, ast.FunctionDef):
                 out.add(n.name)
+            for f in n._fields:
+                v = getattr(n, f, None)
+                if isinstance(v, list):
+                    todo.extend(x for x in v if isinstance(x, _STATEMENT_NODES))
     return out
+
+
+#: The ast nodes that statements can be children of (besides the module).
+_STATEMENT_NODES = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
 def _affine(op: str, a: dict | None, b: dict | None) -> dict | None:
@@ -2525,10 +2613,6 @@ def _arg_node(call: ast.Call, name: str, pos: int) -> ast.AST | None:
     return None
 
 
-def _has_kw(call: ast.Call, name: str) -> bool:
-    return any(k.arg == name for k in call.keywords)
-
-
 def _count_leading(blk: Block, *names: str) -> int:
     i = 0
     while i < len(blk.ops) and blk.ops[i].name in names:
@@ -2562,6 +2646,22 @@ def _coord_rank(tile: Value) -> int:
                 return src.type.rank
             v = src
     return len(t.shape)
+
+
+#: Compile-time constructors whose results (immutable, and costly to build) one compile
+#: shares between the calls with equal arguments, e.g. the same tiled MMA in several
+#: specializations.
+_SHARED_CONSTRUCTORS = frozenset({"mma_atom", "wgmma_atom", "tiled_mma"})
+
+
+def _typed_key(v: Any) -> Any:
+    """A memo key for compile-time arguments that also tells apart equal values of other
+    types (``16`` / ``16.0`` / ``True``). Unhashable values make the key unhashable."""
+    if isinstance(v, (tuple, list)):
+        return (type(v), tuple(_typed_key(e) for e in v))
+    if isinstance(v, dict):
+        return (dict, tuple((k, _typed_key(e)) for k, e in sorted(v.items())))
+    return (type(v), v)
 
 
 def _tile_geometry(tile: Value) -> tuple[Any, tuple, list[list[int]], Any] | None:
@@ -2605,57 +2705,161 @@ def _tile_geometry(tile: Value) -> tuple[Any, tuple, list[list[int]], Any] | Non
     return base_layout, base_shape, origins, dims
 
 
-def _enumerate_offsets(builder: KernelBuilder, tile: Value, n: int):
-    """Yield (local start coord, element offsets of the n-vector) for every vector."""
-    geo = _tile_geometry(tile)
-    if geo is None:
-        return None
+_MISS = object()
+
+
+def _memoized(builder: KernelBuilder, key: tuple, compute: Callable[[], Any]) -> Any:
+    """``compute()``, remembered under ``key`` for the rest of this compile (see
+    :attr:`ModuleLoader.memo`). Keys holding an unhashable layout are not kept."""
+    memo = builder.module.loader.memo
+    try:
+        hit = memo.get(key, _MISS)
+    except TypeError:
+        return compute()
+    if hit is _MISS:
+        hit = memo[key] = compute()
+    return hit
+
+
+def _geometry_key(geo: tuple) -> tuple:
+    """A hashable form of :func:`_tile_geometry`'s result."""
     lay, bshape, origins, dims = geo
-    shape = tile.type.shape
-    # limit origin combinations
-    combos = [[]]
-    for o in origins:
-        combos = [c + [x] for c in combos for x in o]
-        if len(combos) > 64:
-            combos = combos[:64]
-    idx = np.indices(shape).reshape(len(shape), -1)
-    starts = idx[:, idx[-1] % n == 0] if shape else idx
-    out = []
-    for combo in combos:
-        for j in range(n):
-            coords = [None] * len(bshape)
-            for bd in range(len(bshape)):
-                coords[bd] = np.full(starts.shape[1], combo[bd], dtype=np.int64)
-            for ld, bd in enumerate(dims):
-                add = starts[ld] + (j if ld == len(dims) - 1 else 0)
-                coords[bd] = coords[bd] + add
-            out.append(np.asarray(lay(tuple(coords)), dtype=np.int64))
-        yield combo, starts, np.stack(out, axis=1)
-        out = []
+    return (lay, tuple(bshape), tuple(tuple(o) for o in origins), tuple(dims))
 
 
-def _contiguous_tile(tile: Value) -> bool:
+#: Elements evaluated per layout call by the vectorized checks (bounds their memory).
+_CHECK_CHUNK = 1 << 20
+
+
+def _offset_table(builder: KernelBuilder, lay: Any, bshape: tuple) -> np.ndarray | None:
+    """The offsets of every coordinate of a ``bshape`` allocation or view whose layout is
+    ``lay``, by colexicographic linear index (``lay.offsets()``: for a layout covering the
+    shape mode by mode, the offset of an in-range coordinate ``c`` is
+    ``table[c0 + s0*c1 + s0*s1*c2 ...]``), or ``None`` where that does not apply (another kind
+    of layout, a size mismatch, a huge tile). Computed once per compile and layout."""
+    L = _LAYOUT
+    n = _prod(tuple(bshape))
+    if type(lay) not in (L.Layout, L.ComposedLayout, L.XorSwizzle2D) or \
+            n > MAX_TILE_ELEMENTS:
+        return None
+
+    def table() -> np.ndarray | None:
+        try:
+            if lay.size != n:
+                return None
+            return np.asarray(lay.offsets(), dtype=np.int64).reshape(n)
+        except Exception:
+            return None
+    return _memoized(builder, ("offset_table", lay, tuple(bshape)), table)
+
+
+def _vector_offsets(geo: tuple, combos: list[list[int]], starts: np.ndarray,
+                    n: int, table: np.ndarray | None = None) -> np.ndarray:
+    """Element offsets of the ``n``-vectors starting at local coordinates ``starts``
+    (``(rank, S)``; the vector runs along the last local dimension), for each origin
+    combination: an ``int64`` array ``(len(combos), S, n)``. ``table``: the layout's
+    :func:`_offset_table`, looked up instead of evaluating the layout when every
+    coordinate is inside the base shape."""
+    lay, bshape, _, dims = geo
+    j = np.arange(n, dtype=np.int64)
+    if table is not None:
+        lin = _start_indices(geo, combos, starts, n)
+        if lin is not None:
+            return table[lin[0][:, :, None] + j * lin[1]]
+    combo = np.asarray(combos, dtype=np.int64).reshape(len(combos), len(bshape))
+    full = (len(combos), starts.shape[1], n)
+    coords = []
+    for bd in range(len(bshape)):
+        c = combo[:, bd][:, None, None]
+        for ld, d in enumerate(dims):
+            if d == bd:
+                c = c + starts[ld][None, :, None] + (j[None, None, :] if ld == len(dims) - 1
+                                                      else 0)
+        coords.append(np.broadcast_to(c, full))
+    return np.broadcast_to(np.asarray(lay(tuple(coords)), dtype=np.int64), full)
+
+
+def _start_indices(geo: tuple, combos: list[list[int]], starts: np.ndarray,
+                   n: int) -> tuple[np.ndarray, int] | None:
+    """The colexicographic linear indices into the base shape of the first element of every
+    ``n``-vector (``(len(combos), S)``, as in :func:`_vector_offsets`) and the index step
+    from one element of a vector to the next; ``None`` unless every element of every vector
+    lies inside the base shape (or for a tile without dimensions, or nothing to check)."""
+    _, bshape, _, dims = geo
+    if not dims or not starts.shape[1] or not combos:
+        return None
+    combo = np.asarray(combos, dtype=np.int64).reshape(len(combos), len(bshape))
+    last = len(dims) - 1
+    lo = combo.min(axis=0).tolist()
+    hi = combo.max(axis=0).tolist()
+    smin, smax = starts.min(axis=1).tolist(), starts.max(axis=1).tolist()
+    for ld, bd in enumerate(dims):
+        lo[bd] += smin[ld]
+        hi[bd] += smax[ld] + (n - 1 if ld == last else 0)
+    if not all(0 <= lo[bd] and hi[bd] < bshape[bd] for bd in range(len(bshape))):
+        return None
+    fstride = [_prod(tuple(bshape[:k])) for k in range(len(bshape))]
+    start_lin = sum(starts[ld] * fstride[bd] for ld, bd in enumerate(dims))
+    lin = (combo @ np.asarray(fstride, dtype=np.int64))[:, None] + start_lin[None, :]
+    return lin, fstride[dims[last]]
+
+
+def _vectors_ok(table: np.ndarray, bshape: tuple, bd: int, n: int) -> tuple[np.ndarray, bool]:
+    """The ``n``-vectors along base dimension ``bd`` of a ``bshape`` allocation whose
+    :func:`_offset_table` is ``table``: for every linear base index ``i``, whether the
+    elements ``i, i + step, ...`` (``step`` = the colexicographic stride of ``bd``) have
+    consecutive offsets starting at a multiple of ``n`` (contiguous and aligned; False for a
+    vector that would leave the allocation along ``bd``); and whether that holds for every
+    vector inside the allocation that starts at a multiple of ``n`` along ``bd`` (then so it
+    does for every in-range tile whose origins along ``bd`` are multiples of ``n``)."""
+    step, ext = _prod(tuple(bshape[:bd])), bshape[bd]
+    t = table.reshape(-1, ext, step)               # (outer dims, bd, inner dims)
+    ok = np.zeros(t.shape, dtype=bool)
+    m = ext - n + 1                                # vector starts that stay inside along bd
+    if m > 0:
+        good = t[:, :m, :] % n == 0
+        if n > 1:
+            plus_one = np.diff(t, axis=1) == 1     # offset at c+1 is the one at c plus 1
+            for k in range(n - 1):
+                good &= plus_one[:, k:k + m, :]
+        ok[:, :m, :] = good
+    return ok.reshape(-1), bool(ok[:, 0:m:n, :].all()) if m > 0 else True
+
+
+def _combo_chunks(combos: list[list[int]], per_combo: int):
+    """``combos`` in consecutive chunks of at most :data:`_CHECK_CHUNK` evaluated elements."""
+    step = max(1, _CHECK_CHUNK // max(1, per_combo))
+    for k in range(0, len(combos), step):
+        yield combos[k:k + step]
+
+
+def _contiguous_tile(builder: KernelBuilder, tile: Value) -> bool:
     """Whether a shared/register tile's elements fill one contiguous range of offsets."""
     geo = _tile_geometry(tile)
     if geo is None:
         return True
-    lay, bshape, origins, dims = geo
     shape = tile.type.shape
+    return _memoized(builder, ("contiguous", _geometry_key(geo), shape),
+                     lambda: _layout_contiguous(geo, shape,
+                                                _offset_table(builder, geo[0], geo[1])))
+
+
+def _layout_contiguous(geo: tuple, shape: tuple, table: np.ndarray | None) -> bool:
     n = _prod(shape)
     if n > MAX_TILE_ELEMENTS:
         return False
-    idx = np.indices(shape).reshape(len(shape), -1)
-    for combo in _product_lists(origins, 8):
-        coords = [np.full(n, combo[bd], dtype=np.int64) for bd in range(len(bshape))]
-        for ld, bd in enumerate(dims):
-            coords[bd] = coords[bd] + idx[ld]
-        offs = np.sort(np.asarray(lay(tuple(coords)), dtype=np.int64))
-        if not np.array_equal(offs, np.arange(offs[0], offs[0] + n)):
+    starts = np.indices(shape).reshape(len(shape), -1)
+    for chunk in _combo_chunks(_product_lists(geo[2], 8), n):
+        offs = np.sort(_vector_offsets(geo, chunk, starts, 1, table)[:, :, 0], axis=1)
+        if not np.array_equal(offs, offs[:, :1] + np.arange(n)):
             return False
     return True
 
 
 def _vector_violation(builder: KernelBuilder, tile: Value, n: int):
+    """The first ``n``-element vector of ``tile`` (along its innermost dimension) that is not
+    contiguous and ``n``-aligned in memory: ``(start coordinate, element offsets, why)``, or
+    ``None`` when every vector is fine."""
     t = tile.type
     if t.space == "global":
         # row-major with unit innermost stride: contiguous; check the innermost origin
@@ -2686,19 +2890,121 @@ def _vector_violation(builder: KernelBuilder, tile: Value, n: int):
                 return ((0,) * len(t.shape), term, f"at innermost offset {term}, not a multiple "
                         f"of {n} elements")
         return None
-    gen = _enumerate_offsets(builder, tile, n)
-    if gen is None:
+    geo = _tile_geometry(tile)
+    if geo is None:
         return None
-    for combo, starts, offs in gen:
-        contiguous = np.all(offs[:, 1:] - offs[:, :-1] == 1, axis=1)
-        aligned = offs[:, 0] % n == 0
-        bad = np.nonzero(~(contiguous & aligned))[0]
-        if bad.size:
-            i = int(bad[0])
+    shape = t.shape
+    lay, bshape = geo[0], tuple(geo[1])
+    table = _offset_table(builder, lay, bshape)
+
+    def vectors_ok(bd: int) -> tuple[np.ndarray, bool]:
+        return _memoized(builder, ("vectors_ok", lay, bshape, bd, n),
+                         lambda: _vectors_ok(table, bshape, bd, n))
+    return _memoized(builder, ("vector", _geometry_key(geo), shape, n),
+                     lambda: _layout_vector_violation(geo, shape, n, table, vectors_ok))
+
+
+def _layout_vector_violation(geo: tuple, shape: tuple, n: int, table: np.ndarray | None,
+                             vectors_ok: Callable[[int], np.ndarray] | None = None):
+    """:func:`_vector_violation` for a shared/register tile of geometry ``geo``: every origin
+    combination of runtime offsets (at most 64), in order; the first bad vector wins.
+    ``table`` and ``vectors_ok`` (base dimension -> :func:`_vectors_ok` of ``table``, shared
+    by the tiles of one allocation) let in-range vectors be judged by lookup."""
+    combos = _product_lists(geo[2], 64)
+    if table is not None and vectors_ok is not None:
+        found = _lookup_vector_violation(geo, shape, n, combos, table, vectors_ok)
+        if found is not False:
+            return found
+    idx = np.indices(shape).reshape(len(shape), -1)
+    starts = idx[:, idx[-1] % n == 0] if shape else idx
+    for chunk in _combo_chunks(combos, starts.shape[1] * n):
+        offs = _vector_offsets(geo, chunk, starts, n, table)       # (combos, S, n)
+        contiguous = np.all(offs[:, :, 1:] - offs[:, :, :-1] == 1, axis=2)
+        aligned = offs[:, :, 0] % n == 0
+        bad = ~(contiguous & aligned)
+        if bad.any():
+            c, i = (int(x) for x in np.argwhere(bad)[0])
             coord = tuple(int(x) for x in starts[:, i])
-            why = "not contiguous in the layout" if not contiguous[i] else \
+            why = "not contiguous in the layout" if not contiguous[c, i] else \
                 f"not aligned to {n} elements"
-            return coord, offs[i].tolist(), why
+            return coord, offs[c, i].tolist(), why
+    return None
+
+
+def _lookup_vector_violation(geo: tuple, shape: tuple, n: int, combos: list[list[int]],
+                             table: np.ndarray,
+                             vectors_ok: Callable[[int], tuple[np.ndarray, bool]]):
+    """:func:`_layout_vector_violation` by table lookup: the same answer, or ``False`` when
+    the lookup does not apply (some vector leaves the base shape, an extent is not a
+    multiple of ``n``, nothing to check)."""
+    _, bshape, origins, dims = geo
+    if not dims or not combos or len(dims) != len(shape) or shape[-1] % n:
+        return False
+    hi = [max(o) if o else 0 for o in origins]
+    for ld, bd in enumerate(dims):
+        hi[bd] += shape[ld] - 1
+    if any(min(o) < 0 for o in origins if o) or any(h >= e for h, e in zip(hi, bshape)):
+        return False
+    ok, every_ok = vectors_ok(dims[-1])
+    if every_ok and all(o % n == 0 for o in origins[dims[-1]]):
+        return None         # every aligned vector of the allocation is fine: so are these
+
+    fstride = [_prod(tuple(bshape[:k])) for k in range(len(bshape))]
+    step = fstride[dims[-1]]
+    # start indices of the vectors, local coordinates in C order (the last one by n)
+    grid_shape = (*shape[:-1], shape[-1] // n)
+    grid = np.zeros((), dtype=np.int64)
+    for ld, bd in enumerate(dims):
+        scale = n if ld == len(dims) - 1 else 1
+        grid = np.add.outer(grid, np.arange(grid_shape[ld], dtype=np.int64) * fstride[bd] * scale)
+    starts = grid.reshape(-1)
+    for chunk in _combo_chunks(combos, starts.size * n):
+        base = np.asarray([sum(c * f for c, f in zip(combo, fstride)) for combo in chunk],
+                          dtype=np.int64)
+        good = ok[np.add.outer(base, starts)]                      # (combos, S)
+        if good.all():
+            continue
+        c, i = divmod(int(np.argmin(good.reshape(-1))), starts.size)
+        offs = table[base[c] + starts[i] + step * np.arange(n, dtype=np.int64)]
+        local = np.unravel_index(i, grid_shape)
+        coord = tuple(int(x) * (n if ld == len(shape) - 1 else 1) for ld, x in enumerate(local))
+        why = "not contiguous in the layout" if not np.all(np.diff(offs) == 1) else \
+            f"not aligned to {n} elements"
+        return coord, offs.tolist(), why
+    return None
+
+
+def _thread_vector_violation(layout: Any, n: int) -> tuple | None:
+    """Whether each thread's values of a TV layout come in groups of ``n`` consecutive,
+    ``n``-aligned elements of a row (what a vector access of ``n`` elements moves): ``None``
+    if so; else ``(values per thread,)`` when that is not a multiple of ``n``, or
+    ``(thread, group, coordinates of the group)`` of the first group that is not."""
+    if isinstance(layout, _LAYOUT.TVLayout):
+        # on linear (colexicographic) tile indices: the next element of a row is the index
+        # plus the product of the other extents, and the row coordinate is index // that
+        idx = layout.index_table()
+        T, V = idx.shape
+        if V % n:
+            return (V,)
+        rows = _prod(tuple(layout.tile_shape[:-1]))
+        g = idx.reshape(T, V // n, n)
+        ok = np.all(np.diff(g, axis=2) == rows, axis=2) & (g[:, :, 0] // rows % n == 0)
+        if ok.all():
+            return None
+        t, grp = (int(x) for x in np.argwhere(~ok)[0])
+        coords = _LAYOUT.idx2crd(g[t, grp], tuple(layout.tile_shape))
+        return t, grp, [tuple(int(c[j]) for c in coords) for j in range(n)]
+    tab = np.asarray(layout.coords_table())
+    T, V, R = tab.shape
+    if V % n:
+        return (V,)
+    g = tab.reshape(T, V // n, n, R)
+    step = np.diff(g, axis=2)                           # (T, groups, n-1, R)
+    ok = np.all(step[..., -1] == 1, axis=2) & np.all(step[..., :-1] == 0, axis=(2, 3))
+    ok &= g[:, :, 0, -1] % n == 0
+    if not ok.all():
+        t, grp = (int(x) for x in np.argwhere(~ok)[0])
+        return t, grp, [tuple(int(c) for c in g[t, grp, j]) for j in range(n)]
     return None
 
 
@@ -2714,23 +3020,37 @@ def _ldmatrix_violation(builder: KernelBuilder, tile: Value) -> str | None:
     geo = _tile_geometry(tile)
     if geo is None:
         return None
+    lay, bshape = geo[0], tuple(geo[1])
+    table = _offset_table(builder, lay, bshape)
+    return _memoized(builder, ("ldmatrix.trans", _geometry_key(geo), shape),
+                     lambda: _layout_ldmatrix_trans_violation(
+                         geo, shape, table, lambda bd: _memoized(
+                             builder, ("vectors_ok", lay, bshape, bd, 8),
+                             lambda: _vectors_ok(table, bshape, bd, 8))))
+
+
+def _layout_ldmatrix_trans_violation(geo: tuple, shape: tuple, table: np.ndarray | None,
+                                     vectors_ok: Callable[[int], tuple] | None = None
+                                     ) -> str | None:
     lay, bshape, origins, dims = geo
-    rev = list(reversed(dims))
-    shape_t = tuple(reversed(shape))
-    idx = np.indices(shape_t).reshape(2, -1)
+    tgeo = (lay, bshape, origins, list(reversed(dims)))
+    if table is not None and vectors_ok is not None:
+        # the same as 8-vectors along the other axis (the transposed tile)
+        found = _lookup_vector_violation(tgeo, tuple(reversed(shape)), 8,
+                                         _product_lists(origins, 64), table, vectors_ok)
+        if found is not False:
+            return None if found is None else _LDMATRIX_NEITHER
+    idx = np.indices(tuple(reversed(shape))).reshape(2, -1)
     starts = idx[:, idx[-1] % 8 == 0]
-    for combo in _product_lists(origins, 64):
-        offs = []
-        for j in range(8):
-            coords = [np.full(starts.shape[1], combo[bd], dtype=np.int64) for bd in range(len(bshape))]
-            for ld, bd in enumerate(rev):
-                coords[bd] = coords[bd] + starts[ld] + (j if ld == 1 else 0)
-            offs.append(np.asarray(lay(tuple(coords)), dtype=np.int64))
-        o = np.stack(offs, axis=1)
-        if not (np.all(o[:, 1:] - o[:, :-1] == 1) and np.all(o[:, 0] % 8 == 0)):
-            return ("rows of 8 elements are neither contiguous and 16-byte aligned along the "
-                    "innermost axis nor along the other axis (.trans)")
+    for chunk in _combo_chunks(_product_lists(origins, 64), starts.shape[1] * 8):
+        o = _vector_offsets(tgeo, chunk, starts, 8, table)
+        if not (np.all(o[:, :, 1:] - o[:, :, :-1] == 1) and np.all(o[:, :, 0] % 8 == 0)):
+            return _LDMATRIX_NEITHER
     return None
+
+
+_LDMATRIX_NEITHER = ("rows of 8 elements are neither contiguous and 16-byte aligned along the "
+                     "innermost axis nor along the other axis (.trans)")
 
 
 def _product_lists(lists: list[list[int]], limit: int) -> list[list[int]]:
@@ -2745,53 +3065,74 @@ def _reduction_scope(layout: Any, axis: int, warp_size: int) -> str:
     one warp ("warp", shuffles), or across warps ("block", shared memory)."""
     if layout is None:
         return "thread"
-    try:
-        tab = np.asarray(layout.coords_table())
-    except Exception:
-        return "block"
-    T, V, R = tab.shape
-    keep = [i for i in range(R) if i != axis]
-    if keep:
-        dims = tab[:, :, keep].reshape(T * V, -1).max(axis=0) + 1
-        key = np.ravel_multi_index(tuple(tab[:, :, keep].reshape(T * V, -1).T), tuple(dims))
+    if isinstance(layout, _LAYOUT.TVLayout) and 0 <= axis < len(layout.tile_shape):
+        # the element's tile index without its coordinate along `axis` (colexicographic
+        # index minus that coordinate's part): one key per kept coordinate, as below
+        idx = layout.index_table()
+        T, V = idx.shape
+        stride = _prod(tuple(layout.tile_shape[:axis]))
+        flat = idx.reshape(-1)
+        key = flat - flat // stride % layout.tile_shape[axis] * stride
     else:
-        key = np.zeros(T * V, np.int64)
+        try:
+            tab = np.asarray(layout.coords_table())
+        except Exception:
+            return "block"
+        T, V, R = tab.shape
+        keep = [i for i in range(R) if i != axis]
+        if keep:
+            dims = tab[:, :, keep].reshape(T * V, -1).max(axis=0) + 1
+            key = np.ravel_multi_index(tuple(tab[:, :, keep].reshape(T * V, -1).T),
+                                       tuple(dims))
+        else:
+            key = np.zeros(T * V, np.int64)
     th = np.repeat(np.arange(T), V)
-    per_key_threads = np.unique(key * T + th) // T
+    per_key_threads = _sorted_unique(key * T + th) // T
     if np.bincount(per_key_threads).max() <= 1:
         return "thread"
-    per_key_warps = np.unique(key * T + th // warp_size) // T
+    per_key_warps = _sorted_unique(key * T + th // warp_size) // T
     return "warp" if np.bincount(per_key_warps).max() <= 1 else "block"
 
-def _holdings(layout: Any, keep: Sequence[int] | None = None) -> np.ndarray:
-    """(threads, coordinates) boolean matrix: which (kept) coordinates each thread holds."""
+def _holdings(layout: Any, keep: Sequence[int] | None = None) -> tuple[tuple, np.ndarray]:
+    """Which (kept) coordinates each thread holds: ``((threads, coordinates), codes)``, the
+    codes ``thread * coordinates + linear coordinate`` of every (thread, held coordinate)
+    pair, sorted and unique (the true cells of the threads x coordinates holding matrix)."""
     tab = np.asarray(layout.coords_table())
     T, V, R = tab.shape
     keep = list(range(R)) if keep is None else list(keep)
     dims = tuple(int(layout.tile_shape[a]) for a in keep)
     lin = np.ravel_multi_index(tuple(tab[:, :, a] for a in keep), dims)
-    held = np.zeros((T, int(np.prod(dims))), bool)
-    held[np.repeat(np.arange(T), V), lin.reshape(-1)] = True
-    return held
+    n = int(np.prod(dims))
+    return (T, n), _sorted_unique(np.repeat(np.arange(T, dtype=np.int64), V) * n +
+                                  lin.reshape(-1))
+
+
+def _sorted_unique(a: np.ndarray) -> np.ndarray:
+    """``np.unique(a)`` of a 1-D integer array, by sorting (numpy's hash-based unique is much
+    slower on the few thousand codes the front end compares)."""
+    a = np.sort(a)
+    if a.size:
+        a = a[np.concatenate(([True], a[1:] != a[:-1]))]
+    return a
 
 
 def _holds_projection(proj: ProjectedLayout, target: Any, keep: tuple) -> bool:
     """Whether every thread holds, in ``proj``, every kept coordinate that ``target``
     gives it (so a broadcast of ``proj`` to ``target`` needs no communication)."""
     try:
-        src = _holdings(proj.parent, keep)
-        dst = _holdings(target, keep)
+        src_shape, src = _holdings(proj.parent, keep)
+        dst_shape, dst = _holdings(target, keep)
     except Exception:
         return False
-    return src.shape == dst.shape and bool(np.all(~dst | src))
+    return src_shape == dst_shape and bool(np.isin(dst, src, assume_unique=True).all())
 
 def _same_holdings(a: Any, b: Any) -> bool:
     """Whether two TV layouts give every thread the same set of coordinates."""
     try:
-        ha, hb = _holdings(a), _holdings(b)
+        (sa, ha), (sb, hb) = _holdings(a), _holdings(b)
     except Exception:
         return False
-    return ha.shape == hb.shape and bool(np.array_equal(ha, hb))
+    return sa == sb and bool(np.array_equal(ha, hb))
 
 def _kernel_decorator(module: ModuleContext, fn: ast.FunctionDef) -> ast.AST | None:
     for d in fn.decorator_list:

@@ -81,14 +81,21 @@ def is_int(x: Any) -> bool:
     return isinstance(x, (numbers.Integral, np.integer, np.ndarray))
 
 
+_TUPLE = (tuple, list)
+
+
 def is_tuple(x: Any) -> bool:
     """True for a tuple or list (a hierarchical IntTuple node)."""
-    return isinstance(x, (tuple, list))
+    return isinstance(x, _TUPLE)
 
 
 def _norm(t: Any, what: str = "IntTuple") -> IntTuple:
     """Normalize lists to tuples and numpy integers to Python ints, recursively."""
-    if is_tuple(t):
+    if type(t) is int:
+        return t
+    if type(t) is tuple and all(type(e) is int for e in t):
+        return t                                    # a flat tuple of ints: already normal
+    if isinstance(t, _TUPLE):
         return tuple(_norm(e, what) for e in t)
     if isinstance(t, bool) or not isinstance(t, (numbers.Integral, np.integer)):
         raise ValueError(f"{what} entries must be integers or tuples, got {t!r}")
@@ -98,7 +105,7 @@ def _norm(t: Any, what: str = "IntTuple") -> IntTuple:
 def product(shape: IntTuple) -> int:
     """Product of all leaves of ``shape`` (``product(8) == 8``, ``product(((2, 4), 8)) == 64``,
     ``product(()) == 1``). Works on numpy arrays as leaves too (CuTe ``product``)."""
-    if is_tuple(shape):
+    if isinstance(shape, _TUPLE):
         p = 1
         for s in shape:
             p = p * product(s)
@@ -109,10 +116,13 @@ def product(shape: IntTuple) -> int:
 def flatten(t: IntTuple) -> tuple:
     """The leaves of ``t`` as a flat tuple, in order (pycute ``flatten``): ``flatten(8) ==
     (8,)``, ``flatten(((2, 4), 8)) == (2, 4, 8)``."""
-    if is_tuple(t):
+    if isinstance(t, _TUPLE):
         out: list = []
         for e in t:
-            out.extend(flatten(e))
+            if isinstance(e, _TUPLE):
+                out.extend(flatten(e))
+            else:
+                out.append(e)
         return tuple(out)
     return (t,)
 
@@ -130,9 +140,10 @@ def _unflatten(flat: Iterable, profile: IntTuple) -> IntTuple:
 
 
 def _congruent(a: IntTuple, b: IntTuple) -> bool:
-    if is_tuple(a) != is_tuple(b):
+    ta = isinstance(a, _TUPLE)
+    if ta != isinstance(b, _TUPLE):
         return False
-    if is_tuple(a):
+    if ta:
         return len(a) == len(b) and all(_congruent(x, y) for x, y in zip(a, b))
     return True
 
@@ -185,8 +196,8 @@ def crd2idx(coord: Any, shape: IntTuple, stride: IntTuple) -> Any:
     Raises:
         ValueError: the coordinate is not (partially) congruent with the shape.
     """
-    if is_tuple(coord):
-        if not is_tuple(shape):
+    if isinstance(coord, _TUPLE):
+        if not isinstance(shape, _TUPLE):
             if len(coord) == 1:  # (c,) for a rank-1 int layout
                 return crd2idx(coord[0], shape, stride)
             raise ValueError(f"coordinate {_fmt_any(coord)} has more modes than shape {_fmt(shape)}")
@@ -199,7 +210,7 @@ def crd2idx(coord: Any, shape: IntTuple, stride: IntTuple) -> Any:
         for c, s, d in zip(coord, shape, stride):
             total = total + crd2idx(c, s, d)
         return total
-    if is_tuple(shape):
+    if isinstance(shape, _TUPLE):
         # int coordinate over a tuple shape: colex, last mode absorbs the rest
         if len(shape) == 0:
             return 0
@@ -264,6 +275,11 @@ class Layout:
     __slots__ = ("_shape", "_stride", "_hash")
 
     def __init__(self, shape: IntTuple, stride: IntTuple | None = None):
+        if stride is not None and _plain_valid(shape, stride):
+            self._shape = shape
+            self._stride = stride
+            self._hash = None
+            return
         shape = _norm(shape, "shape")
         if stride is None:
             stride = _prefix_products(shape)
@@ -281,6 +297,16 @@ class Layout:
         self._shape = shape
         self._stride = stride
         self._hash = None
+
+    @classmethod
+    def _valid(cls, shape: IntTuple, stride: IntTuple) -> "Layout":
+        """A Layout of a shape and stride known to be valid and normal (a mode of a Layout),
+        without checking them again."""
+        self = cls.__new__(cls)
+        self._shape = shape
+        self._stride = stride
+        self._hash = None
+        return self
 
     # --- accessors ---------------------------------------------------------------------------
     @property
@@ -329,7 +355,7 @@ class Layout:
         """Mode ``i`` as a Layout (``Layout(((2,4),8), ((1,16),2))[0] == (2,4):(1,16)``).
         For an int-shaped layout only ``i == 0`` is valid (the layout itself)."""
         if is_tuple(self._shape):
-            return Layout(self._shape[i], self._stride[i])
+            return Layout._valid(self._shape[i], self._stride[i])
         if i in (0, -1):
             return self
         raise IndexError(f"mode {i} of the rank-1 layout {self}")
@@ -357,10 +383,13 @@ class Layout:
 
     def offsets(self) -> np.ndarray:
         """Offsets of the linear indices ``0 .. size-1`` (colexicographic), as ``int64``."""
-        return np.asarray(
-            crd2idx(np.arange(self.size, dtype=np.int64), self._shape, self._stride),
-            dtype=np.int64,
-        ).reshape(self.size)
+        # index i = c0 + s0*c1 + s0*s1*c2 + ... over the leaves (first fastest) maps to
+        # sum(c_k * d_k): an outer sum of each leaf's arange(s_k) * d_k, the last leaf the
+        # slowest axis (what crd2idx gives for every i in range, without div/mod)
+        out = np.zeros((), dtype=np.int64)
+        for s, d in zip(flatten(self._shape), flatten(self._stride)):
+            out = np.add.outer(np.arange(s, dtype=np.int64) * d, out)
+        return out.reshape(self.size)
 
     def is_injective(self) -> bool:
         """True if no two coordinates of the domain share an offset."""
@@ -409,8 +438,23 @@ class Layout:
     __str__ = __repr__
 
 
+def _plain_valid(shape: Any, stride: Any) -> bool:
+    """Whether ``shape:stride`` is already normal and valid (Python ints and tuples only,
+    congruent, every extent >= 1, no empty tuple): then :class:`Layout` takes it as it is.
+    ``False`` sends it through the full normalization and checks (and their errors)."""
+    if type(shape) is int:
+        return type(stride) is int and shape >= 1
+    if type(shape) is not tuple or type(stride) is not tuple or not shape or \
+            len(shape) != len(stride):
+        return False
+    for a, b in zip(shape, stride):
+        if not _plain_valid(a, b):
+            return False
+    return True
+
+
 def _has_empty(t: IntTuple) -> bool:
-    if is_tuple(t):
+    if isinstance(t, _TUPLE):
         return len(t) == 0 or any(_has_empty(e) for e in t)
     return False
 
@@ -650,7 +694,11 @@ def _verify_composition(outer: Layout, inner: Layout, result: Layout) -> None:
     if n > _VERIFY_LIMIT:
         return
     got = result.offsets()
-    want = np.asarray(outer(inner.offsets()), dtype=np.int64).reshape(n)
+    idx = inner.offsets()
+    if idx.size and 0 <= idx.min() and idx.max() < outer.size:
+        want = outer.offsets()[idx]         # outer(i) == outer.offsets()[i] inside its domain
+    else:
+        want = np.asarray(outer(idx), dtype=np.int64).reshape(n)
     bad = np.nonzero(got != want)[0]
     if len(bad):
         i = int(bad[0])
@@ -775,7 +823,7 @@ class ComposedLayout:
     ``offsets()``); ``cosize`` is computed by evaluating every coordinate.
     """
 
-    __slots__ = ("_outer", "_offset", "_inner", "_cosize")
+    __slots__ = ("_outer", "_offset", "_inner", "_cosize", "_offsets")
 
     def __init__(self, outer: Any, offset: int, inner: Any):
         if not isinstance(outer, (Swizzle, Layout, XorSwizzle2D, ComposedLayout)):
@@ -788,6 +836,7 @@ class ComposedLayout:
         self._offset = int(offset)
         self._inner = inner
         self._cosize = None
+        self._offsets = None      # offsets(), computed once (the object is immutable)
 
     @property
     def outer(self) -> Any:
@@ -832,10 +881,12 @@ class ComposedLayout:
         return self._outer(self._offset + self._inner(*coord))
 
     def offsets(self) -> np.ndarray:
-        """Offsets of the linear indices ``0 .. size-1`` (colex), ``int64``."""
-        return np.asarray(
-            self._outer(self._offset + self._inner.offsets()), dtype=np.int64
-        ).reshape(self.size)
+        """Offsets of the linear indices ``0 .. size-1`` (colex), ``int64`` (a new array)."""
+        if self._offsets is None:
+            self._offsets = np.asarray(
+                self._outer(self._offset + self._inner.offsets()), dtype=np.int64
+            ).reshape(self.size)
+        return self._offsets.copy()
 
     def is_injective(self) -> bool:
         """True if no two coordinates share an offset."""
@@ -1062,14 +1113,8 @@ class TVLayout:
         self._layout = layout
         self._tile_shape = ts
         self._hash = None
-        table = np.asarray(
-            layout(
-                np.arange(layout[0].size, dtype=np.int64)[:, None],
-                np.arange(layout[1].size, dtype=np.int64)[None, :],
-            ),
-            dtype=np.int64,
-        )
-        table = np.broadcast_to(table, (layout[0].size, layout[1].size)).copy()
+        # layout(t, v) = mode0(t) + mode1(v) (crd2idx of a per-mode coordinate)
+        table = np.add.outer(layout[0].offsets(), layout[1].offsets())
         n = product(ts)
         if table.size and (table.min() < 0 or table.max() >= n):
             raise ValueError(
@@ -1136,7 +1181,9 @@ class TVLayout:
 
     def covers(self) -> bool:
         """True if every element of the tile is held by at least one (t, v)."""
-        return len(np.unique(self._table)) == self.tile_size
+        held = np.zeros(self.tile_size, dtype=bool)
+        held[self._table.reshape(-1)] = True   # indices are in [0, tile_size) (checked)
+        return bool(held.all())
 
     def holders(self, coord: Any) -> list:
         """All ``(t, v)`` holding the element at ``coord`` (a tuple of per-dimension ints, or a

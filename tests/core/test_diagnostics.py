@@ -9,6 +9,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ave_core.diagnostics import (
     CODES,
@@ -126,6 +128,34 @@ def test_trailing_line_end_gives_empty_last_line():
     assert SourceText("x\r").lines == ["x", ""]
     assert SourceText("").lines == [""]
     assert SourceText("\r\r\n\n").lines == ["", "", "", ""]
+
+
+def _reference_lines(text: str) -> list[str]:
+    """Independent reference: split at \\r\\n, \\r and \\n, one character at a time."""
+    out, start, i = [], 0, 0
+    while i < len(text):
+        if text[i] in "\r\n":
+            out.append(text[start:i])
+            if text[i] == "\r" and text[i + 1:i + 2] == "\n":
+                i += 1
+            start = i + 1
+        i += 1
+    return out + [text[start:]]
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(st.text(alphabet="ab é日😀\r\n\t", max_size=40), st.integers(-2, 12),
+       st.integers(-3, 30))
+def test_lines_and_positions_match_a_reference_on_any_text(text, line, col):
+    src = SourceText(text)
+    assert src.lines == _reference_lines(text)
+    line0 = max(0, line - 1)                     # ast lines are 1-based; 0 clamps to the first
+    ref_line = src.lines[line0] if line0 < len(src.lines) else ""
+    prefix = ref_line.encode("utf-8")[:max(0, col)].decode("utf-8", errors="ignore")
+    for _ in range(2):  # the second time from the memo of converted lines/ranges
+        assert src.position(line, col) == Position(line0, utf16_col(prefix, len(prefix)))
+    for s in (text, ref_line, prefix):
+        assert utf16_len(s) == utf16_col(s, len(s))
 
 
 def test_position_from_char_and_offset_with_non_bmp():
