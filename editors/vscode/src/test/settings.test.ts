@@ -33,7 +33,7 @@ test("a manifest without the checker section, or with a foreign key in it, is re
 
 test("the shipped package.json: server keys exclude the extension's own settings", () => {
   const keys = serverSettingKeys(manifest);
-  assert.deepEqual([...keys].sort(), ["baseline", "checkOnChange", "inlayHints", "maxFileLines", "solverTimeoutMs", "tripCountBound"]);
+  assert.deepEqual([...keys].sort(), ["baseline", "checkOnChange", "inlayHints", "jobs", "maxFileLines", "solverTimeoutMs", "tripCountBound"]);
   for (const s of RESTART_SETTINGS) {
     assert.ok(!keys.includes(s.slice(4)), s);
   }
