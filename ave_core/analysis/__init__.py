@@ -77,6 +77,13 @@ class KernelAnalysis:
     variants: int = 0
 
 
+def _refined(w: dict) -> dict:
+    """A witness as reported: with its canonical model when it carries a way to get it
+    (the engine searches with z3's first model; see ``Solver.canonical_model``)."""
+    fin = w.pop("__refine", None)
+    return fin() if fin is not None else w
+
+
 def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelAnalysis:
     """Check every assertion of one kernel specialization; never raises on user input."""
     from ave_core.analysis.engine import AnalysisLimit, Engine
@@ -141,9 +148,10 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 r.covered += chk.covered
                 if chk.violation is not None and r.witness is None:
                     r.status = "violated"
-                    chk.violation["trip_counts"] = trips
-                    chk.violation["occurrence"] = chk.occurrence
-                    r.witness = chk.violation
+                    w = _refined(chk.violation)
+                    w["trip_counts"] = trips
+                    w["occurrence"] = chk.occurrence
+                    r.witness = w
                 elif chk.unknown is not None and r.status == "proved":
                     r.status = "unknown"
                     r.reason = chk.unknown
@@ -153,6 +161,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             for f in eng.bounds.check():
                 key = (f["op"].loc.file, f["op"].loc.range)
                 if key not in oob:
+                    f = _refined(f)
                     f["trip_counts"] = dict(trips)
                     oob[key] = f
             for f in list(eng.races.findings):

@@ -255,11 +255,20 @@ class BoundsChecker:
                     return w
                 rank = (w["block"][::-1], w["threads"][0]["thread"])
                 if best is None or rank < best[0]:
-                    best = (rank, w)
+                    best = (rank, i, r)
                 break
             if best is not None and best[0][0] == [0, 0, 0]:
                 break                    # the lowest block; groups come in thread order
-        return best[1] if best is not None else None
+        if best is None:
+            return None
+        _, i, r = best
+        w = self._witness(op, loops, name, d, i, threads, gc, live, r)
+        if r.get("query") is not None:
+            # the reported witness gets the canonical model; computed only for the finding
+            # the analysis keeps (the first variant that finds it)
+            w["__refine"] = lambda: self._witness(op, loops, name, d, i, threads, gc, live,
+                                                  self._final(r))
+        return w
 
     def _solve(self, name: str, d: int, k: int, c: int, guard: list,
                pid_zero: bool | None = None) -> dict | None:
@@ -298,11 +307,27 @@ class BoundsChecker:
             return None
         if r != z3.sat:
             return {"unknown": True}
-        m = sv.canonical_model(s)
-        model = sv.model_dict(m)
-        return {"model": model, "pid_zero": pid_zero,
+        # z3's own model while searching (a canonical one costs an optimization per
+        # query); the witness finally reported gets the canonical model (:meth:`_final`)
+        return self._result(s.model(), x, size, pid_zero, (s, x, size, list(sv._atoms.items())))
+
+    def _result(self, m: Any, x: Any, size: Any, pid_zero: bool, query: tuple | None
+                ) -> dict:
+        atoms = query[3] if query is not None else None
+        return {"model": self.eng.solver.model_dict(m, atoms), "pid_zero": pid_zero,
+                "query": query,
                 "value": m.eval(x, model_completion=True).as_long(),
                 "size": m.eval(size, model_completion=True).as_long()}
+
+    def _final(self, r: dict) -> dict:
+        """``r`` with the canonical (reproducible, smallest) model of its query."""
+        if r.get("unknown") or r.get("query") is None:
+            return r
+        s, x, size, atoms = r["query"]
+        m = self.eng.solver.canonical_model(s)
+        out = self._result(m, x, size, r["pid_zero"], None)
+        out["model"] = self.eng.solver.model_dict(m, atoms)
+        return out
 
     def _witness(self, op, loops, name, d, i, threads, gc, live, r) -> dict:
         eng = self.eng

@@ -210,6 +210,8 @@ class PairCheck:
     occurrence: int = 0                 # how many times this op ran before, same loop indices
     compared: int = 0
     covered: int = 0
+    #: the witness; it may hold ``"__refine"``: a callable giving the same witness with the
+    #: canonical (reproducible) model, for the analysis to call on the one it keeps
     violation: dict | None = None
     unknown: str | None = None
 
@@ -1467,9 +1469,28 @@ class Engine:
                 if res.status == "unknown":
                     check.unknown = res.reason
                     return
-                check.violation = self._witness(op, X, Y, int(ix[p]), int(iy[p]), int(f),
-                                                res.model, "top" if topv[p, f] else "differ")
+                why = "top" if topv[p, f] else "differ"
+                a, b, ff = int(ix[p]), int(iy[p]), int(f)
+                w = self._witness(op, X, Y, a, b, ff, res.model, why)
+                if res.refine is not None:
+                    w["__refine"] = self._refiner(op, X, Y, a, b, ff, res.refine, why)
+                check.violation = w
                 return
+
+    def _refiner(self, op: Op, X: dict, Y: dict, ix: int, iy: int, f: int, refine: Any,
+                 why: str) -> Any:
+        """The witness again with the query's canonical model (see ``PairCheck``): called by
+        the analysis for the one witness it keeps, before the next variant runs."""
+        loops = self.loops
+
+        def run() -> dict:
+            saved = self.loops
+            self.loops = loops
+            try:
+                return self._witness(op, X, Y, ix, iy, f, refine(), why)
+            finally:
+                self.loops = saved
+        return run
 
     def _witness(self, op: Op, X: dict, Y: dict, ix: int, iy: int, f: int, model: dict,
                  why: str) -> dict:

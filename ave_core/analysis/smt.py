@@ -25,8 +25,11 @@ from ave_core.analysis.symbolic import Atom, Cond, CondTable, SymTable
 @dataclass
 class SolveResult:
     status: str                      # "unsat" | "sat" | "unknown"
-    model: dict[str, int]            # atom text -> value (sat only)
+    model: dict[str, int]            # atom text -> value (sat only): z3's own model
     reason: str = ""
+    #: sat only: computes the canonical model (:meth:`Solver.canonical_model`) of the same
+    #: query -- what a reported witness uses; an optimization, so only for the one kept
+    refine: Any = None
 
 
 class Solver:
@@ -85,10 +88,12 @@ class Solver:
             return o.model()
         return s.model()
 
-    def model_dict(self, m: Any) -> dict[str, int]:
-        """Atom text -> value of a model (opaque terms left out)."""
+    def model_dict(self, m: Any, atoms: list | None = None) -> dict[str, int]:
+        """Atom text -> value of a model (opaque terms left out), for ``atoms`` (pairs of
+        atom index and z3 term; default: every atom made so far -- pass the atoms of the
+        query when the model is read later, after other queries made more)."""
         out = {}
-        for i, z in self._atoms.items():
+        for i, z in (self._atoms.items() if atoms is None else atoms):
             if self.tab.atoms[i].kind != "op":
                 try:
                     out[str(self.tab.atoms[i])] = m.eval(z, model_completion=True).as_long()
@@ -189,11 +194,15 @@ class Solver:
             return SolveResult("unsat", {})
         if r == z3.unknown:
             return SolveResult("unknown", {}, s.reason_unknown() or "solver budget exhausted")
-        m = self.canonical_model(s)
-        model = self.model_dict(m)
-        model["__lhs"] = m.eval(lhs, model_completion=True).as_long()
-        model["__rhs"] = m.eval(rhs, model_completion=True).as_long()
-        return SolveResult("sat", model)
+        atoms = list(self._atoms.items())
+
+        def values(m: Any) -> dict:
+            out = self.model_dict(m, atoms)
+            out["__lhs"] = m.eval(lhs, model_completion=True).as_long()
+            out["__rhs"] = m.eval(rhs, model_completion=True).as_long()
+            return out
+        return SolveResult("sat", values(s.model()),
+                           refine=lambda: values(self.canonical_model(s)))
 
     def satisfiable(self, guard: Any) -> SolveResult:
         """Is condition ``guard`` satisfiable (for a concrete mismatch under masks)?"""
@@ -217,7 +226,9 @@ class Solver:
             return SolveResult("unsat", {})
         if r == z3.unknown:
             return SolveResult("unknown", {}, s.reason_unknown() or "solver budget exhausted")
-        return SolveResult("sat", self.model_dict(self.canonical_model(s)))
+        atoms = list(self._atoms.items())
+        return SolveResult("sat", self.model_dict(s.model(), atoms),
+                           refine=lambda: self.model_dict(self.canonical_model(s), atoms))
 
     def _domain_for(self, guard: int) -> list:
         self.cond(guard)
