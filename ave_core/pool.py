@@ -195,47 +195,46 @@ class Batch:
         for fut, _ in self.submitted:
             fut.cancel()
 
+    def _wait(self, fut: Future, ex: Any, cancel: threading.Event | None, poll_s: float,
+              cancel_all: bool) -> dict | None:
+        """A unit's result; None when its worker died (the pool is rebuilt). Polls
+        ``cancel`` while waiting (raises :class:`CheckCancelled`, cancelling the batch's
+        units that have not started, or this one)."""
+        from concurrent.futures import TimeoutError as FutureTimeout
+
+        while True:
+            if cancel is not None and cancel.is_set():
+                if cancel_all:
+                    self.cancel()
+                else:
+                    fut.cancel()
+                raise CheckCancelled()
+            try:
+                return fut.result(timeout=poll_s if cancel is not None else None)
+            except FutureTimeout:
+                continue
+            except BrokenProcessPool:
+                self.pool.rebuild(ex)
+                return None
+            except Exception as e:  # noqa: BLE001 - e.g. a result that does not pickle
+                return {"kind": "error", "error": f"{type(e).__name__}: {e}"}
+
     def results(self, cancel: threading.Event | None = None,
                 poll_s: float = 0.05) -> list[dict]:
         """One result per unit, in order: what the target returned, ``{"kind":
         "error", "error": text}`` when it raised, or :data:`DIED` when the unit's
         worker died twice. Raises :class:`CheckCancelled` when ``cancel`` is set
         first (the units that have not started are cancelled)."""
-        from concurrent.futures import TimeoutError as FutureTimeout
-
         out: list[dict | None] = [None] * len(self.units)
         lost: list[int] = []
         for i, (fut, ex) in enumerate(self.submitted):
-            while True:
-                if cancel is not None and cancel.is_set():
-                    self.cancel()
-                    raise CheckCancelled()
-                try:
-                    out[i] = fut.result(timeout=poll_s if cancel is not None else None)
-                except FutureTimeout:
-                    continue
-                except BrokenProcessPool:
-                    self.pool.rebuild(ex)
-                    lost.append(i)
-                except Exception as e:  # noqa: BLE001 - e.g. a result that does not pickle
-                    out[i] = {"kind": "error", "error": f"{type(e).__name__}: {e}"}
-                break
+            out[i] = self._wait(fut, ex, cancel, poll_s, cancel_all=True)
+            if out[i] is None:
+                lost.append(i)
         for i in lost:                  # again, one at a time: who killed its worker
             fut, ex = self.pool.submit(self.units[i])
-            while True:
-                if cancel is not None and cancel.is_set():
-                    fut.cancel()
-                    raise CheckCancelled()
-                try:
-                    out[i] = fut.result(timeout=poll_s if cancel is not None else None)
-                except FutureTimeout:
-                    continue
-                except BrokenProcessPool:
-                    self.pool.rebuild(ex)
-                    out[i] = dict(DIED)
-                except Exception as e:  # noqa: BLE001
-                    out[i] = {"kind": "error", "error": f"{type(e).__name__}: {e}"}
-                break
+            r = self._wait(fut, ex, cancel, poll_s, cancel_all=False)
+            out[i] = dict(DIED) if r is None else r
         return out  # type: ignore[return-value]
 
 

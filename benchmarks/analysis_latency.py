@@ -218,18 +218,15 @@ def report(res: dict) -> None:
                      f" (1st cfg {_ratio(rr['first_config_ms']['median'], r['first_config_ms']['median'])},"
                      f" cold {_ratio(rr['cold_ms']['median'], r['cold_ms']['median'])})")
         print(line)
-    print("\nthreads   total median ms (synthetic pipelined GEMM, T = STAGES + 2)"
-          + ("   reference  speed-up" if ref else ""))
-    for t, r in cur["threads"].items():
-        extra = (f"   {ref['threads'][t]['median']:9.1f}  "
-                 f"{_ratio(ref['threads'][t]['median'], r['median'])}") if ref else ""
-        print(f"{t:7d}   {r['median']:10.1f}{extra}")
-    print("\ntrip bound   total median ms (the same GEMM, 128 threads)"
-          + ("   reference  speed-up" if ref else ""))
-    for t, r in cur["trip_bound"].items():
-        extra = (f"   {ref['trip_bound'][t]['median']:9.1f}  "
-                 f"{_ratio(ref['trip_bound'][t]['median'], r['median'])}") if ref else ""
-        print(f"{t:10d}   {r['median']:10.1f}{extra}")
+    for key, title, width in (
+            ("threads", "threads   total median ms (synthetic pipelined GEMM, T = STAGES + 2)",
+             7),
+            ("trip_bound", "trip bound   total median ms (the same GEMM, 128 threads)", 10)):
+        print("\n" + title + ("   reference  speed-up" if ref else ""))
+        for t, r in cur[key].items():
+            extra = (f"   {ref[key][t]['median']:9.1f}  "
+                     f"{_ratio(ref[key][t]['median'], r['median'])}") if ref else ""
+            print(f"{str(t):>{width}}   {r['median']:10.1f}{extra}")
 
 
 def main(argv: list[str] | None = None) -> int:

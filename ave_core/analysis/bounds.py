@@ -263,7 +263,7 @@ class BoundsChecker:
             return None
         _, i, r = best
         w = self._witness(op, loops, name, d, i, threads, gc, live, r)
-        if r.get("query") is not None:
+        if not r.get("unknown"):
             # the reported witness gets the canonical model; computed only for the finding
             # the analysis keeps (the first variant that finds it)
             w["__refine"] = lambda: self._witness(op, loops, name, d, i, threads, gc, live,
@@ -309,11 +309,12 @@ class BoundsChecker:
             return {"unknown": True}
         # z3's own model while searching (a canonical one costs an optimization per
         # query); the witness finally reported gets the canonical model (:meth:`_final`)
-        return self._result(s.model(), x, size, pid_zero, (s, x, size, list(sv._atoms.items())))
+        return self._result(s.model(), (s, x, size, list(sv._atoms.items())), pid_zero)
 
-    def _result(self, m: Any, x: Any, size: Any, pid_zero: bool, query: tuple | None
-                ) -> dict:
-        atoms = query[3] if query is not None else None
+    def _result(self, m: Any, query: tuple, pid_zero: bool) -> dict:
+        """A sat answer read from model ``m`` of ``query`` = (solver, coordinate, size,
+        the atoms the query knew)."""
+        _, x, size, atoms = query
         return {"model": self.eng.solver.model_dict(m, atoms), "pid_zero": pid_zero,
                 "query": query,
                 "value": m.eval(x, model_completion=True).as_long(),
@@ -321,13 +322,10 @@ class BoundsChecker:
 
     def _final(self, r: dict) -> dict:
         """``r`` with the canonical (reproducible, smallest) model of its query."""
-        if r.get("unknown") or r.get("query") is None:
+        if r.get("unknown"):
             return r
-        s, x, size, atoms = r["query"]
-        m = self.eng.solver.canonical_model(s)
-        out = self._result(m, x, size, r["pid_zero"], None)
-        out["model"] = self.eng.solver.model_dict(m, atoms)
-        return out
+        q = r["query"]
+        return self._result(self.eng.solver.canonical_model(q[0]), q, r["pid_zero"])
 
     def _witness(self, op, loops, name, d, i, threads, gc, live, r) -> dict:
         eng = self.eng

@@ -429,12 +429,7 @@ class Engine:
                     self.checkpoints[i] = self._checkpoint()
                 # journal only what a later variant may undo
                 self.journal = self._jlist if i >= floor else None
-                self.loops = op.attrs.get("loop_indices", ())
-                h = getattr(self, "op_" + op.name.replace(".", "_"), None)
-                if h is None:
-                    raise AnalysisLimit(f"the analysis does not support {op.name}", op)
-                accumulation.on_consume(self, op)
-                h(op)
+                self._step(op)
         finally:
             self.journal = None
 
@@ -442,13 +437,17 @@ class Engine:
         for op in blk.ops:
             if op.name in ("scf.yield", "ave.yield"):
                 return [self.env.get(v) for v in op.operands]
-            self.loops = op.attrs.get("loop_indices", ())
-            h = getattr(self, "op_" + op.name.replace(".", "_"), None)
-            if h is None:
-                raise AnalysisLimit(f"the analysis does not support {op.name}", op)
-            accumulation.on_consume(self, op)
-            h(op)
+            self._step(op)
         return None
+
+    def _step(self, op: Op) -> None:
+        """Execute one op (ending the MMA chains it consumes)."""
+        self.loops = op.attrs.get("loop_indices", ())
+        h = getattr(self, "op_" + op.name.replace(".", "_"), None)
+        if h is None:
+            raise AnalysisLimit(f"the analysis does not support {op.name}", op)
+        accumulation.on_consume(self, op)
+        h(op)
 
     # ------------------------------------------------------------------ scalars
 
@@ -1226,8 +1225,7 @@ class Engine:
         tags.code = np.where(h[:, None], tags.code, ABSENT)
         out = {"tags": tags, "holder": np.where(h, pk // V, -1), "reg": np.where(h, pk % V, -1),
                "held": h, "shape": kept, "W": pick.shape[0], "rows": rows, "cols": cols,
-               # the fields any held element carries (column scans: cheaper than any(0))
-               "fields": np.array([tags.code[:, f].any() for f in range(self.F)], bool)}
+               "fields": _fields_present(tags.code)}     # unheld slots are ABSENT
         if all_active:
             # an operand is often checked by an assert_conform and then multiplied: the
             # dense form is computed once (the entry keeps x alive, so its id stays unique)
@@ -1689,10 +1687,15 @@ class Engine:
         raise AnalysisLimit("a loop survived unrolling", op)
 
 
+def _fields_present(code: np.ndarray) -> np.ndarray:
+    """(F,) bool: the fields some element carries (column scans: cheaper than any(0))."""
+    return np.array([code[:, f].any() for f in range(code.shape[1])], bool)
+
+
 def _fields_held(code: np.ndarray, held: np.ndarray) -> np.ndarray:
     """(F,) bool: the fields some held element carries (ABSENT is 0)."""
     if held.all():
-        return np.array([code[:, f].any() for f in range(code.shape[1])], bool)
+        return _fields_present(code)
     if not held.any():
         return np.zeros(code.shape[1], bool)
     return code[held].any(axis=0)
