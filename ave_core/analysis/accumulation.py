@@ -306,7 +306,6 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict |
     if any(k != 0 for k, _, _, _, _ in items):
         return None                   # symbolic reduction indices: not followed (sound: no claim)
     dkey = eng.tab.atom(Atom("dim", dom))
-    size = eng.solver.lin(dkey, 0)
     unguarded = all(not g for _, _, g, _, _ in items)
     maxk = max((c for _, c, _, _, _ in items), default=-1)
     # Indices received under no guard, or under exactly `c < size` (a mask on this very
@@ -328,8 +327,11 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict |
     while R in good:
         R += 1
     rest = [it for it in items if it[1] >= R]
+    if unguarded and R > maxk:
+        return None          # k0 >= R and k0 <= maxk < R: every index is received (no solver)
 
     def build(z3):
+        size = eng.solver.lin(dkey, 0)
         k0 = z3.Int("__k0", eng.solver.ctx)
         cons = [k0 >= R, k0 < size]
         if unguarded:

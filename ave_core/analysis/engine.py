@@ -66,6 +66,33 @@ def pack(key: Any, conc: Any) -> np.ndarray:
     return (key << _SHIFT) + conc + _BIAS
 
 
+def rows_take(a: np.ndarray, idx: Any) -> np.ndarray:
+    """``a[idx]`` for a row index (integer array or boolean mask) of a 2-D array: numpy's
+    ``take``/``compress`` along axis 0 are several times faster than fancy indexing there
+    (measured: 8192 x 6 int64 rows, 14 us vs 58 us)."""
+    if type(idx) is np.ndarray:
+        if idx.dtype == np.bool_:
+            if idx.ndim == 1 and idx.shape[0] == a.shape[0]:
+                return a.compress(idx, axis=0)
+            return a[idx]
+        return a.take(idx, axis=0)
+    return a[idx]
+
+
+def rows_put(a: np.ndarray, idx: Any, b: np.ndarray) -> None:
+    """``a[idx] = b`` for rows of a 2-D array (through a one-element-per-row view when the
+    rows are contiguous: 2-3x faster than fancy assignment)."""
+    if (type(idx) is np.ndarray and idx.dtype != np.bool_ and a.ndim == 2 and
+            a.flags.c_contiguous and a.shape[1] > 1):
+        b = np.ascontiguousarray(np.broadcast_to(b, (len(idx.reshape(-1)), a.shape[1]))
+                                 if np.ndim(b) < 2 else b, dtype=a.dtype)
+        if b.shape == (idx.size, a.shape[1]):
+            dt = np.dtype((np.void, a.dtype.itemsize * a.shape[1]))
+            np.put(a.view(dt).reshape(-1), idx.reshape(-1), b.view(dt).reshape(-1))
+            return
+    a[idx] = b
+
+
 @dataclass
 class Tags:
     """Tags of N elements over F fields (see the module docstring). Arrays are never
@@ -108,16 +135,16 @@ class Tags:
         return code_conc(self.code)
 
     def take(self, idx: Any) -> "Tags":
-        return Tags(self.code[idx], self.cond[idx], self.src[idx], self.moved[idx],
-                    self.via[idx])
+        return Tags(rows_take(self.code, idx), rows_take(self.cond, idx), self.src[idx],
+                    self.moved[idx], self.via[idx])
 
     def copy(self) -> "Tags":
         return Tags(self.code.copy(), self.cond.copy(), self.src.copy(), self.moved.copy(),
                     self.via.copy())
 
     def put(self, idx: Any, other: "Tags") -> None:
-        self.code[idx] = other.code
-        self.cond[idx] = other.cond
+        rows_put(self.code, idx, other.code)
+        rows_put(self.cond, idx, other.cond)
         self.src[idx] = other.src
         self.moved[idx] = other.moved
         self.via[idx] = other.via
@@ -1118,7 +1145,7 @@ class Engine:
         code = t.code
         first = np.zeros(n, np.int64)
         first[key[::-1]] = np.arange(len(key))[::-1]
-        ok = (code > 0) & (code == code[first[key]])
+        ok = (code > 0) & (code == code.take(first[key], axis=0))
         agree_f = np.empty((n, F), bool)
         for f in range(F):
             agree_f[:, f] = np.bincount(key, weights=~ok[:, f], minlength=n) == 0
@@ -1281,15 +1308,15 @@ class Engine:
         if axis == 1:       # per (w, r), along c
             i0 = np.argmax(held, axis=2)                                   # (W, R)
             wi, ri = np.meshgrid(np.arange(W), np.arange(R), indexing="ij")
-            c0 = code[wi, ri, i0][:, :, None, :]
-            ok = np.all(~held[..., None] | ((code > 0) & (code == c0)), axis=2)
             base = t.take(((wi * R + ri) * C + i0).reshape(-1))
+            c0 = base.code.reshape(W, R, 1, F)
+            ok = np.all(~held[..., None] | ((code > 0) & (code == c0)), axis=2)
         else:               # per (w, c), along r
             i0 = np.argmax(held, axis=1)                                   # (W, C)
             wi, ci = np.meshgrid(np.arange(W), np.arange(C), indexing="ij")
-            c0 = code[wi, i0, ci][:, None, :, :]
-            ok = np.all(~held[..., None] | ((code > 0) & (code == c0)), axis=1)
             base = t.take(((wi * R + i0) * C + ci).reshape(-1))
+            c0 = base.code.reshape(W, 1, C, F)
+            ok = np.all(~held[..., None] | ((code > 0) & (code == c0)), axis=1)
         ok = ok.reshape(W * (R if axis == 1 else C), F)
         if top_fields is None:
             top_fields = np.zeros(F, bool)
@@ -1381,8 +1408,8 @@ class Engine:
             ix = np.nonzero(X["held"] & Y["held"])[0]
             iy = ix
             check.compared += len(ix)
-            cov = np.all((tx.code[ix][:, common] != ABSENT) &
-                         (ty.code[iy][:, common] != ABSENT), axis=1) \
+            cov = np.all((tx.code.take(ix, axis=0)[:, common] != ABSENT) &
+                         (ty.code.take(iy, axis=0)[:, common] != ABSENT), axis=1) \
                 if common.any() else np.zeros(len(ix), bool)
             check.covered += int(cov.sum())
             if check.violation is None and check.unknown is None and common.any():
@@ -1406,7 +1433,7 @@ class Engine:
         check.compared += int((nx * ny).sum())
         if not common.any():
             return
-        vx_all, vy_all = tx.code[xi], ty.code[yi]            # (ox, kx, F), (kx, oy, F)
+        vx_all, vy_all = tx.code.take(xi, axis=0), ty.code.take(yi, axis=0)            # (ox, kx, F), (kx, oy, F)
         cx = hx & np.all(vx_all[:, :, common] != ABSENT, axis=2)
         cy = hy & np.all(vy_all[:, :, common] != ABSENT, axis=2)
         check.covered += int((cx.sum(axis=0) * cy.sum(axis=1)).sum())
@@ -1437,7 +1464,7 @@ class Engine:
               common: np.ndarray, op: Op) -> None:
         """Among explicit pairs, find the minimal one whose tags can differ (SMT if needed)."""
         tx, ty = X["tags"], Y["tags"]
-        vx, vy = tx.code[ix], ty.code[iy]
+        vx, vy = rows_take(tx.code, ix), rows_take(ty.code, iy)
         both = (vx != ABSENT) & (vy != ABSENT) & common[None, :]
         topv = both & ((vx == TOP) | (vy == TOP))
         neq = both & ~topv & (vx != vy)
@@ -1698,7 +1725,7 @@ def _fields_held(code: np.ndarray, held: np.ndarray) -> np.ndarray:
         return _fields_present(code)
     if not held.any():
         return np.zeros(code.shape[1], bool)
-    return code[held].any(axis=0)
+    return code.compress(held, axis=0).any(axis=0)
 
 
 def _slot(D: dict, i: int) -> tuple[int, ...]:

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from ave_core.analysis.accumulation import _common_atoms
+from ave_core.analysis.engine import rows_put, rows_take
 from ave_core.analysis.symbolic import CondTable, _unique_rows
 
 
@@ -48,6 +49,46 @@ def test_conj_arrays_matches_definition(seed):
         a = _canonical_rows(rng, n, int(rng.integers(0, 4)))
         b = a.copy() if rng.random() < 0.15 else _canonical_rows(rng, n, int(rng.integers(0, 4)))
         assert np.array_equal(ct.conj_arrays(a, b), _conj_reference(a, b))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_conj_arrays_many_rows_matches_definition(seed):
+    """Past 256 rows with few distinct (a, b) row pairs, each pair is merged once and
+    scattered back; with many distinct pairs, the flat-index merge runs on every row."""
+    rng = np.random.default_rng(100 + seed)
+    ct = CondTable()
+    for n, distinct in ((300, 3), (1000, 7), (600, 600)):
+        pool_a = _canonical_rows(rng, distinct, 3)
+        pool_b = _canonical_rows(rng, distinct, 3)
+        a = pool_a[rng.integers(0, distinct, n)]
+        b = pool_b[rng.integers(0, distinct, n)]
+        if distinct == 600:          # ids past 2**10 (fewer bits left for packing)
+            a = np.where(a > 1, a + 5000, a)
+            b = np.where(b > 1, b + 70000, b)
+            a = -np.sort(-a, axis=1)
+            b = -np.sort(-b, axis=1)
+        assert np.array_equal(ct.conj_arrays(a, b), _conj_reference(a, b))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_row_take_and_put_match_fancy_indexing(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(100):
+        n, f = int(rng.integers(1, 40)), int(rng.integers(1, 7))
+        a = rng.integers(-9, 9, (n, f))
+        idx = rng.integers(-n, n, int(rng.integers(0, 50)))       # repeats, negatives
+        mask = rng.random(n) < 0.5
+        assert np.array_equal(rows_take(a, idx), a[idx])
+        assert np.array_equal(rows_take(a, mask), a[mask])
+        assert np.array_equal(rows_take(a, idx.reshape(-1, 1)), a[idx.reshape(-1, 1)])
+        val = rng.integers(-9, 9, (len(idx), f))
+        x, y = a.copy(), a.copy()
+        x[idx] = val                                 # the last write of a repeat wins
+        rows_put(y, idx, val)
+        assert np.array_equal(x, y)
+        x[mask] = 7
+        rows_put(y, mask, 7)
+        assert np.array_equal(x, y)
 
 
 @pytest.mark.parametrize("seed", range(5))
