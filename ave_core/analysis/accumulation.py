@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ave_core.analysis.symbolic import ABSENT, TOP, Atom, SymInt, code_conc, code_key
+from ave_core.analysis.symbolic import ABSENT, TOP, Atom, SymInt, any_last, code_conc, code_key
 
 
 
@@ -101,7 +101,7 @@ def contribution(eng: Any, op: Any, A: dict, B: dict) -> list[Contribution] | No
         gA = np.where(keepA, candA, 0)
         gB = np.where(keepB, candB, 0)
         guard_arr = np.concatenate([gA, gB], axis=2)                # (W, K, 2G)
-        dead = np.any(guard_arr == 1, axis=2)
+        dead = any_last(guard_arr == 1)
         live = has & ~dead
         key = np.where(live, code_key(vv), 0).astype(np.int64)
         conc = np.where(live, code_conc(vv), 0).astype(np.int64)
@@ -131,13 +131,13 @@ def _common_atoms(g: np.ndarray, cand: np.ndarray, held: np.ndarray, axis: int
     probe = np.take_along_axis(g, np.expand_dims(last, axis)[..., None], axis=axis)
     probe = np.squeeze(probe, axis=axis)                                     # (W, K, G)
     some = np.any(held, axis=axis)[..., None]        # a slot nobody holds keeps them all
-    out = nz & (np.any(probe[..., None, :] == cand[..., :, None], axis=-1) | ~some)
+    out = nz & (any_last(probe[..., None, :] == cand[..., :, None]) | ~some)
     if not out.any():
         return out
     for j in range(cand.shape[-1]):
         if not out[..., j].any():
             continue
-        inrow = np.any(g == np.expand_dims(cand[..., j], axis)[..., None], axis=-1)
+        inrow = any_last(g == np.expand_dims(cand[..., j], axis)[..., None])
         out[..., j] &= np.all(inrow | ~held, axis=axis)
     return out
 

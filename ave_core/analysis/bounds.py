@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ave_core.analysis.symbolic import Atom, SymInt, sym_add
+from ave_core.analysis.symbolic import Atom, SymInt, any_last, sym_add
 
 _NONNEG = ("pid", "nprog", "dim", "stride", "load")
 
@@ -217,7 +217,7 @@ class BoundsChecker:
                 if x is not None:
                     cid[u] = x
             ce = cid[inv.reshape(-1)]
-            ok_hi |= (ce >= 0) & np.any(guard == ce[:, None], axis=1)
+            ok_hi |= (ce >= 0) & any_last(guard == ce[:, None])
         uk, kinv = np.unique(key, return_inverse=True)
         nn = np.array([k == 0 or self._nonneg(int(k)) for k in uk], bool)[kinv.reshape(-1)]
         ok_lo = nn & (conc >= 0)

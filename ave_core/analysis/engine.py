@@ -32,6 +32,7 @@ from ave_core.analysis import accumulation
 from ave_core.analysis.bounds import BoundsChecker
 from ave_core.analysis.races import RaceTracker
 from ave_core.analysis.symbolic import (_BIAS, _SHIFT, ABSENT, TOP, Atom, CondTable, SymInt,
+                                        all_last, any_last,
                                         SymTable, code_conc, code_key, sym_binop, sym_compare,
                                         unpack)
 from ave_core.compiler.fragments import broadcast_index
@@ -856,7 +857,7 @@ class Engine:
                 if not np.array_equal(other.code, tags.code):
                     tags = join(tags, other, self.conds)
         self.races.read(byts.reshape(-1), np.repeat(threads, byts.shape[1]), op)
-        wr = self.written[byts].all(axis=1)
+        wr = all_last(self.written[byts])
         if not wr.all():
             i = int(np.nonzero(~wr)[0][0])
             self.uninit.append((op, self.loops, int(threads[i]), int(first[i]) * G))
@@ -883,7 +884,7 @@ class Engine:
     def _differs(self, byts: np.ndarray, t: Tags) -> np.ndarray:
         """Per granule: the new tags differ from the stored ones (other data)."""
         old = self.smem.take(byts)
-        return np.any(old.code != t.code, axis=1)
+        return any_last(old.code != t.code)
 
     # ------------------------------------------------------------------ movement
 
@@ -1104,28 +1105,28 @@ class Engine:
         T, V, R = tab.shape
         return np.ravel_multi_index(tuple(tab[:, :, d].reshape(-1) for d in range(R)), shape)
 
+    def _convert_index(self, src_layout: Any, dst_layout: Any, shape: tuple, V1: int
+                       ) -> np.ndarray:
+        """For every (thread, register) of ``dst_layout``: the flat (thread, register) of
+        ``src_layout`` it takes its element from -- a register of the same thread when
+        that thread holds the element (register-only conversions; its last such register),
+        else the element's first holder."""
+        key = ("convert", id(src_layout), id(dst_layout), tuple(shape), V1)
+        hit = self._tables.get(key)
+        if hit is not None and hit[0] is src_layout and hit[1] is dst_layout:
+            return hit[2]
+        idx = convert_index(self._dense_index(src_layout, shape),
+                            self._dense_index(dst_layout, shape), self.T, int(np.prod(shape)))
+        self._tables[key] = (src_layout, dst_layout, idx)
+        return idx
+
     def op_ave_convert(self, op):
         x: FragVal = self.env[op.operands[0]]
-        shape = op.operands[0].type.shape
-        src_lin = self._dense_index(op.operands[0].type.layout, shape)
-        dst_lin = self._dense_index(op.attrs["layout"], shape)
-        T = self.T
-        V1 = x.V
+        idx = self._convert_index(op.operands[0].type.layout, op.attrs["layout"],
+                                  op.operands[0].type.shape, x.V)
         V2 = op.attrs["layout"].num_values
-        # prefer a holder in the same thread (register-only conversions), else any holder
-        first_any = np.full(int(np.prod(shape)), -1, np.int64)
-        first_any[src_lin[::-1]] = np.arange(len(src_lin))[::-1]
-        idx = first_any[dst_lin].reshape(T, V2)
-        st = src_lin.reshape(T, V1)
-        dt = dst_lin.reshape(T, V2)
-        for t in range(T):
-            lookup = dict(zip(st[t].tolist(), range(V1)))
-            for j, c in enumerate(dt[t].tolist()):
-                i = lookup.get(c)
-                if i is not None:
-                    idx[t, j] = t * V1 + i
-        self.env[op.result] = FragVal(x.tags.take(idx.reshape(-1)), V2,
-                                      x.ival.take(idx.reshape(-1)) if x.ival is not None else None)
+        self.env[op.result] = FragVal(x.tags.take(idx), V2,
+                                      x.ival.take(idx) if x.ival is not None else None)
 
     def op_ave_reduce(self, op):
         x: FragVal = self.env[op.operands[0]]
@@ -1349,8 +1350,8 @@ class Engine:
         code_y = ty.code.reshape(W, K, C, F)
         px_all = code_x != ABSENT
         py_all = code_y != ABSENT
-        cx = hx & np.all(px_all[..., common], axis=3)
-        cy = hy & np.all(py_all[..., common], axis=3)
+        cx = hx & all_last(px_all[..., common])
+        cy = hy & all_last(py_all[..., common])
         check.covered += int((cx.sum(axis=1) * cy.sum(axis=2)).sum())
         if check.violation is not None or check.unknown is not None:
             return
@@ -1408,8 +1409,8 @@ class Engine:
             ix = np.nonzero(X["held"] & Y["held"])[0]
             iy = ix
             check.compared += len(ix)
-            cov = np.all((tx.code.take(ix, axis=0)[:, common] != ABSENT) &
-                         (ty.code.take(iy, axis=0)[:, common] != ABSENT), axis=1) \
+            cov = all_last((tx.code.take(ix, axis=0)[:, common] != ABSENT) &
+                           (ty.code.take(iy, axis=0)[:, common] != ABSENT)) \
                 if common.any() else np.zeros(len(ix), bool)
             check.covered += int(cov.sum())
             if check.violation is None and check.unknown is None and common.any():
@@ -1434,8 +1435,8 @@ class Engine:
         if not common.any():
             return
         vx_all, vy_all = tx.code.take(xi, axis=0), ty.code.take(yi, axis=0)            # (ox, kx, F), (kx, oy, F)
-        cx = hx & np.all(vx_all[:, :, common] != ABSENT, axis=2)
-        cy = hy & np.all(vy_all[:, :, common] != ABSENT, axis=2)
+        cx = hx & all_last(vx_all[:, :, common] != ABSENT)
+        cy = hy & all_last(vy_all[:, :, common] != ABSENT)
         check.covered += int((cx.sum(axis=0) * cy.sum(axis=1)).sum())
         if check.violation is not None or check.unknown is not None:
             return
@@ -1472,7 +1473,7 @@ class Engine:
             return
         diffk = neq & ((vx >> _SHIFT) != (vy >> _SHIFT))      # symbolic parts differ
         diffc = neq & ~diffk                                  # concrete parts differ
-        cand = np.any(topv | diffk | diffc, axis=1)
+        cand = any_last(topv | diffk | diffc)
         if not cand.any():
             return
         hx = X["holder"][ix]
@@ -1712,6 +1713,25 @@ class Engine:
 
     def op_scf_for(self, op):
         raise AnalysisLimit("a loop survived unrolling", op)
+
+
+def convert_index(src_lin: np.ndarray, dst_lin: np.ndarray, T: int, n: int) -> np.ndarray:
+    """The gather index of a layout conversion (see :meth:`Engine._convert_index`):
+    ``src_lin`` (T * V1,) and ``dst_lin`` (T * V2,) are the linear tile coordinates held by
+    each (thread, register), ``n`` the tile's element count. Returns (T * V2,) flat source
+    (thread, register) indices; -1 where no thread holds the element."""
+    V1, V2 = len(src_lin) // T, len(dst_lin) // T
+    first_any = np.full(n, -1, np.int64)
+    first_any[src_lin[::-1]] = np.arange(len(src_lin))[::-1]
+    # (thread, element) keys; a stable sort puts a key's last source register last
+    skey = np.repeat(np.arange(T, dtype=np.int64), V1) * n + src_lin
+    dkey = np.repeat(np.arange(T, dtype=np.int64), V2) * n + dst_lin
+    order = np.argsort(skey, kind="stable")
+    sk = skey[order]
+    pos = np.searchsorted(sk, dkey, side="right") - 1
+    ok = pos >= 0
+    ok[ok] = sk[pos[ok]] == dkey[ok]
+    return np.where(ok, order[np.maximum(pos, 0)], first_any[dst_lin])
 
 
 def _fields_present(code: np.ndarray) -> np.ndarray:

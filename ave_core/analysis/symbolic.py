@@ -177,6 +177,34 @@ class SymInt:
         return SymInt(np.broadcast_to(self.key, shape), np.broadcast_to(self.conc, shape))
 
 
+def any_last(x: np.ndarray) -> np.ndarray:
+    """``x.any(axis=-1)`` for a short last axis (a field, a guard row): a loop over the
+    columns is 5-10x faster than numpy's reduction along a short contiguous axis (measured:
+    (8192, 6) bool, 18 us vs 107 us)."""
+    k = x.shape[-1]
+    if k > 16:
+        return x.any(axis=-1)
+    if k == 0:
+        return np.zeros(x.shape[:-1], bool)
+    out = x[..., 0] != 0
+    for j in range(1, k):
+        np.logical_or(out, x[..., j], out=out)
+    return out
+
+
+def all_last(x: np.ndarray) -> np.ndarray:
+    """``x.all(axis=-1)`` for a short last axis (see :func:`any_last`)."""
+    k = x.shape[-1]
+    if k > 16:
+        return x.all(axis=-1)
+    if k == 0:
+        return np.ones(x.shape[:-1], bool)
+    out = x[..., 0] != 0
+    for j in range(1, k):
+        np.logical_and(out, x[..., j], out=out)
+    return out
+
+
 def _unique_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unique rows of equally shaped integer columns (1-D fast path: no structured sort)."""
     flat = [np.asarray(c).reshape(-1).astype(np.int64) for c in cols]
@@ -416,7 +444,7 @@ class CondTable:
     def truth(self, x: np.ndarray) -> np.ndarray:
         """Per row: 0 true, 1 false, 2 depends on runtime values."""
         r = self.rows(x)
-        return np.where(np.any(r == 1, axis=1), 1, np.where(np.all(r == 0, axis=1), 0, 2))
+        return np.where(any_last(r == 1), 1, np.where(all_last(r == 0), 0, 2))
 
     def members(self, row: np.ndarray) -> list[int]:
         return [int(c) for c in np.asarray(row).reshape(-1) if c != 0]
@@ -436,7 +464,7 @@ def _merge_rows(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
     two descending lists of distinct ids, duplicates once, cut to ``width``; a row where
     either side is false (1) is false."""
     n = a.shape[0]
-    false = (a == 1).any(axis=1) | (b == 1).any(axis=1)
+    false = any_last(a == 1) | any_last(b == 1)
     z = np.zeros((n, 1), np.int32)
     # flat positions of each row's head (1-D takes: several times faster than A[r, ia])
     A, B = np.concatenate([a, z], axis=1).reshape(-1), np.concatenate([b, z], axis=1).reshape(-1)

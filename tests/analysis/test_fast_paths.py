@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from ave_core.analysis.accumulation import _common_atoms
-from ave_core.analysis.engine import rows_put, rows_take
-from ave_core.analysis.symbolic import CondTable, _unique_rows
+from ave_core.analysis.engine import convert_index, rows_put, rows_take
+from ave_core.analysis.symbolic import CondTable, _unique_rows, all_last, any_last
 
 
 def _conj_reference(a: np.ndarray, b: np.ndarray, width: int = 4) -> np.ndarray:
@@ -125,3 +125,41 @@ def test_common_atoms_matches_definition(axis):
         inrow = np.any(g[..., None, :] == c[..., :, None], axis=-1)
         ref = np.all(inrow | ~held[..., None], axis=axis) & (cand != 0)
         assert np.array_equal(_common_atoms(g, cand, held, axis), ref)
+
+
+@pytest.mark.parametrize("shape", [(7, 0), (5, 1), (9, 4), (3, 4, 6), (2, 3, 17), (0, 3)])
+def test_last_axis_reductions_match_numpy(shape):
+    rng = np.random.default_rng(len(shape) * 100 + shape[-1])
+    for p in (0.05, 0.5, 0.95):
+        x = rng.random(shape) < p
+        assert np.array_equal(any_last(x), x.any(axis=-1))
+        assert np.array_equal(all_last(x), x.all(axis=-1))
+        ints = np.where(x, rng.integers(-3, 4, shape), 0)
+        assert np.array_equal(any_last(ints), ints.any(axis=-1))
+        assert np.array_equal(all_last(ints), ints.all(axis=-1))
+
+
+def _convert_reference(src_lin, dst_lin, T, n):
+    """The conversion index by definition: a register of the same thread holding the
+    element (the last one), else the element's first holder (-1 if none)."""
+    V1, V2 = len(src_lin) // T, len(dst_lin) // T
+    first = {}
+    for i, c in enumerate(src_lin.tolist()):
+        first.setdefault(c, i)
+    out = np.empty(T * V2, np.int64)
+    for t in range(T):
+        mine = dict(zip(src_lin[t * V1:(t + 1) * V1].tolist(), range(V1)))
+        for j, c in enumerate(dst_lin[t * V2:(t + 1) * V2].tolist()):
+            out[t * V2 + j] = t * V1 + mine[c] if c in mine else first.get(c, -1)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_convert_index_matches_definition(seed):
+    rng = np.random.default_rng(seed)
+    for _ in range(60):
+        T, V1, V2 = (int(x) for x in rng.integers(1, 9, 3))
+        n = int(rng.integers(1, T * max(V1, V2) + 2))
+        src = rng.integers(0, n, T * V1)            # replicated and missing elements
+        dst = rng.integers(0, n, T * V2)
+        assert np.array_equal(convert_index(src, dst, T, n), _convert_reference(src, dst, T, n))
