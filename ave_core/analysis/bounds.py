@@ -203,8 +203,13 @@ class BoundsChecker:
             dc = np.asarray(diff.conc, np.int64)
             conc0 = dk == 0
             ok_hi |= conc0 & (dc < 0)
-            # the cond id of `c - E < 0` per element (-1: never built, so not in any guard)
-            comb = (dk << 32) + (dc + (1 << 31))          # one int64 per (key, conc) pair
+            # the cond id of `c - E < 0` per element (-1: never built, so not in any guard);
+            # looked up only for elements still open that have a guard
+            open_ = ~ok_hi & ~conc0 & any_last(guard != 0)
+            if not open_.any():
+                continue
+            sel = np.nonzero(open_)[0]
+            comb = (dk[sel] << 32) + (dc[sel] + (1 << 31))    # one int64 per (key, conc) pair
             pc, inv = np.unique(comb, return_inverse=True)
             cid = np.full(len(pc), -1, np.int64)
             for u in range(len(pc)):
@@ -217,7 +222,7 @@ class BoundsChecker:
                 if x is not None:
                     cid[u] = x
             ce = cid[inv.reshape(-1)]
-            ok_hi |= (ce >= 0) & any_last(guard == ce[:, None])
+            ok_hi[sel] |= (ce >= 0) & any_last(guard[sel] == ce[:, None])
         uk, kinv = np.unique(key, return_inverse=True)
         nn = np.array([k == 0 or self._nonneg(int(k)) for k in uk], bool)[kinv.reshape(-1)]
         ok_lo = nn & (conc >= 0)

@@ -1169,7 +1169,8 @@ class Engine:
         # a chain starts at an untagged (⊥) accumulator (ave.zeros); an accumulator with
         # history that is not an MMA result (scaled, joined) cannot be followed
         prev = c.kcov if c.kcov is not None else (False if c.tags.code.any() else None)
-        kcov = accumulation.chain(prev, accumulation.contribution(self, op, A, B))
+        kcov = False if prev is False else \
+            accumulation.chain(prev, accumulation.contribution(self, op, A, B))
         # the result takes A's fields constant along k (row fields) and B's fields constant
         # along k (column fields), per warp: each warp multiplies its own registers
         # A's fields B does not have (row fields) and B's fields A does not have (column
@@ -1308,13 +1309,13 @@ class Engine:
         held = D["held"].reshape(W, R, C)
         if axis == 1:       # per (w, r), along c
             i0 = np.argmax(held, axis=2)                                   # (W, R)
-            wi, ri = np.meshgrid(np.arange(W), np.arange(R), indexing="ij")
+            wi, ri = np.arange(W)[:, None], np.arange(R)[None, :]
             base = t.take(((wi * R + ri) * C + i0).reshape(-1))
             c0 = base.code.reshape(W, R, 1, F)
             ok = np.all(~held[..., None] | ((code > 0) & (code == c0)), axis=2)
         else:               # per (w, c), along r
             i0 = np.argmax(held, axis=1)                                   # (W, C)
-            wi, ci = np.meshgrid(np.arange(W), np.arange(C), indexing="ij")
+            wi, ci = np.arange(W)[:, None], np.arange(C)[None, :]
             base = t.take(((wi * R + i0) * C + ci).reshape(-1))
             c0 = base.code.reshape(W, 1, C, F)
             ok = np.all(~held[..., None] | ((code > 0) & (code == c0)), axis=1)

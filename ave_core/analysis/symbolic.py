@@ -205,12 +205,32 @@ def all_last(x: np.ndarray) -> np.ndarray:
     return out
 
 
+def _unique_1d(x: np.ndarray, span: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(x, return_inverse=True)`` for an int64 array; values within a range
+    a few times the array's length take a presence table instead of a sort (a tile's
+    coordinates, packed guard rows: ~5x faster)."""
+    n = x.size
+    if n >= 64:
+        lo = int(x.min())
+        if span is None or lo != 0:
+            span = int(x.max()) - lo + 1
+        if span <= 4 * n:
+            off = x - lo if lo else x
+            present = np.zeros(span, bool)
+            present[off] = True
+            u = np.flatnonzero(present)
+            rank = np.cumsum(present) - 1
+            return u + lo, rank[off]
+    u, inv = np.unique(x, return_inverse=True)
+    return u, inv.reshape(-1)
+
+
 def _unique_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Unique rows of equally shaped integer columns (1-D fast path: no structured sort)."""
     flat = [np.asarray(c).reshape(-1).astype(np.int64) for c in cols]
     if len(flat) == 1:
-        u, inv = np.unique(flat[0], return_inverse=True)
-        return u[:, None], inv.reshape(-1)
+        u, inv = _unique_1d(flat[0])
+        return u[:, None], inv
     first = flat[0]
     if all(np.all(c == c[0]) for c in flat) if first.size else True:
         return np.array([[c[0] for c in flat]]) if first.size else np.zeros((0, len(flat)),
@@ -228,7 +248,7 @@ def _unique_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         code = np.zeros(first.size, np.int64)
         for c, lo, s in zip(flat, los, spans):
             code = code * s + (c - lo)
-        u, inv = np.unique(code, return_inverse=True)
+        u, inv = _unique_1d(code, total)
         out = np.empty((len(u), len(flat)), np.int64)
         for j in range(len(flat) - 1, -1, -1):
             out[:, j] = u % spans[j] + los[j]

@@ -12,7 +12,7 @@ import pytest
 
 from ave_core.analysis.accumulation import _common_atoms
 from ave_core.analysis.engine import convert_index, rows_put, rows_take
-from ave_core.analysis.symbolic import CondTable, _unique_rows, all_last, any_last
+from ave_core.analysis.symbolic import CondTable, _unique_1d, _unique_rows, all_last, any_last
 
 
 def _conj_reference(a: np.ndarray, b: np.ndarray, width: int = 4) -> np.ndarray:
@@ -163,3 +163,16 @@ def test_convert_index_matches_definition(seed):
         src = rng.integers(0, n, T * V1)            # replicated and missing elements
         dst = rng.integers(0, n, T * V2)
         assert np.array_equal(convert_index(src, dst, T, n), _convert_reference(src, dst, T, n))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_unique_1d_matches_numpy(seed):
+    """Dense value ranges take a presence table, sparse ones np.unique: the same answer."""
+    rng = np.random.default_rng(seed)
+    for _ in range(200):
+        n = int(rng.integers(1, 500))
+        hi = int(rng.choice([3, 100, 5000, 1 << 40]))
+        x = rng.integers(-hi // 2, hi, n).astype(np.int64)
+        u, inv = _unique_1d(x)
+        ref_u, ref_inv = np.unique(x, return_inverse=True)
+        assert np.array_equal(u, ref_u) and np.array_equal(inv, ref_inv.reshape(-1))
