@@ -190,6 +190,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
         out.diagnostics.append(_race_diagnostic(rf, w))
     for (f, rng), w in sorted(oob.items(), key=lambda kv: kv[0][1].start):
         out.diagnostics.append(_oob_diagnostic(w, kernel))
+    solver.close()
     # propagate_s: the engine (tag propagation and checks) without the time in z3
     out.timings = {"unroll_s": t_unroll, "propagate_s": max(0.0, t_prop - solver.time_s),
                    "solve_s": solver.time_s, "total_s": time.perf_counter() - t0,

@@ -209,20 +209,12 @@ class BoundsChecker:
             if not open_.any():
                 continue
             sel = np.nonzero(open_)[0]
-            comb = (dk[sel] << 32) + (dc[sel] + (1 << 31))    # one int64 per (key, conc) pair
-            pc, inv = np.unique(comb, return_inverse=True)
-            cid = np.full(len(pc), -1, np.int64)
-            for u in range(len(pc)):
-                k, c = int(pc[u] >> 32), int((pc[u] & 0xFFFFFFFF) - (1 << 31))
-                if k == 0:
-                    continue
-                x = eng.conds.find_atomic("lt", k, c)
-                if x is None:
-                    x = eng.conds.find_atomic("le", k, c + 1)
-                if x is not None:
-                    cid[u] = x
-            ce = cid[inv.reshape(-1)]
-            ok_hi[sel] |= (ce >= 0) & any_last(guard[sel] == ce[:, None])
+            ks, cs = dk[sel], dc[sel]
+            ce = eng.conds.find_atomic_many("lt", ks, cs)
+            miss = ce < 0
+            if miss.any():
+                ce[miss] = eng.conds.find_atomic_many("le", ks[miss], cs[miss] + 1)
+            ok_hi[sel] |= (ce >= 0) & any_last(guard.take(sel, axis=0) == ce[:, None])
         uk, kinv = np.unique(key, return_inverse=True)
         nn = np.array([k == 0 or self._nonneg(int(k)) for k in uk], bool)[kinv.reshape(-1)]
         ok_lo = nn & (conc >= 0)

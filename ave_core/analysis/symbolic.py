@@ -357,6 +357,8 @@ class CondTable:
         self.ids: dict[frozenset[Cond], int] = {frozenset(): 0}
         self._and: dict[tuple[int, int], int] = {}
         self._atomic: dict[tuple[str, int, int], int] = {}
+        self._log: dict[str, list] = {}            # pred -> [(key, conc, id)] in order made
+        self._atomic_tab: dict[str, tuple] = {}    # pred -> (log length, codes, ids) sorted
 
     def of(self, conds: frozenset[Cond]) -> int:
         i = self.ids.get(conds)
@@ -372,7 +374,33 @@ class CondTable:
         i = self._atomic.get(t)
         if i is None:
             i = self._atomic[t] = self.of(frozenset([Cond(pred, key, conc)]))
+            self._log.setdefault(pred, []).append((key, conc, i))
         return i
+
+    def find_atomic_many(self, pred: str, keys: np.ndarray, concs: np.ndarray) -> np.ndarray:
+        """:meth:`find_atomic` for arrays of (key, conc): the ids, -1 where none was built.
+        (A sorted table per predicate, extended from a log of new atomic conditions.)"""
+        keys = np.asarray(keys, np.int64)
+        concs = np.asarray(concs, np.int64)
+        log = self._log.get(pred, [])
+        tab = self._atomic_tab.get(pred)
+        if tab is None or tab[0] != len(log):
+            arr = np.array(log, np.int64).reshape(-1, 3)
+            fits = (arr[:, 1] >= -(1 << 31)) & (arr[:, 1] < (1 << 31))
+            arr = arr[fits]
+            codes = (arr[:, 0] << 32) + (arr[:, 1] + (1 << 31))
+            order = np.argsort(codes)
+            tab = self._atomic_tab[pred] = (len(log), codes[order], arr[order, 2])
+        _, codes, ids = tab
+        out = np.full(keys.shape, -1, np.int64)
+        if codes.size == 0 or keys.size == 0:
+            return out
+        ok = (concs >= -(1 << 31)) & (concs < (1 << 31)) & (keys >= 0)
+        q = (keys << 32) + (concs + (1 << 31))
+        pos = np.minimum(np.searchsorted(codes, q), codes.size - 1)
+        hit = ok & (codes[pos] == q)
+        out[hit] = ids[pos[hit]]
+        return out
 
     def find_atomic(self, pred: str, key: int, conc: int) -> int | None:
         """Id of ``LIN[key] + conc <pred> 0`` if some comparison built it, else None (every

@@ -244,7 +244,8 @@ def _clone_block(src: Block, out: Block, ctx: _Ctx) -> list[Value] | None:
                       [], src_term.loc if src_term is not None else op.loc)
             nb.ops.append(term)
             regions.append(nb)
-        if old is not None and all(_same_block(a, b) for a, b in zip(regions, old.regions)):
+        if old is not None and (not regions or all(_same_block(a, b)
+                                                   for a, b in zip(regions, old.regions))):
             new = old
             for r, nr in zip(op.results, old.results):
                 ctx.vmap[r] = nr

@@ -176,3 +176,23 @@ def test_unique_1d_matches_numpy(seed):
         u, inv = _unique_1d(x)
         ref_u, ref_inv = np.unique(x, return_inverse=True)
         assert np.array_equal(u, ref_u) and np.array_equal(inv, ref_inv.reshape(-1))
+
+
+def test_find_atomic_many_matches_find_atomic():
+    """The vectorized lookup of atomic conditions (the bounds fast path) against the
+    dictionary, while new conditions keep being made between lookups."""
+    rng = np.random.default_rng(7)
+    ct = CondTable()
+    for _ in range(30):
+        for _ in range(int(rng.integers(0, 40))):
+            ct.atomic(str(rng.choice(["lt", "le", "eq"])), int(rng.integers(1, 20)),
+                      int(rng.integers(-50, 50)))
+        keys, concs = rng.integers(0, 22, 200), rng.integers(-60, 60, 200)
+        for pred in ("lt", "le", "eq", "ne"):
+            got = ct.find_atomic_many(pred, keys, concs)
+            ref = [ct.find_atomic(pred, int(k), int(c)) for k, c in zip(keys, concs)]
+            assert got.tolist() == [-1 if r is None else r for r in ref]
+    # a value past int32 is never confused with another (no wrap-around in the packing)
+    i = ct.atomic("lt", 3, 5)
+    assert ct.find_atomic_many("lt", np.array([3, 3]), np.array([5, 5 + (1 << 32)])).tolist() \
+        == [i, -1]
