@@ -227,12 +227,26 @@ def check_chain(eng: Any, chain_: list, consumer: Any) -> dict | None:
         res["compared"] += 1
         res["covered"] += 1
         done: set = set()
+        raw_done: set = set()
+        gsets: dict = {}        # a guard row's bytes -> its atoms, sorted
         for w in range(W):
+            # a warp whose contribution arrays equal an earlier warp's has the same items
+            raw = b"".join(a[w].tobytes() for c in calls
+                           for a in (c.live, c.key, c.conc, c.guard))
+            if raw in raw_done:
+                continue
+            raw_done.add(raw)
             items = []          # (key, conc, guard, call index, slot)
             for ci, c in enumerate(calls):
-                for j in np.nonzero(c.live[w])[0]:
-                    g = tuple(sorted({int(x) for x in c.guard[w, j] if x != 0}))
-                    items.append((int(c.key[w, j]), int(c.conc[w, j]), g, ci, int(j)))
+                live = np.nonzero(c.live[w])[0]
+                keys, concs = c.key[w, live].tolist(), c.conc[w, live].tolist()
+                grows = c.guard[w, live]
+                for n, j in enumerate(live.tolist()):
+                    gb = grows[n].tobytes()
+                    g = gsets.get(gb)
+                    if g is None:
+                        g = gsets[gb] = tuple(sorted({int(x) for x in grows[n] if x != 0}))
+                    items.append((keys[n], concs[n], g, ci, j))
             sig = tuple(items)
             if sig in done:
                 continue        # another warp received the same indices: same verdict

@@ -848,7 +848,7 @@ class Engine:
         if np.any(addr < tile.lo) or np.any(addr + eb > tile.hi):
             raise AnalysisLimit(f"a shared-memory access outside `{tile.name}`", op)
         G = self.G
-        byts = (addr // G)[:, None] + np.arange(eb // G)
+        byts, g, gt = self._granules(addr, eb // G, threads)
         first = byts[:, 0]
         tags = self.smem.take(first)
         if eb > G:
@@ -856,12 +856,25 @@ class Engine:
                 other = self.smem.take(byts[:, j])
                 if not np.array_equal(other.code, tags.code):
                     tags = join(tags, other, self.conds)
-        self.races.read(byts.reshape(-1), np.repeat(threads, byts.shape[1]), op)
+        self.races.read(g, gt, op)
         wr = all_last(self.written[byts])
         if not wr.all():
             i = int(np.nonzero(~wr)[0][0])
             self.uninit.append((op, self.loops, int(threads[i]), int(first[i]) * G))
         return tags
+
+    def _granules(self, addr: np.ndarray, per: int, threads: np.ndarray) -> tuple:
+        """The granules of the elements at byte addresses ``addr`` (``(n, per)``), flat,
+        and the thread of each; the same arrays for the same (memoized) addresses and
+        threads, so the race tracker can keep its per-access summaries."""
+        key = ("gran", id(addr), id(threads), per)
+        hit = self._tables.get(key)
+        if hit is not None and hit[0] is addr and hit[1] is threads:
+            return hit[2]
+        byts = (addr // self.G)[:, None] + np.arange(per)
+        out = (byts, byts.reshape(-1), np.repeat(threads, per))
+        self._tables[key] = (addr, threads, out)
+        return out
 
     def write_bytes(self, tile: TileVal, coords: list[np.ndarray], tags: Tags, op: Op,
                     deferred: bool, threads: np.ndarray | None = None) -> Any:
@@ -962,7 +975,9 @@ class Engine:
         tab = self.table(lay)
         T, V, R = tab.shape
         coords = self.layout_coords(lay)
-        threads = np.repeat(np.arange(T), V)
+        threads = self._tables.get(("threads", T, V))
+        if threads is None:
+            threads = self._tables[("threads", T, V)] = np.repeat(np.arange(T), V)
         n = T * V
         guard = self.eval_mask(op, coords, src, n)
         tags = self.read_tags(src, coords, op, guard, threads)

@@ -53,6 +53,7 @@ class RaceTracker:
         self.points: list = []                          # (op, loops)
         self._scratch_lo = np.full(ngran, _MAX, np.int64)
         self._scratch_hi = np.full(ngran, -1, np.int64)
+        self._summary: dict = {}
         self.findings: list = []
 
     # ------------------------------------------------------------------ journaling
@@ -86,11 +87,51 @@ class RaceTracker:
                 self.epoch -= 1
             self.eng.journal.append(undo)
 
+    def _readers(self, g: np.ndarray, t: np.ndarray) -> tuple:
+        """Per distinct granule of an access: the granules (ascending) and their lowest and
+        highest reader thread. Kept per access arrays (the engine passes the same arrays
+        for the same layout), so a loop's repeated reads compute it once."""
+        key = (id(g), id(t))
+        hit = self._summary.get(key)
+        if hit is not None and hit[0] is g and hit[1] is t:
+            return hit[2]
+        ug, inv = np.unique(g, return_inverse=True)
+        inv = inv.reshape(-1)
+        tmin = np.full(len(ug), _MAX, np.int64)
+        tmax = np.full(len(ug), -1, np.int64)
+        np.minimum.at(tmin, inv, t)
+        np.maximum.at(tmax, inv, t)
+        out = (ug, tmin, tmax)
+        if len(self._summary) >= 256:
+            self._summary.pop(next(iter(self._summary)))
+        self._summary[key] = (g, t, out)
+        return out
+
     def read(self, g: np.ndarray, t: np.ndarray, op: Any) -> None:
         """Threads ``t`` read granules ``g`` (equal-length arrays)."""
         if g.size == 0:
             return
         at = self.point(op)
+        ug, tmin, tmax = self._readers(g, t)
+        # per distinct granule: some reader differs from the in-flight copy's thread (the
+        # last writer's) iff the readers are not all that one thread
+        pt = self.p_thread[ug]
+        wt = self.w_thread[ug]
+        if not (((self.pending[ug] > 0) & ((pt != tmin) | (pt != tmax))).any() or
+                ((self.w_epoch[ug] == self.epoch) & (wt >= 0) &
+                 ((wt != tmin) | (wt != tmax))).any()):
+            self._save(("r_epoch", "r_lo", "r_hi", "r_at"), ug)
+            fresh = self.r_epoch[ug] != self.epoch
+            self.r_lo[ug] = np.where(fresh, tmin, np.minimum(self.r_lo[ug], tmin))
+            self.r_hi[ug] = np.where(fresh, tmax, np.maximum(self.r_hi[ug], tmax))
+            self.r_epoch[ug] = self.epoch
+            self.r_at[ug] = at
+            return
+        self._read_elements(g, t, op, at)
+
+    def _read_elements(self, g: np.ndarray, t: np.ndarray, op: Any, at: int) -> None:
+        """:meth:`read` element by element (where a finding is reported: its first
+        element in access order names the threads)."""
         infl = (self.pending[g] > 0) & (self.p_thread[g] != t)
         if infl.any():
             i = int(np.nonzero(infl)[0][0])
