@@ -324,21 +324,12 @@ def _done(value: tuple) -> Callable[[], tuple]:
 
 def _file_report(report: dict, path: str):
     """The :class:`~ave_core.check.FileReport` of a one-file report of ``check_paths``."""
-    from ave_core.check import FileReport
-    from ave_core.diagnostics import Diagnostic, Location, Range, Related, Severity
-
-    def rng(j: dict) -> Range:
-        return Range.of(j["start"]["line"], j["start"]["character"],
-                        j["end"]["line"], j["end"]["character"])
+    from ave_core.check import FileReport, diagnostic_from_json
 
     entry = report["files"][0] if report["files"] else {"path": path, "uses_ave": False,
                                                          "kernels": []}
-    diags = [Diagnostic(d["code"], d["message"], d["file"], rng(d["range"]),
-                        severity=Severity.from_label(d["severity"]), notes=list(d["notes"]),
-                        related=[Related(Location(r["file"], rng(r["range"])), r["message"])
-                                 for r in d["related"]],
-                        witness=d["witness"])
-             for d in report["diagnostics"]]
+    # the one JSON -> Diagnostic conversion (it keeps the witness and the fix)
+    diags = [diagnostic_from_json(d) for d in report["diagnostics"]]
     return FileReport(entry["path"], entry["uses_ave"], entry["kernels"], diags)
 
 

@@ -882,10 +882,14 @@ class Engine:
         eb = tile.dtype.bytes
         if np.any(addr < tile.lo) or np.any(addr + eb > tile.hi):
             raise AnalysisLimit(f"a shared-memory access outside `{tile.name}`", op)
-        byts = ((addr // self.G)[:, None] + np.arange(eb // self.G)).reshape(-1)
-        rep = np.repeat(np.arange(tags.n), eb // self.G)
-        t = tags.take(rep)
-        thr = threads[rep] if threads is not None else None
+        per = eb // self.G
+        if per == 1:            # one granule per element: the tags as they are
+            byts, t, thr = addr // self.G, tags, threads
+        else:
+            byts = ((addr // self.G)[:, None] + np.arange(per)).reshape(-1)
+            rep = np.repeat(np.arange(tags.n), per)
+            t = tags.take(rep)
+            thr = threads[rep] if threads is not None else None
         if deferred:
             issued = self.races.issue_async(byts, thr, op) if thr is not None else None
             return byts, t, thr, issued

@@ -252,7 +252,8 @@ def witness(eng: Any, f: dict) -> dict:
          "race": f["kind"] + " after " + f["what"],
          "earlier_loop_indices": dict(f["earlier"][1]) if f["earlier"] else {}}
     if st is not None and st.file == eng.k.file and not f["in_branch"] and f["barrier_fixes"]:
-        line = st.range.start.line
-        w["fix"] = {"kind": "insert_barrier", "line": int(line),
-                    "indent": " " * int(st.range.start.character)}
+        # before the statement (not the op's expression: `a = ave.ldmatrix(...)`)
+        line, col = st.stmt if st.stmt is not None else \
+            (st.range.start.line, st.range.start.character)
+        w["fix"] = {"kind": "insert_barrier", "line": int(line), "indent": " " * int(col)}
     return w

@@ -351,6 +351,10 @@ class KernelBuilder:
         self.config_index = config_index
         self.block = Block()
         self.call_stack: list[tuple[ast.AST, ModuleContext]] = []
+        #: (line, column) where the statement being executed starts (Loc.stmt), and the
+        #: same for each inlined call node (by id: the nodes live as long as the compile)
+        self.cur_stmt: tuple[int, int] | None = None
+        self._call_stmt: dict[int, tuple[int, int] | None] = {}
         self._chains: dict[tuple, tuple[Loc, ...]] = {}   # call stack -> its inlining chain
         self.cur_module = module
         self.n_ops = 0
@@ -378,9 +382,10 @@ class KernelBuilder:
         stack = tuple(self.call_stack)      # (call node, module) pairs, compared by identity
         chain = self._chains.get(stack)
         if chain is None:
-            chain = self._chains[stack] = tuple(Loc(m.path, m.range_of(n))
+            chain = self._chains[stack] = tuple(Loc(m.path, m.range_of(n),
+                                                    stmt=self._call_stmt.get(id(n)))
                                                 for n, m in reversed(stack))
-        loc = Loc(self.cur_module.path, rng, chain)
+        loc = Loc(self.cur_module.path, rng, chain, stmt=self.cur_stmt)
         memo[key] = (node, self.cur_module, list(self.call_stack), loc)
         return loc
 
@@ -458,6 +463,15 @@ class KernelBuilder:
         return None
 
     def exec_stmt(self, st: ast.stmt, scope: Scope) -> Any:
+        saved = self.cur_stmt
+        p = self.cur_module.range_of(st).start
+        self.cur_stmt = (p.line, p.character)
+        try:
+            return self._exec_stmt(st, scope)
+        finally:
+            self.cur_stmt = saved
+
+    def _exec_stmt(self, st: ast.stmt, scope: Scope) -> Any:
         if isinstance(st, ast.Expr):
             if isinstance(st.value, ast.Constant) and isinstance(st.value.value, str):
                 return None  # docstring
@@ -1182,6 +1196,7 @@ class KernelBuilder:
         args, kwargs = self.eval_args(node, scope)
         callee_scope = Scope(f.module, f.closure)
         self.bind_params(fd.args, args, kwargs, callee_scope, node, fd.name, f.module)
+        self._call_stmt[id(node)] = self.cur_stmt
         self.call_stack.append((node, self.cur_module))
         self._inline_defs.append((fd, f.module))
         saved = self.cur_module

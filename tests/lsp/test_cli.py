@@ -469,3 +469,29 @@ def test_real_frontend_plain_file(tmp_path):
     report = json.loads(p.stdout)
     validate_report(report)
     assert report["diagnostics"] == [] and report["files"][0]["uses_ave"] is False
+
+
+def test_json_report_keeps_the_quick_fix(capsys):
+    """The headless report carries each finding's mechanical fix (``fix``, schema 1.2), as
+    the language server's diagnostics do: a missing barrier's fix inserts ``ave.barrier()``
+    before the statement of the later access, at its indentation (the real front end and
+    analysis on examples/broken/gemm_missing_barrier.py)."""
+    path = str(ROOT / "examples" / "broken" / "gemm_missing_barrier.py")
+    lines = Path(path).read_text("utf-8").splitlines()
+    rc, out, err = run(capsys, "--check", "--format", "json", "--jobs", "1", path)
+    assert rc == 1
+    report = json.loads(out)
+    jsonschema.validate(report, report_schema())
+    races = [d for d in report["diagnostics"] if d["code"] == "AVE207"]
+    assert races and all(d.get("fix") for d in races)
+    for d in races:
+        fix = d["fix"]
+        assert fix["kind"] == "insert_barrier"
+        # the later access's statement starts at fix["line"] (0-based), with that indent
+        stmt = lines[fix["line"]]
+        assert stmt.startswith(fix["indent"]) and not stmt[len(fix["indent"])].isspace()
+        assert f"insert ave.barrier() before line {fix['line'] + 1} (quick fix)" in d["notes"]
+        # applied, the fix leaves valid Python (the ldmatrix race's statement is
+        # `a = ave.ldmatrix(...)`: the barrier goes before `a`, not at the call's column)
+        fixed = lines[:fix["line"]] + [fix["indent"] + "ave.barrier()"] + lines[fix["line"]:]
+        ast.parse("\n".join(fixed))
