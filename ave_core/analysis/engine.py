@@ -1271,7 +1271,8 @@ class Engine:
         pk = np.where(held, pick, 0).reshape(-1)
         h = held.reshape(-1)
         tags = x.tags.take(pk)
-        tags.code = np.where(h[:, None], tags.code, ABSENT)
+        if not h.all():
+            tags.code = np.where(h[:, None], tags.code, ABSENT)
         out = {"tags": tags, "holder": np.where(h, pk // V, -1), "reg": np.where(h, pk % V, -1),
                "held": h, "shape": kept, "W": pick.shape[0], "rows": rows, "cols": cols,
                "fields": _fields_present(tags.code)}     # unheld slots are ABSENT

@@ -385,12 +385,17 @@ class CondTable:
         log = self._log.get(pred, [])
         tab = self._atomic_tab.get(pred)
         if tab is None or tab[0] != len(log):
-            arr = np.array(log, np.int64).reshape(-1, 3)
+            done = 0 if tab is None else tab[0]
+            arr = np.array(log[done:], np.int64).reshape(-1, 3)      # only the new ones
             fits = (arr[:, 1] >= -(1 << 31)) & (arr[:, 1] < (1 << 31))
             arr = arr[fits]
             codes = (arr[:, 0] << 32) + (arr[:, 1] + (1 << 31))
-            order = np.argsort(codes)
-            tab = self._atomic_tab[pred] = (len(log), codes[order], arr[order, 2])
+            ids = arr[:, 2]
+            if tab is not None:
+                codes = np.concatenate([tab[1], codes])
+                ids = np.concatenate([tab[2], ids])
+            order = np.argsort(codes, kind="stable")
+            tab = self._atomic_tab[pred] = (len(log), codes[order], ids[order])
         _, codes, ids = tab
         out = np.full(keys.shape, -1, np.int64)
         if codes.size == 0 or keys.size == 0:
