@@ -76,15 +76,16 @@ def rows_take(a: np.ndarray, idx: Any) -> np.ndarray:
             if idx.ndim == 1 and idx.shape[0] == a.shape[0]:
                 return a.compress(idx, axis=0)
             return a[idx]
-        return a.take(idx, axis=0)
+        if idx.dtype.kind in "iu":
+            return a.take(idx, axis=0)
     return a[idx]
 
 
 def rows_put(a: np.ndarray, idx: Any, b: np.ndarray) -> None:
     """``a[idx] = b`` for rows of a 2-D array (through a one-element-per-row view when the
     rows are contiguous: 2-3x faster than fancy assignment)."""
-    if (type(idx) is np.ndarray and idx.dtype != np.bool_ and a.ndim == 2 and
-            a.flags.c_contiguous and a.shape[1] > 1):
+    if (type(idx) is np.ndarray and idx.dtype.kind == "i" and idx.ndim == 1 and a.ndim == 2
+            and a.flags.c_contiguous and a.shape[1] > 1):
         b = np.ascontiguousarray(np.broadcast_to(b, (len(idx.reshape(-1)), a.shape[1]))
                                  if np.ndim(b) < 2 else b, dtype=a.dtype)
         if b.shape == (idx.size, a.shape[1]):
@@ -266,6 +267,7 @@ class Engine:
         self.uninit: list[tuple[Op, tuple, int, int]] = []
         self._tables: dict[int, np.ndarray] = {}
         self._kept_memo: dict = {}
+        self._n_gran = 0
         self.loops: tuple = ()
         self.occurrence: dict[tuple, int] = {}
         #: undo entries of the incremental mode (see :meth:`run_variant`); ``journal`` is
@@ -874,7 +876,12 @@ class Engine:
             return hit[2]
         byts = (addr // self.G)[:, None] + np.arange(per)
         out = (byts, byts.reshape(-1), np.repeat(threads, per))
+        if self._n_gran >= 256:            # bounded like the address cache
+            for k in [k for k in self._tables if k[0] == "gran"]:
+                del self._tables[k]
+            self._n_gran = 0
         self._tables[key] = (addr, threads, out)
+        self._n_gran += 1
         return out
 
     def write_bytes(self, tile: TileVal, coords: list[np.ndarray], tags: Tags, op: Op,
@@ -1789,6 +1796,8 @@ def _fields_held(code: np.ndarray, held: np.ndarray) -> np.ndarray:
         return _fields_present(code)
     if not held.any():
         return np.zeros(code.shape[1], bool)
+    if held.shape != code.shape[:1]:
+        return code[held].any(axis=0)
     return code.compress(held, axis=0).any(axis=0)
 
 

@@ -251,9 +251,11 @@ def witness(eng: Any, f: dict) -> dict:
          "byte": f["byte"], "coordinates": {}, "tags": {}, "program_points": pts,
          "race": f["kind"] + " after " + f["what"],
          "earlier_loop_indices": dict(f["earlier"][1]) if f["earlier"] else {}}
-    if st is not None and st.file == eng.k.file and not f["in_branch"] and f["barrier_fixes"]:
-        # before the statement (not the op's expression: `a = ave.ldmatrix(...)`)
-        line, col = st.stmt if st.stmt is not None else \
-            (st.range.start.line, st.range.start.character)
-        w["fix"] = {"kind": "insert_barrier", "line": int(line), "indent": " " * int(col)}
+    anchor = getattr(st, "stmt", None) if st is not None else None
+    if anchor is not None and st.file == eng.k.file and not f["in_branch"] and \
+            f["barrier_fixes"]:
+        # before the statement (not the op's expression: `a = ave.ldmatrix(...)`), at
+        # its line's own indentation; none when the statement does not start its line
+        line, indent = anchor
+        w["fix"] = {"kind": "insert_barrier", "line": int(line), "indent": str(indent)}
     return w

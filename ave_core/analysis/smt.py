@@ -33,6 +33,7 @@ class _FreshContexts:
     def __init__(self) -> None:
         import threading
         self._lock = threading.Lock()
+        self._take_lock = threading.Lock()
         self._ready: Any = None
         self._thread: Any = None
 
@@ -42,17 +43,20 @@ class _FreshContexts:
             self._ready = ctx
 
     def take(self, z3: Any) -> Any:
+        """A fresh context (thread-safe: analyses may run on several threads; each gets
+        its own context, the prepared one or a new one)."""
         import threading
-        t = self._thread
-        if t is not None:
-            t.join()
-        with self._lock:
-            ctx, self._ready = self._ready, None
-        if ctx is None:
-            ctx = z3.Context()
-        self._thread = threading.Thread(target=self._make, args=(z3,), daemon=True,
-                                        name="ave-z3-context")
-        self._thread.start()
+        with self._take_lock:          # one taker at a time: the thread below is started
+            t = self._thread           # before another taker can join it
+            if t is not None:
+                t.join()
+            with self._lock:
+                ctx, self._ready = self._ready, None
+            if ctx is None:
+                ctx = z3.Context()
+            self._thread = threading.Thread(target=self._make, args=(z3,), daemon=True,
+                                            name="ave-z3-context")
+            self._thread.start()
         return ctx
 
 

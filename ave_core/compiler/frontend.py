@@ -166,6 +166,19 @@ class ModuleContext:
         self.uses_ave = False
         self._scan()
 
+    def statement_anchor(self, st: ast.stmt) -> tuple[int, str] | None:
+        """``(line, indentation)`` where a new statement can be inserted right before
+        ``st`` (0-based line; the line's own leading spaces/tabs), or None when ``st`` does
+        not start its line (``x = 1; a = f()``, ``if c: a = f()``, ``else: a = f()``):
+        there, no single new line goes before it alone."""
+        p = self.range_of(st).start
+        lines = self.source.lines
+        if not 0 <= p.line < len(lines):
+            return None
+        line = lines[p.line]
+        ws = line[:len(line) - len(line.lstrip(" \t"))]
+        return (p.line, ws) if len(ws) == p.character else None
+
     def _scan(self) -> None:
         for node in self.tree.body:
             if isinstance(node, ast.Import):
@@ -351,10 +364,11 @@ class KernelBuilder:
         self.config_index = config_index
         self.block = Block()
         self.call_stack: list[tuple[ast.AST, ModuleContext]] = []
-        #: (line, column) where the statement being executed starts (Loc.stmt), and the
-        #: same for each inlined call node (by id: the nodes live as long as the compile)
-        self.cur_stmt: tuple[int, int] | None = None
-        self._call_stmt: dict[int, tuple[int, int] | None] = {}
+        #: where a new statement can go before the statement being executed (Loc.stmt:
+        #: its line and indentation, see ModuleContext.statement_anchor), and the same for
+        #: each inlined call node (by id: the nodes live as long as the compile)
+        self.cur_stmt: tuple[int, str] | None = None
+        self._call_stmt: dict[int, tuple[int, str] | None] = {}
         self._chains: dict[tuple, tuple[Loc, ...]] = {}   # call stack -> its inlining chain
         self.cur_module = module
         self.n_ops = 0
@@ -464,8 +478,7 @@ class KernelBuilder:
 
     def exec_stmt(self, st: ast.stmt, scope: Scope) -> Any:
         saved = self.cur_stmt
-        p = self.cur_module.range_of(st).start
-        self.cur_stmt = (p.line, p.character)
+        self.cur_stmt = self.cur_module.statement_anchor(st)
         try:
             return self._exec_stmt(st, scope)
         finally:

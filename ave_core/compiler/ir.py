@@ -186,15 +186,16 @@ class Value:
 class Loc:
     """Source location of an op: file, range, and the inlining chain (call sites).
 
-    ``stmt`` is where the statement the op comes from starts (0-based line, column in
-    UTF-16 code units: its indentation), or None when unknown -- a quick fix inserts new
-    statements there, not at the op's own expression (``a = ave.ldmatrix(...)`` starts at
-    ``a``). It takes no part in comparisons, hashing or the printed form."""
+    ``stmt`` is where a new statement can go right before the statement the op comes
+    from: ``(0-based line, that line's indentation)``, or None when that statement does
+    not start its line (``x = 1; a = f()``) or is unknown. A quick fix inserts there, not
+    at the op's own expression (``a = ave.ldmatrix(...)`` starts at ``a``). It takes no
+    part in comparisons, hashing or the printed form."""
 
     file: str
     range: Range = ZERO_RANGE
     inlined_from: tuple["Loc", ...] = ()
-    stmt: tuple[int, int] | None = field(default=None, compare=False, repr=False)
+    stmt: tuple[int, str] | None = field(default=None, compare=False, repr=False)
 
     def location(self) -> Location:
         return Location(self.file, self.range)

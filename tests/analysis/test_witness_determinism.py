@@ -36,3 +36,35 @@ def test_same_witness_before_and_after_other_checks():
         for k in _kernels(other):
             analyze(k)
     assert _witnesses(target, 1) == first
+
+
+def test_same_witnesses_from_several_threads_at_once():
+    """Analyses running on several threads at once (each z3 context is made ahead on a
+    helper thread) give the witnesses of a serial run, and never fail."""
+    import threading
+
+    def findings(rel: str) -> list:
+        # every diagnostic with its witness (out-of-bounds findings: z3 models)
+        return [d.to_json() for d in analyze(_kernels(rel)[0]).diagnostics]
+
+    targets = ["examples/broken/flash_attention_q_mask_bound.py",
+               "examples/broken/moe_gather_mask_bound.py"]
+    serial = {t: findings(t) for t in targets}
+    assert all(serial[t] and all(d["witness"] for d in serial[t]) for t in targets)
+    got: list = []
+    errors: list = []
+
+    def work(t: str) -> None:
+        try:
+            for _ in range(2):
+                got.append((t, findings(t)))
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=work, args=(targets[i % 2],)) for i in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    assert len(got) == 8 and all(w == serial[t] for t, w in got)
