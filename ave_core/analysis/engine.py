@@ -877,7 +877,7 @@ class Engine:
         byts = (addr // self.G)[:, None] + np.arange(per)
         out = (byts, byts.reshape(-1), np.repeat(threads, per))
         if self._n_gran >= 256:            # bounded like the address cache
-            for k in [k for k in self._tables if k[0] == "gran"]:
+            for k in [k for k in self._tables if type(k) is tuple and k[0] == "gran"]:
                 del self._tables[k]
             self._n_gran = 0
         self._tables[key] = (addr, threads, out)

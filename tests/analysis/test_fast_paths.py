@@ -236,3 +236,23 @@ def test_race_read_per_granule_matches_element_path():
                 [(f["threads"], f["byte"], f["what"]) for f in slow.findings]
         reported += len(fast.findings)
     assert reported > 0             # the finding path was exercised too
+
+
+def test_granule_cache_is_bounded_and_right():
+    """The per-access granule arrays are kept for at most 256 accesses (then dropped,
+    without touching the engine's other tables) and equal their definition."""
+    from ave_core.analysis.engine import Engine
+
+    eng = Engine.__new__(Engine)            # only what _granules uses
+    eng._tables, eng.G, eng._n_gran = {12345: np.zeros(1)}, 2, 0
+    threads = np.arange(4)
+    keep = []
+    for i in range(600):
+        addr = np.arange(4) * 4 + 16 * i
+        keep.append(addr)
+        byts, g, gt = eng._granules(addr, 2, threads)
+        assert np.array_equal(byts, (addr // 2)[:, None] + np.arange(2))
+        assert np.array_equal(g, byts.reshape(-1)) and np.array_equal(gt, np.repeat(threads, 2))
+        assert eng._granules(addr, 2, threads)[1] is g          # the same arrays again
+    assert eng._n_gran <= 256 and 12345 in eng._tables
+    assert sum(1 for k in eng._tables if type(k) is tuple) <= 256
