@@ -1485,7 +1485,8 @@ class Engine:
         check.compared += int((nx * ny).sum())
         if not common.any():
             return
-        vx_all, vy_all = tx.code.take(xi, axis=0), ty.code.take(yi, axis=0)            # (ox, kx, F), (kx, oy, F)
+        vx_all = tx.code.take(xi, axis=0)                    # (ox, kx, F)
+        vy_all = ty.code.take(yi, axis=0)                    # (kx, oy, F)
         cx = hx & all_last(vx_all[:, :, common] != ABSENT)
         cy = hy & all_last(vy_all[:, :, common] != ABSENT)
         check.covered += int((cx.sum(axis=0) * cy.sum(axis=1)).sum())

@@ -59,7 +59,6 @@ class _FreshContexts:
             self._thread.start()
         return ctx
 
-
     @staticmethod
     def release(ctx: Any) -> None:
         """Drop a finished analysis' context on a helper thread (freeing a z3 context costs
