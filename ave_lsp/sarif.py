@@ -17,7 +17,10 @@
   introduced, written to shared memory, last moved; all of them when the witness does
   not say which operand a point belongs to), then the flagged location. Every step's
   ``state`` holds the block, the loop indices and the coordinates of the thread's
-  operands (SARIF multiformat message strings).
+  operands (SARIF multiformat message strings);
+* for a diagnostic with a mechanical fix (``fix`` in the JSON report), one ``fixes``
+  entry: the language server's quick fix (its title, and its edit of the file as it is
+  now as an ``artifactChange`` replacement) -- see :func:`sarif_fixes`.
 
 Locations: a file under the working directory is a relative URI with
 ``uriBaseId`` ``%SRCROOT%`` (``run.originalUriBaseIds`` gives the working directory's
@@ -33,7 +36,8 @@ the flagged line stripped of surrounding blanks and the name of the top-level fu
 among those with the same hash.
 
 Imports the standard library, :mod:`ave_core.diagnostics` and the server's
-:mod:`ave_lsp.server.convert` (for the code pages' URIs).
+:mod:`ave_lsp.server.convert` (for the code pages' URIs) and, for fixes,
+:mod:`ave_lsp.server.fixes`.
 """
 
 from __future__ import annotations
@@ -119,12 +123,19 @@ class Sources:
 
     def __init__(self, reader: Callable[[str], str | None] | None = None) -> None:
         self._reader = reader or _read_text
+        self._text: dict[str, str | None] = {}
         self._lines: dict[str, list[str]] = {}
         self._defs: dict[str, list[tuple[int, int, str]]] = {}
 
+    def text(self, path: str) -> str | None:
+        """The file's text (None when it cannot be read)."""
+        if path not in self._text:
+            self._text[path] = self._reader(path)
+        return self._text[path]
+
     def lines(self, path: str) -> list[str]:
         if path not in self._lines:
-            text = self._reader(path)
+            text = self.text(path)
             self._lines[path] = re.split(r"\r\n|\r|\n", text) if text is not None else []
         return self._lines[path]
 
@@ -313,6 +324,32 @@ def code_flows(diag: dict, cwd: str | None = None) -> list[dict]:
 
 # ----------------------------------------------------------------------------- the log
 
+def sarif_fixes(diag: dict, sources: Sources, cwd: str | None = None) -> list[dict]:
+    """The SARIF ``fixes`` of a diagnostic: its mechanical fix (``diag["fix"]``) as the
+    language server's quick fix would edit the file now (:func:`ave_lsp.server.fixes.
+    edit_for`: the same title and text edit; an insertion is an empty ``deletedRegion``).
+    Empty when it has no fix, the file cannot be read, or the fix no longer applies."""
+    fix = diag.get("fix")
+    if not isinstance(fix, dict):
+        return []
+    text = sources.text(diag["file"])
+    if text is None:
+        return []
+    from ave_lsp.server.fixes import edit_for
+
+    made = edit_for(fix, text)
+    if made is None:
+        return []
+    title, edit = made
+    rng = {"start": {"line": edit.range.start.line, "character": edit.range.start.character},
+           "end": {"line": edit.range.end.line, "character": edit.range.end.character}}
+    return [{"description": {"text": title},
+             "artifactChanges": [{
+                 "artifactLocation": artifact_location(diag["file"], cwd),
+                 "replacements": [{"deletedRegion": region(rng),
+                                   "insertedContent": {"text": edit.new_text}}]}]}]
+
+
 def to_sarif(report: dict, *, cwd: str | None = None, version: str | None = None,
              sources: Sources | None = None) -> dict:
     """The SARIF 2.1.0 log (a dict) of a check report."""
@@ -345,6 +382,9 @@ def to_sarif(report: dict, *, cwd: str | None = None, version: str | None = None
         flows = code_flows(d, cwd)
         if flows:
             result["codeFlows"] = flows
+        fixes = sarif_fixes(d, sources, cwd)
+        if fixes:
+            result["fixes"] = fixes
         result["partialFingerprints"] = {FINGERPRINT_KEY: f"{base}:{n}"}
         props: dict = {"severity": d["severity"]}
         if d.get("notes"):

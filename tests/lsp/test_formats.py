@@ -451,3 +451,76 @@ def test_progress_during_a_check(warning_frontend, tmp_path, capsys, monkeypatch
     monkeypatch.setattr(cli, "_isatty", lambda stream: False)
     rc, out, err = run(capsys, "--check", ".")
     assert rc == 0 and err == ""
+
+
+# --- SARIF fixes ---------------------------------------------------------------------------
+
+
+def _apply(text: str, rep: dict) -> str:
+    """Apply one SARIF replacement (1-based lines and UTF-16 columns, ASCII text here)."""
+    lines = text.splitlines(keepends=True)
+    r = rep["deletedRegion"]
+
+    def offset(line1: int, col1: int) -> int:
+        return sum(len(x) for x in lines[:line1 - 1]) + col1 - 1
+
+    a, b = offset(r["startLine"], r["startColumn"]), offset(r["endLine"], r["endColumn"])
+    return text[:a] + rep["insertedContent"]["text"] + text[b:]
+
+
+def test_sarif_carries_the_quick_fixes(capsys, monkeypatch):
+    """A finding with a mechanical fix gets SARIF ``fixes``: the server's quick fix (title
+    and edit); applied, the missing barrier's fix leaves valid Python with the barrier
+    before the racing statement (the real analysis of examples/broken/gemm_missing_barrier.py)."""
+    import ast
+
+    from ave_lsp.server.fixes import edit_for
+
+    monkeypatch.chdir(ROOT)
+    path = "examples/broken/gemm_missing_barrier.py"
+    rc, out, _ = run(capsys, "--check", "--format", "sarif", "--jobs", "1", path)
+    log = json.loads(out)
+    validate_sarif(log)
+    text = (ROOT / path).read_text("utf-8")
+    rc2, out2, _ = run(capsys, "--check", "--format", "json", "--jobs", "1", path)
+    diags = json.loads(out2)["diagnostics"]
+    results = log["runs"][0]["results"]
+    assert rc == rc2 == 1 and len(results) == len(diags)
+    races = [(r, d) for r, d in zip(results, diags) if r["ruleId"] == "AVE207"]
+    assert races
+    for r, d in races:
+        (fix,) = r["fixes"]
+        title, edit = edit_for(d["fix"], text)
+        assert fix["description"]["text"] == title
+        (change,) = fix["artifactChanges"]
+        assert change["artifactLocation"]["uri"] == path
+        (rep,) = change["replacements"]
+        reg = rep["deletedRegion"]
+        assert (reg["startLine"], reg["startColumn"]) == (edit.range.start.line + 1, 1)
+        assert (reg["endLine"], reg["endColumn"]) == (reg["startLine"], 1)    # an insertion
+        fixed = _apply(text, rep)
+        ast.parse(fixed)
+        assert fixed.splitlines()[d["fix"]["line"]] == d["fix"]["indent"] + "ave.barrier()"
+    # findings without a fix have none
+    assert all("fixes" not in r for r, d in zip(results, diags) if not d.get("fix"))
+
+
+def test_sarif_fix_replacement_of_a_range(tmp_path):
+    """A fix that replaces text (an ave.view extent) becomes a replacement of exactly that
+    region; a fix that no longer applies to the file (other text there) is left out."""
+    text = "import ave_core.lang as ave\nv = ave.view(sA, (64, 64), dtype=ave.f32)\n"
+    path = write(tmp_path, "k.py", text)
+    col = text.splitlines()[1].index("64)")
+    fix = {"kind": "view_shape", "old": "64", "new": "32", "shape": [64, 32],
+           "dtype": "f32", "bytes": 8192,
+           "range": {"start": {"line": 1, "character": col},
+                     "end": {"line": 1, "character": col + 2}}}
+    diag = {"code": "AVE106", "severity": "error", "message": "m", "file": str(path),
+            "range": fix["range"], "notes": [], "related": [], "witness": None, "fix": fix}
+    (f,) = sarif.sarif_fixes(diag, sarif.Sources(), str(tmp_path))
+    (rep,) = f["artifactChanges"][0]["replacements"]
+    assert rep["deletedRegion"] == {"startLine": 2, "startColumn": col + 1, "endLine": 2,
+                                    "endColumn": col + 3}
+    assert _apply(text, rep) == text.replace("(64, 64)", "(64, 32)")
+    stale = dict(diag, fix=dict(fix, old="48"))
+    assert sarif.sarif_fixes(stale, sarif.Sources(), str(tmp_path)) == []
