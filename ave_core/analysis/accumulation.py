@@ -200,7 +200,9 @@ def on_consume(eng: Any, op: Any) -> None:
 
 # ---------------------------------------------------------------------------- the check
 
-def _trip_constraints(eng: Any, z3: Any) -> list:
+def _trip_forms(eng: Any) -> list[tuple[int, int, int, int, int]]:
+    """The variant's trip-count preconditions as ``(key, conc, lb, step, n)``: the loop's
+    upper bound ``LIN[key] + conc`` satisfies ``(n-1)*step < LIN[key] + conc - lb <= n*step``."""
     out = []
     for v, lb, st, n in getattr(eng.k, "trip_preconditions", ()):
         val = None
@@ -222,9 +224,50 @@ def _trip_constraints(eng: Any, z3: Any) -> list:
         if not isinstance(val, SymInt):
             continue
         k, c = int(np.asarray(val.key).reshape(-1)[0]), int(np.asarray(val.conc).reshape(-1)[0])
+        out.append((k, c, int(lb), int(st), int(n)))
+    return out
+
+
+def _trip_constraints(eng: Any, z3: Any, forms: list | None = None) -> list:
+    out = []
+    for k, c, lb, st, n in (_trip_forms(eng) if forms is None else forms):
         d = eng.solver.lin(k, c) - lb
         out += [d > (n - 1) * st, d <= n * st]
     return out
+
+
+def _size_upper_bound(eng: Any, atom: int, forms: list) -> int | None:
+    """An upper bound on the size atom ``atom`` (a tensor extent) implied by one trip-count
+    precondition alone, or None: ``a*S + c - lb <= n*step`` gives ``S <= (n*step + lb - c)
+    // a``; ``floordiv(a*S + ca, d) + c - lb <= n*step`` (the usual ``cdiv(S, BK)``, ``d``
+    a positive constant) gives ``a*S + ca <= m*d + d - 1`` with ``m = n*step + lb - c``.
+    Sound by construction (floor division by a positive constant is monotone), so a bound
+    at or below the indices received decides the query without z3; None leaves it to z3."""
+    tab = eng.tab
+    best = None
+    for k, c, lb, st, n in forms:
+        if st <= 0:
+            continue
+        terms = tab.lins[k]
+        if len(terms) != 1 or terms[0][1] <= 0:
+            continue
+        a_idx, coef = terms[0]
+        m_num = n * st + lb - c                  # coef * term <= m_num
+        bound = None
+        if a_idx == atom:
+            bound = m_num // coef
+        else:
+            at = tab.atoms[a_idx]
+            if at.kind == "op" and at.args[0] == "floordiv":
+                _, (ka, ca), (kb, cb) = at.args
+                inner = tab.lins[ka]
+                if kb == 0 and cb > 0 and len(inner) == 1 and inner[0][0] == atom and \
+                        inner[0][1] > 0:
+                    m = m_num // coef            # floordiv(X, cb) <= m  <=>  X <= m*cb + cb - 1
+                    bound = (m * cb + cb - 1 - ca) // inner[0][1]
+        if bound is not None and (best is None or bound < best):
+            best = bound
+    return best
 
 
 def check_chain(eng: Any, chain_: list, consumer: Any) -> dict | None:
@@ -364,6 +407,12 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict |
     rest = [it for it in items if it[1] >= R]
     if unguarded and R > maxk:
         return None          # k0 >= R and k0 <= maxk < R: every index is received (no solver)
+    if not rest:
+        # every index below R is received: a missing one needs size > R, which the trip
+        # counts may rule out by themselves (K <= n * BK for KT = cdiv(K, BK) = n)
+        ub = _size_upper_bound(eng, eng.tab.atom_ids[Atom("dim", dom)], _trip_forms(eng))
+        if ub is not None and ub <= R:
+            return None
 
     def build(z3):
         size = eng.solver.lin(dkey, 0)

@@ -256,3 +256,38 @@ def test_granule_cache_is_bounded_and_right():
         assert eng._granules(addr, 2, threads)[1] is g          # the same arrays again
     assert eng._n_gran <= 256 and 12345 in eng._tables
     assert sum(1 for k in eng._tables if type(k) is tuple) <= 256
+
+
+def test_size_upper_bound_from_trip_counts_is_sound_and_tight():
+    """The bound a trip-count precondition puts on a tensor extent (the accumulation
+    check's shortcut past z3), against brute force: with ``KT = cdiv(K, BK) + c`` (or a
+    linear ``a*K + c``) known to satisfy ``(n-1)*st < KT - lb <= n*st``, the largest K
+    that satisfies it is exactly the bound."""
+    from types import SimpleNamespace
+
+    from ave_core.analysis.accumulation import _size_upper_bound
+    from ave_core.analysis.symbolic import Atom, SymInt, SymTable, sym_binop
+
+    for bk, c, lb, st, coef, use_div in [(32, 0, 0, 1, 1, True), (16, 3, 0, 1, 1, True),
+                                         (64, -2, 1, 2, 1, True), (1, 0, 0, 1, 3, False),
+                                         (1, 5, 2, 1, 2, False)]:
+        tab = SymTable()
+        kkey = tab.atom(Atom("dim", ("A", 1)))
+        K = SymInt(np.array(kkey), np.array(0))
+        if use_div:             # cdiv(K, bk) = (K + bk - 1) // bk
+            kt = sym_binop(tab, "floordiv", sym_binop(tab, "add", K, SymInt.const(bk - 1)),
+                           SymInt.const(bk))
+        else:
+            kt = sym_binop(tab, "mul", K, SymInt.const(coef))
+        kt = sym_binop(tab, "add", kt, SymInt.const(c))
+        k, cc = int(np.asarray(kt.key).reshape(-1)[0]), int(np.asarray(kt.conc).reshape(-1)[0])
+        atom = tab.atom_ids[Atom("dim", ("A", 1))]
+        for n in range(1, 7):
+            ub = _size_upper_bound(SimpleNamespace(tab=tab), atom, [(k, cc, lb, st, n)])
+
+            def val(x):
+                return (-(-x // bk) if use_div else coef * x) + c
+            ok = [x for x in range(-50, 2000) if (n - 1) * st < val(x) - lb <= n * st]
+            if ok:              # (a linear form can skip a trip count: nothing to bound)
+                assert ub == max(ok), (bk, c, lb, st, coef, n, ub, max(ok))
+            assert ub is not None
