@@ -461,11 +461,10 @@ class CondTable:
             # guard rows are kept canonical (distinct ids, largest first, zeros last), and
             # a conjunction with itself is itself
             return a.copy()
-        both = np.concatenate([a[:, :na], b[:, :nb]], axis=1)
-        if both.shape[1] == 2:
-            false = (both[:, 0] == 1) | (both[:, 1] == 1)
+        if na + nb == 2:
             # one atomic condition per side: the larger first, a duplicate dropped
-            x, y = both[:, 0], both[:, 1]
+            x, y = a[:, 0], b[:, 0]
+            false = (x == 1) | (y == 1)
             hi, lo = np.maximum(x, y), np.minimum(x, y)
             out = np.zeros((len(x), self.GUARD), np.int32)
             out[:, 0] = hi
@@ -474,24 +473,11 @@ class CondTable:
             out[false, 0] = 1
             return out
         # rows are canonical (distinct ids, largest first, zeros last: every guard row is
-        # made here or from single ids), so the union is a merge of two sorted lists
+        # made here or from single ids), so the union is a merge of two sorted lists: up to
+        # 8 atoms in all (GUARD = 4) through sorting networks, more by the general merge
         a, b = a[:, :na], b[:, :nb]
-        w = na + nb
-        hi = int(max(a.max(), b.max()))
-        bits = max(hi.bit_length(), 1)
-        if n >= 256 and w * bits <= 62:
-            # few distinct (a row, b row) pairs among many elements: merge each pair once
-            key = a[:, 0].astype(np.int64)
-            for col in [a[:, j] for j in range(1, na)] + [b[:, j] for j in range(nb)]:
-                key <<= bits
-                key |= col
-            u, inv = np.unique(key, return_inverse=True)      # (numpy >= 1.26)
-            inv = inv.reshape(-1)
-            if len(u) * 4 <= n:
-                first = np.empty(len(u), np.intp)
-                first[inv[::-1]] = np.arange(n - 1, -1, -1)
-                small = _merge_rows(a.take(first, axis=0), b.take(first, axis=0), self.GUARD)
-                return small.take(inv, axis=0)
+        if na + nb <= 8:
+            return _merge_few(a, b, self.GUARD)
         return _merge_rows(a, b, self.GUARD)
 
     def truth(self, x: np.ndarray) -> np.ndarray:
@@ -510,6 +496,49 @@ def _used_columns(x: np.ndarray) -> int:
         if x[:, j].any():
             return j + 1
     return 0
+
+
+#: Sorting networks (pairs of columns compared and exchanged, in order): Knuth's optimal
+#: ones for 4 inputs (5 comparators) and 8 inputs (19 comparators, depth 6).
+_NETWORKS = {
+    4: ((0, 1), (2, 3), (0, 2), (1, 3), (1, 2)),
+    8: ((0, 2), (1, 3), (4, 6), (5, 7), (0, 4), (1, 5), (2, 6), (3, 7), (0, 1), (2, 3),
+        (4, 5), (6, 7), (2, 4), (3, 5), (1, 4), (3, 6), (1, 2), (3, 4), (5, 6)),
+}
+
+
+def _sort_desc(cols: list, network: tuple) -> list:
+    """Sort columns row-wise, largest first, with a sorting network (compare-exchange)."""
+    c = list(cols)
+    for i, j in network:
+        c[i], c[j] = np.maximum(c[i], c[j]), np.minimum(c[i], c[j])
+    return c
+
+
+def _merge_few(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:
+    """:func:`_merge_rows` when the two sides hold at most 8 atoms together: a sorting
+    network (largest first) over the columns, duplicates zeroed (a value can only repeat
+    once, one from each canonical side, next to each other once sorted), and the network
+    again to move the zeros last; the first ``width`` columns. A fraction of the merge's
+    numpy calls (16384 rows, 2 + 2 atoms: 0.12 ms instead of 0.6)."""
+    n = a.shape[0]
+    cols = [a[:, j] for j in range(a.shape[1])] + [b[:, j] for j in range(b.shape[1])]
+    size = 4 if len(cols) <= 4 else 8
+    false = cols[0] == 1
+    for col in cols[1:]:
+        false |= col == 1
+    cols += [np.zeros(n, np.int32)] * (size - len(cols))
+    net = _NETWORKS[size]
+    c = _sort_desc(cols, net)
+    for j in range(size - 1, 0, -1):         # equal to its left neighbour: a duplicate
+        c[j] = c[j] * (c[j] != c[j - 1])
+    c = _sort_desc(c, net)
+    c = c[:width] + [np.zeros(n, np.int32)] * max(0, width - size)
+    out = np.stack(c, axis=1).astype(np.int32, copy=False)
+    if false.any():
+        out[false] = 0
+        out[false, 0] = 1
+    return out
 
 
 def _merge_rows(a: np.ndarray, b: np.ndarray, width: int) -> np.ndarray:

@@ -291,3 +291,29 @@ def test_size_upper_bound_from_trip_counts_is_sound_and_tight():
             if ok:              # (a linear form can skip a trip count: nothing to bound)
                 assert ub == max(ok), (bk, c, lb, st, coef, n, ub, max(ok))
             assert ub is not None
+
+
+def test_sorting_networks_sort_every_zero_one_input():
+    """The guard merge's sorting networks (4 and 8 inputs) sort every 0/1 input, hence
+    every input (the 0-1 principle, Knuth TAOCP vol. 3, 5.3.4)."""
+    import itertools
+
+    from ave_core.analysis.symbolic import _NETWORKS, _sort_desc
+
+    for size, net in _NETWORKS.items():
+        bits = np.array(list(itertools.product([0, 1], repeat=size)), np.int32)   # (2**size, size)
+        out = np.stack(_sort_desc([bits[:, j] for j in range(size)], net), axis=1)
+        assert np.array_equal(out, -np.sort(-bits, axis=1))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_merge_few_matches_definition(seed):
+    """Guard rows of up to 8 atoms in all merged through the sorting networks."""
+    from ave_core.analysis.symbolic import _merge_few
+
+    rng = np.random.default_rng(300 + seed)
+    for _ in range(100):
+        n = int(rng.integers(1, 40))
+        a = _canonical_rows(rng, n, int(rng.integers(1, 5)))
+        b = _canonical_rows(rng, n, int(rng.integers(1, 5)))
+        assert np.array_equal(_merge_few(a, b, 4), _conj_reference(a, b))
