@@ -164,15 +164,20 @@ async def time_start(argv: list[str], cwd: Path) -> float:
     return dt
 
 
-def vm_rss_kib(pid: int) -> int | None:
+def _proc_kib(path: str, key: str) -> int | None:
+    """The kiB figure of line ``key`` in a /proc file (None when unreadable)."""
     try:
-        with open(f"/proc/{pid}/status") as f:
+        with open(path) as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(key):
                     return int(line.split()[1])
     except OSError:
         pass
     return None
+
+
+def vm_rss_kib(pid: int) -> int | None:
+    return _proc_kib(f"/proc/{pid}/status", "VmRSS:")
 
 
 def _children(pid: int) -> list[int]:
@@ -196,14 +201,7 @@ def _children(pid: int) -> list[int]:
 
 
 def pss_kib(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as f:
-            for line in f:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
+    return _proc_kib(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 def worker_memory(pid: int) -> dict:

@@ -228,9 +228,9 @@ def _trip_forms(eng: Any) -> list[tuple[int, int, int, int, int]]:
     return out
 
 
-def _trip_constraints(eng: Any, z3: Any, forms: list | None = None) -> list:
+def _trip_constraints(eng: Any, z3: Any) -> list:
     out = []
-    for k, c, lb, st, n in (_trip_forms(eng) if forms is None else forms):
+    for k, c, lb, st, n in _trip_forms(eng):
         d = eng.solver.lin(k, c) - lb
         out += [d > (n - 1) * st, d <= n * st]
     return out

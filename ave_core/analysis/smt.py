@@ -33,25 +33,20 @@ class _FreshContexts:
     def __init__(self) -> None:
         import threading
         self._lock = threading.Lock()
-        self._take_lock = threading.Lock()
         self._ready: Any = None
         self._thread: Any = None
 
     def _make(self, z3: Any) -> None:
-        ctx = z3.Context()
-        with self._lock:
-            self._ready = ctx
+        self._ready = z3.Context()
 
     def take(self, z3: Any) -> Any:
         """A fresh context (thread-safe: analyses may run on several threads; each gets
         its own context, the prepared one or a new one)."""
         import threading
-        with self._take_lock:          # one taker at a time: the thread below is started
-            t = self._thread           # before another taker can join it
-            if t is not None:
-                t.join()
-            with self._lock:
-                ctx, self._ready = self._ready, None
+        with self._lock:        # one taker at a time; joining the maker publishes _ready
+            if self._thread is not None:
+                self._thread.join()
+            ctx, self._ready = self._ready, None
             if ctx is None:
                 ctx = z3.Context()
             self._thread = threading.Thread(target=self._make, args=(z3,), daemon=True,

@@ -144,6 +144,9 @@ _MATH_OK = {"log2", "log", "exp", "exp2", "sqrt", "e", "pi", "inf", "ceil", "flo
 # ============================================================================ module context
 
 
+_MISSING_ANCHOR = object()
+
+
 class ModuleContext:
     """One file read as text: its AST, imports and module-level definitions.
 
@@ -164,20 +167,27 @@ class ModuleContext:
         self.globals_cache: dict[str, Any] = {}
         self.evaluating: set[str] = set()
         self.uses_ave = False
+        self._anchors: dict[int, tuple[int, str] | None] = {}
         self._scan()
 
     def statement_anchor(self, st: ast.stmt) -> tuple[int, str] | None:
         """``(line, indentation)`` where a new statement can be inserted right before
         ``st`` (0-based line; the line's own leading spaces/tabs), or None when ``st`` does
         not start its line (``x = 1; a = f()``, ``if c: a = f()``, ``else: a = f()``):
-        there, no single new line goes before it alone."""
+        there, no single new line goes before it alone. Kept per statement (loops and
+        helpers execute one statement many times)."""
+        hit = self._anchors.get(id(st), _MISSING_ANCHOR)
+        if hit is not _MISSING_ANCHOR:
+            return hit
         p = self.range_of(st).start
         lines = self.source.lines
-        if not 0 <= p.line < len(lines):
-            return None
-        line = lines[p.line]
-        ws = line[:len(line) - len(line.lstrip(" \t"))]
-        return (p.line, ws) if len(ws) == p.character else None
+        out = None
+        if 0 <= p.line < len(lines):
+            line = lines[p.line]
+            ws = line[:len(line) - len(line.lstrip(" \t"))]
+            out = (p.line, ws) if len(ws) == p.character else None
+        self._anchors[id(st)] = out      # the tree, and so st, lives as long as self
+        return out
 
     def _scan(self) -> None:
         for node in self.tree.body:
