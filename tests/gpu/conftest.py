@@ -8,12 +8,13 @@ import pytest
 def pytest_collection_modifyitems(config, items):
     try:
         import torch
-        ok = torch.cuda.is_available()
-    except Exception:
-        ok = False
-    if ok:
-        return
-    skip = pytest.mark.skip(reason="needs an NVIDIA GPU (torch.cuda.is_available() is False)")
+    except Exception as e:  # noqa: BLE001 - any failed import: no launches here
+        reason = f"needs torch with an NVIDIA GPU (torch cannot be imported: {e})"
+    else:
+        if torch.cuda.is_available():
+            return
+        reason = "needs an NVIDIA GPU (torch.cuda.is_available() is False)"
+    skip = pytest.mark.skip(reason=reason)
     for it in items:
         if "gpu" in it.keywords:
             it.add_marker(skip)
