@@ -245,6 +245,37 @@ class PairCheck:
     unknown: str | None = None
 
 
+class _NoFingerprint(Exception):
+    pass
+
+
+def _fingerprint(x: Any, keep: list, tag_ops: list) -> Any:
+    """A hashable key of a value's contents (see ``Engine._xv_entry``); objects keyed by
+    identity are appended to ``keep``. Raises _NoFingerprint for a value without one."""
+    if x is None or isinstance(x, (bool, int, float, str)):
+        return ("p", x)
+    t = type(x)
+    if t is SymInt:
+        k, c = np.asarray(x.key), np.asarray(x.conc)
+        return ("s", k.dtype.str, k.shape, c.dtype.str, c.shape, k.tobytes(), c.tobytes())
+    if t is np.ndarray:
+        return ("a", x.dtype.str, x.shape, x.tobytes())
+    if t is TileVal:
+        keep.append(x.layout)
+        return ("t", x.space, str(x.dtype), tuple(x.shape),
+                _fingerprint(x.tensor, keep, tag_ops),
+                tuple(tuple(int(v) for v in o) if isinstance(o, tuple) else int(o)
+                      for o in x.origin),
+                tuple(x.dims), x.base, id(x.layout), x.lo, x.hi, x.name, tuple(x.dyn))
+    if t is TensorVal:
+        # a tensor's tag op is an index into the engine's list, which variants rebuild:
+        # the op itself is the key (kept)
+        keep.append(tag_ops[x.tag_op] if x.tag_op is not None else None)
+        g = None if x.gather is None else (x.gather[0], _fingerprint(x.gather[1], keep, tag_ops))
+        return ("T", x.name, x.rank, id(keep[-1]), g)
+    raise _NoFingerprint
+
+
 # ============================================================================ the engine
 
 class Engine:
@@ -280,6 +311,7 @@ class Engine:
         self._dense_cache: dict = {}
         self._addr_cache: dict = {}
         self._mma_last: dict = {}
+        self._xv: dict = {}          # cross-variant memo (see _xv_entry)
         self.tileds = []
         for op in kernel.walk():
             if op.name == "ave.mma" and op.attrs["tiled"] not in self.tileds:
@@ -940,14 +972,25 @@ class Engine:
         if n == 0:
             return
         on_dst = op.attrs.get("mask_side") == "dst"
-        guard = self.eval_mask(op, coords, dst if on_dst else src, n)
         if dst.space == "global":
-            self.bounds.access(op, dst, coords, guard, thread)
+            # as for a global store (op_ave_store): the mask, the bounds obligations and
+            # the destination's tags are the same in every variant's epilogue
+            entry = self._xv_entry(op, src, dst)
+            if entry is not None and "guard" in entry:
+                self._xv_replay(op, entry)
+                guard = entry["guard"]
+            else:
+                mark = self._xv_mark()
+                guard = self.eval_mask(op, coords, dst if on_dst else src, n)
+                self.bounds.access(op, dst, coords, guard, thread)
+                if entry is not None:
+                    self._xv_record(entry, mark, guard=guard)
             if src.space == "shared":
                 stags = self.read_tags(src, coords, op, np.zeros(n, np.int32), thread)
                 if dst.tensor is not None and dst.tensor.tag_op is not None:
-                    self._check_into_tagged(op, stags, dst, coords, thread, guard)
+                    self._check_into_tagged(op, stags, dst, coords, thread, guard, entry)
             return                                    # global writes are not tracked
+        guard = self.eval_mask(op, coords, dst if on_dst else src, n)
         tags = self.read_tags(src, coords, op, np.zeros(n, np.int32) if on_dst else guard,
                               thread)
         rec = self.record(op)
@@ -1006,18 +1049,30 @@ class Engine:
         dst: TileVal = self.env[op.operands[0]]
         fr: FragVal = self.env[op.operands[1]]
         if dst.space == "global":
-            lay = op.operands[1].type.layout
-            guard = None
-            if hasattr(lay, "coords_table"):
-                tab = self.table(lay)
-                T, V, R = tab.shape
-                coords = self.layout_coords(lay)
-                guard = self.eval_mask(op, coords, dst, T * V)
-                held = np.repeat(self.active, V)
-                self.bounds.access(op, dst, [c[held] for c in coords], guard[held],
-                                   np.repeat(np.arange(T), V)[held])
+            # The global side of a store (its mask, bounds obligations, the destination's
+            # tags) does not depend on the stored value: the epilogue of every trip-count
+            # variant stores to the same elements under the same mask, so it is computed
+            # once (see :meth:`_xv_entry`).
+            entry = self._xv_entry(op, dst)
+            if entry is not None and "guard" in entry:
+                self._xv_replay(op, entry)
+                guard = entry["guard"]
+            else:
+                mark = self._xv_mark()
+                lay = op.operands[1].type.layout
+                guard = None
+                if hasattr(lay, "coords_table"):
+                    tab = self.table(lay)
+                    T, V, R = tab.shape
+                    coords = self.layout_coords(lay)
+                    guard = self.eval_mask(op, coords, dst, T * V)
+                    held = np.repeat(self.active, V)
+                    self.bounds.access(op, dst, [c[held] for c in coords], guard[held],
+                                       np.repeat(np.arange(T), V)[held])
+                if entry is not None:
+                    self._xv_record(entry, mark, guard=guard)
             if dst.tensor is not None and dst.tensor.tag_op is not None:
-                self._check_store(op, dst, fr, guard)
+                self._check_store(op, dst, fr, guard, entry)
             return                                    # global writes are not tracked
         lay = op.operands[1].type.layout
         tab = self.table(lay)
@@ -1030,38 +1085,70 @@ class Engine:
                          np.repeat(np.arange(T), V)[act])
 
     def _check_into_tagged(self, op: Op, tags: Tags, dst: TileVal, coords: list,
-                           thread: np.ndarray, guard: np.ndarray) -> None:
+                           thread: np.ndarray, guard: np.ndarray,
+                           entry: dict | None = None) -> None:
         """A copy from shared memory into a tagged tensor: each element's tags must conform
-        to the destination element's tag (see :meth:`_check_store`)."""
+        to the destination element's tag (see :meth:`_check_store`, also for ``entry``)."""
         n = len(thread)
-        dtags = self.tensor_tags(dst.tensor, self.global_coords(dst, coords), n)
-        dtags.cond = self.conds.rows(guard, n).copy()
-        held = self.conds.truth(dtags.cond) != 1
+        if entry is not None and "clean" in entry:
+            code, compared, covered = entry["clean"]
+            if np.array_equal(code, tags.code):
+                check = self.new_check(op, "store")
+                check.compared, check.covered = compared, covered
+                self.checks.append(check)
+                return
+        if entry is not None and "dst" in entry:
+            dtags, held = entry["dst"]
+        else:
+            dtags = self.tensor_tags(dst.tensor, self.global_coords(dst, coords), n)
+            dtags.cond = self.conds.rows(guard, n).copy()
+            held = self.conds.truth(dtags.cond) != 1
+            if entry is not None:
+                entry["dst"] = (dtags, held)
         check = self.new_check(op, "store")
         reg = np.zeros(n, np.int64)
         X = {"tags": tags, "holder": thread, "reg": reg, "held": held, "shape": (n,)}
         Y = {"tags": dtags, "holder": thread, "reg": reg, "held": held, "shape": (n,)}
         self._pair(check, X, Y, None, None, op)
         self.checks.append(check)
+        if entry is not None and check.violation is None and check.unknown is None:
+            entry["clean"] = (tags.code.copy(), check.compared, check.covered)
 
     def _check_store(self, op: Op, dst: TileVal, fr: FragVal,
-                     guard: np.ndarray | None = None) -> None:
+                     guard: np.ndarray | None = None, entry: dict | None = None) -> None:
         """A value stored into a tagged tensor must carry tags that conform to the tag of
         the element it lands on (on the fields both have): C[m, n] must hold the product
-        of A's row m and B's column n."""
+        of A's row m and B's column n.
+
+        ``entry``: the store's cross-variant memo (:meth:`_xv_entry`): the destination's
+        tags are kept there, and a clean verdict with the stored tags' values; the same
+        values stored again (the next variant's epilogue) get the same verdict and counts
+        (a clean pairing depends on the compared values and the held elements only)."""
         lay = op.operands[1].type.layout
         if not hasattr(lay, "coords_table"):
             return
         tab = self.table(lay)
         T, V, R = tab.shape
-        coords = self.layout_coords(lay)
+        if entry is not None and "clean" in entry:
+            code, compared, covered = entry["clean"]
+            if np.array_equal(code, fr.tags.code):
+                check = self.new_check(op, "store")
+                check.compared, check.covered = compared, covered
+                self.checks.append(check)
+                return
         n = T * V
-        if guard is None:
-            guard = self.eval_mask(op, coords, dst, n)
-        gc = self.global_coords(dst, coords)
-        dtags = self.tensor_tags(dst.tensor, gc, n)
-        dtags.cond = guard.copy()
-        held = np.repeat(self.active, V) & (self.conds.truth(guard) != 1)
+        if entry is not None and "dst" in entry:
+            dtags, held = entry["dst"]
+        else:
+            coords = self.layout_coords(lay)
+            if guard is None:
+                guard = self.eval_mask(op, coords, dst, n)
+            gc = self.global_coords(dst, coords)
+            dtags = self.tensor_tags(dst.tensor, gc, n)
+            dtags.cond = guard.copy()
+            held = np.repeat(self.active, V) & (self.conds.truth(guard) != 1)
+            if entry is not None:
+                entry["dst"] = (dtags, held)
         check = self.new_check(op, "store")
         holder = np.repeat(np.arange(T), V)
         reg = np.tile(np.arange(V), T)
@@ -1069,6 +1156,60 @@ class Engine:
         Y = {"tags": dtags, "holder": holder, "reg": reg, "held": held, "shape": (n,)}
         self._pair(check, X, Y, None, None, op)
         self.checks.append(check)
+        if entry is not None and check.violation is None and check.unknown is None:
+            entry["clean"] = (fr.tags.code.copy(), check.compared, check.covered)
+
+    # ------------------------------------------------------------------ cross-variant memo
+
+    def _xv_entry(self, op: Op, *vals: Any) -> dict | None:
+        """The memo entry of ``op`` for what it computes from ``vals`` and the values its
+        regions (a mask) read from outside: keyed by the op it was unrolled from, its loop
+        indices, the active threads and the *contents* of those values, so that the same
+        op of another trip-count variant, on equal inputs, finds it. None when an input has
+        no content key (e.g. a fragment). Entries keep the objects whose identity is part
+        of a key alive (ids stay unique)."""
+        keep: list = []
+        try:
+            parts = [id(getattr(op, "source", op)), tuple(op.attrs.get("loop_indices", ())),
+                     self.active.tobytes(), self.in_branch]
+            parts += [_fingerprint(v, keep, self.tag_ops) for v in vals]
+            for reg in op.regions:
+                inner = set(reg.args)
+                for rop in reg.ops:
+                    if rop.regions:
+                        return None
+                    for v in rop.operands:
+                        if v not in inner:
+                            parts.append(_fingerprint(self.env.get(v), keep, self.tag_ops))
+                    inner.update(rop.results)
+        except _NoFingerprint:
+            return None
+        key = tuple(parts)
+        entry = self._xv.get(key)
+        if entry is None:
+            if len(self._xv) >= 256:
+                self._xv.pop(next(iter(self._xv)))
+            entry = self._xv[key] = {"keep": keep}
+        return entry
+
+    def _xv_mark(self) -> tuple[int, int]:
+        return len(self.bounds.obligations), len(self.bounds.assumptions)
+
+    def _xv_record(self, entry: dict, mark: tuple[int, int], **results: Any) -> None:
+        """Keep what an op computed and the bounds obligations and assumptions it added."""
+        entry.update(results)
+        entry["obligations"] = [ob[1:] for ob in self.bounds.obligations[mark[0]:]]
+        entry["assumptions"] = list(self.bounds.assumptions[mark[1]:])
+
+    def _xv_replay(self, op: Op, entry: dict) -> None:
+        """Add the bounds obligations (the same arrays: their fast-path verdicts are kept by
+        the bounds checker) and assumptions a memoized op added when it ran."""
+        b = self.bounds
+        for item in entry["assumptions"]:
+            if item not in b.assumptions:
+                b._push(b.assumptions, item)
+        for ob in entry["obligations"]:
+            b._push(b.obligations, (op,) + ob)
 
     # ------------------------------------------------------------------ fragments
 

@@ -252,6 +252,9 @@ def _clone_block(src: Block, out: Block, ctx: _Ctx) -> list[Value] | None:
         else:
             new = Op(op.name, operands, [], {**op.attrs, "loop_indices": ctx.loop_stack},
                      regions, op.loc)
+            # the front end's op this one was cloned from (the same in every variant): the
+            # analysis keys what it may reuse between variants by it
+            new.source = getattr(op, "source", op)
             for r in op.results:
                 nr = Value(r.type, r.name, owner=new)
                 nr.affine = None
