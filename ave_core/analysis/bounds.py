@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from ave_core.analysis.symbolic import Atom, SymInt, any_last, sym_add
+from ave_core.analysis.symbolic import Atom, SymInt, _unique_1d, _unique_rows, any_last
 
 _NONNEG = ("pid", "nprog", "dim", "stride", "load")
 
@@ -189,35 +189,53 @@ class BoundsChecker:
         return self._search(op, loops, name, d, key, conc, guard, threads, gc, live, todo)
 
     def _fast(self, name, d, key, conc, guard) -> np.ndarray:
-        """Elements the fast paths cannot prove in bounds."""
+        """Elements the fast paths cannot prove in bounds.
+
+        Work is per distinct value where values repeat (an access of a tile has one
+        linear form per dimension, or a few, and as many offsets as the tile is long along
+        it): the linear forms of ``c - E`` per distinct key, the condition lookups per
+        distinct ``(key, conc)``."""
         eng = self.eng
         tab = eng.tab
         bounds = self._bounds_of(name, d)
         n = len(key)
+        if n == 0:
+            return np.zeros(0, np.int64)
+        key = np.asarray(key, np.int64)
+        conc = np.asarray(conc, np.int64)
+        if (key == key[0]).all():                     # the usual: one linear form
+            uk, kinv = key[:1], None
+        else:
+            uk, kinv = _unique_1d(key)
         ok_hi = np.zeros(n, bool)
+        guarded = any_last(guard != 0)
         for bk, bc in bounds:
-            diff = sym_add(tab, SymInt(key.astype(np.int32), conc),
-                           SymInt(np.full(n, bk, np.int32), np.full(n, bc, np.int64)), -1)
-            # c - E < 0 in the guard proves the upper bound
-            dk = np.asarray(diff.key, np.int64)
-            dc = np.asarray(diff.conc, np.int64)
+            # c - E = LIN[key] - LIN[bk] + (conc - bc)
+            dk_u = np.array([tab.add(int(k), bk, -1) for k in uk], np.int64)
+            dk = np.full(n, dk_u[0], np.int64) if kinv is None else dk_u[kinv]
+            dc = conc - bc
             conc0 = dk == 0
             ok_hi |= conc0 & (dc < 0)
             # the cond id of `c - E < 0` per element (-1: never built, so not in any guard);
             # looked up only for elements still open that have a guard
-            open_ = ~ok_hi & ~conc0 & any_last(guard != 0)
+            open_ = ~ok_hi & ~conc0 & guarded
             if not open_.any():
                 continue
             sel = np.nonzero(open_)[0]
-            ks, cs = dk[sel], dc[sel]
+            if kinv is None:                          # one linear form: by offset
+                cs, inv = _unique_1d(dc[sel])
+                ks = np.full(len(cs), dk_u[0], np.int64)
+            else:
+                u, inv = _unique_rows(dk[sel], dc[sel])
+                ks, cs = u[:, 0], u[:, 1]
             ce = eng.conds.find_atomic_many("lt", ks, cs)
             miss = ce < 0
             if miss.any():
                 ce[miss] = eng.conds.find_atomic_many("le", ks[miss], cs[miss] + 1)
+            ce = ce[inv]
             ok_hi[sel] |= (ce >= 0) & any_last(guard.take(sel, axis=0) == ce[:, None])
-        uk, kinv = np.unique(key, return_inverse=True)
-        nn = np.array([k == 0 or self._nonneg(int(k)) for k in uk], bool)[kinv.reshape(-1)]
-        ok_lo = nn & (conc >= 0)
+        nn = np.array([k == 0 or self._nonneg(int(k)) for k in uk], bool)
+        ok_lo = (conc >= 0) & (nn[0] if kinv is None else nn[kinv])
         return np.nonzero(~(ok_hi & ok_lo))[0]
 
     def _search(self, op, loops, name, d, key, conc, guard, threads, gc, live, todo):

@@ -317,3 +317,65 @@ def test_merge_few_matches_definition(seed):
         a = _canonical_rows(rng, n, int(rng.integers(1, 5)))
         b = _canonical_rows(rng, n, int(rng.integers(1, 5)))
         assert np.array_equal(_merge_few(a, b, 4), _conj_reference(a, b))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bounds_fast_path_matches_definition(seed):
+    """The bounds checker's fast path (work per distinct linear form and offset) against
+    its definition element by element: the upper bound is proved when ``c - E`` is a
+    negative constant or the element's guard holds the condition ``c - E < 0`` (or, when
+    no comparison built that one, ``c - E + 1 <= 0``); the lower bound when ``c``'s form is nonnegative and its offset
+    is >= 0. Uniform and mixed linear forms, with and without an assumed extent."""
+    from types import SimpleNamespace
+
+    from ave_core.analysis.bounds import BoundsChecker
+    from ave_core.analysis.symbolic import Atom, SymTable
+
+    rng = np.random.default_rng(seed)
+    tab, ct = SymTable(), CondTable()
+    E = tab.atom(Atom("dim", ("T", 0)))
+    M = tab.atom(Atom("dim", ("X", 1)))
+    pid = tab.atom(Atom("pid", (0,)))
+    neg = tab.scale(pid, -1)
+    keys = [0, pid, tab.add(pid, tab.scale(E, 0)), tab.add(E, 0), neg, tab.add(pid, E)]
+    bc = BoundsChecker(SimpleNamespace(tab=tab, conds=ct, journal=None))
+    if seed % 2:
+        bc.assumptions.append(("T", 0, M, 0))          # T.shape[0] == X.shape[1]
+    n = 300
+    key = (np.full(n, keys[1]) if seed < 2 else rng.choice(keys, n)).astype(np.int64)
+    conc = rng.integers(-3, 40, n).astype(np.int64)
+    guard = np.zeros((n, 4), np.int32)
+    bounds = bc._bounds_of("T", 0)
+    for i in range(n):                 # guards holding some of the relevant conditions
+        ids = set()
+        for bk, bcc in bounds:
+            dk = tab.add(int(key[i]), bk, -1)
+            r = rng.random()
+            if r < 0.3:
+                ids.add(ct.atomic("lt", dk, int(conc[i]) - bcc))
+            elif r < 0.4:
+                ids.add(ct.atomic("le", dk, int(conc[i]) - bcc + 1))
+            elif r < 0.5:
+                ids.add(ct.atomic("lt", dk, int(conc[i]) - bcc + 1))    # a weaker one
+        ids = sorted(ids, reverse=True)[:4]
+        guard[i, :len(ids)] = ids
+    got = bc._fast("T", 0, key, conc, guard)
+    ref = []
+    for i in range(n):
+        hi = False
+        for bk, bcc in bounds:
+            dk, dc = tab.add(int(key[i]), bk, -1), int(conc[i]) - bcc
+            if dk == 0 and dc < 0:
+                hi = True
+            elif dk != 0:
+                # the condition's id: `c - E < 0` if any comparison built it, else
+                # `c - E + 1 <= 0`
+                ce = ct.find_atomic("lt", dk, dc)
+                if ce is None:
+                    ce = ct.find_atomic("le", dk, dc + 1)
+                hi = hi or (ce is not None and ce in set(guard[i].tolist()))
+        lo = (int(key[i]) == 0 or bc._nonneg(int(key[i]))) and conc[i] >= 0
+        if not (hi and lo):
+            ref.append(i)
+    assert got.tolist() == ref
+    assert 0 < len(ref) < n
