@@ -1,0 +1,134 @@
+"""The engine's reuse of earlier results gives exactly what computing them again gives.
+
+Three memos (ave_core/analysis/engine.py): the global side of an epilogue store or
+copy-out, kept across trip-count variants with its clean verdict for equal stored tags
+(``Engine._xv_entry``); clean contraction verdicts by the compared values
+(``_pair_warps``: the next iteration's Q k-slices against K's); pairs of shared tiles
+found disjoint (``assert_disjoint``). Each run here is compared with a run whose memos
+are off (no value has a content key, no verdict is kept), on the examples, broken
+examples whose findings come from the memoized ops, and kernels built so that a memoized
+op's verdict changes between iterations or variants.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import ave_core.analysis.engine as engine
+from ave_core.analysis import AnalysisOptions, analyze
+from ave_core.compiler.frontend import compile_source
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+class _Forgetful(dict):
+    """A memo that keeps nothing."""
+
+    def __setitem__(self, key, value) -> None:
+        pass
+
+
+def _no_fingerprint(*args, **kwargs):
+    raise engine._NoFingerprint
+
+
+@pytest.fixture
+def memos_off(monkeypatch):
+    """A context in which the engine's memos are off."""
+    from contextlib import contextmanager
+
+    @contextmanager
+    def off():
+        with monkeypatch.context() as m:
+            m.setattr(engine, "_fingerprint", _no_fingerprint)
+            init = engine.Engine.__init__
+
+            def init_forgetful(self, *a, **kw):
+                init(self, *a, **kw)
+                self._pair_memo = _Forgetful()
+                self._disjoint_memo = _Forgetful()
+                self._xv = _Forgetful()
+
+            m.setattr(engine.Engine, "__init__", init_forgetful)
+            yield
+    return off
+
+
+def _summary(a) -> dict:
+    return {"variants": a.variants,
+            "assertions": [(r.to_json(), r.compared, r.covered, r.reason, r.witness)
+                           for r in a.assertions],
+            "diagnostics": [d.to_json() for d in a.diagnostics]}
+
+
+# assert_disjoint(sA[1], sA[kt % 2]): disjoint at kt = 0, the same tile at kt = 1 (a
+# violation the memo of kt = 0's verdict must not hide); the B operand's pairing is clean
+# at kt = 0 and broken at kt = 1 (B's k-tile is read from the other stage's slot).
+CHANGING = """
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def changing(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2],
+             C: ave.Tensor[ave.f32, 2], BK: ave.constexpr = 32):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    M, K = A.shape
+    BM = 64
+    BN = 64
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(BM, BN, BK))
+    sA = ave.alloc((2, BM, BK), ave.bf16)
+    sB = ave.alloc((2, BK, BN), ave.bf16)
+    acc = ave.zeros((BM, BN), ave.f32, tiled.c)
+    m0 = ave.program_id(0) * BM
+    n0 = ave.program_id(1) * BN
+    for kt in ave.range(0, K // BK):
+        ave.assert_disjoint(sA[1], sA[kt % 2])
+        ave.copy(A[m0:m0 + BM, kt * BK:kt * BK + BK], sA[kt % 2], vector_bytes=16)
+        ave.copy(B[kt * BK:kt * BK + BK, n0:n0 + BN], sB[kt % 2], vector_bytes=16)
+        ave.barrier()
+        a = ave.ldmatrix(sA[kt % 2], tiled.a)
+        b = ave.ldmatrix(sB[0], tiled.b)
+        ave.assert_conform(a, b, fields=("k",), contract=(1, 0))
+        acc = ave.mma(a, b, acc, tiled)
+        ave.barrier()
+"""
+
+
+@pytest.mark.parametrize("rel, which", [
+    ("examples/gemm.py", None),
+    ("examples/flash_attention.py", [0]),
+    ("examples/moe.py", [0]),
+    ("examples/broken/gemm_stage_off_by_one.py", None),
+    ("examples/broken/gemm_mask_bound.py", None),
+    ("examples/broken/flash_attention_wrong_kv_head.py", [0]),
+    ("examples/broken/moe_gather_mask_bound.py", [0]),
+])
+def test_memos_change_nothing(rel, which, memos_off):
+    with open(os.path.join(ROOT, rel), encoding="utf-8") as f:
+        kernels = compile_source(f.read(), rel).kernels
+    for i, k in enumerate(kernels):
+        if which is not None and i not in which:
+            continue
+        on = analyze(k)
+        with memos_off():
+            off = analyze(k)
+        assert _summary(on) == _summary(off)
+
+
+def test_memoized_ops_whose_verdict_changes(memos_off):
+    k = compile_source(CHANGING, "changing.py").kernels[0]
+    opts = AnalysisOptions(trip_bound=3)
+    on = analyze(k, opts)
+    with memos_off():
+        off = analyze(k, opts)
+    assert _summary(on) == _summary(off)
+    by_kind = {r.kind: r for r in on.assertions}
+    # the tiles overlap first at kt = 1 (sA[1] against sA[1 % 2])
+    dis = by_kind["assert_disjoint"]
+    assert dis.status == "violated" and dis.witness["loop_indices"] == {"kt": 1}
+    # B's k-slot 0 holds rows 0..31 of B's first tile; at kt = 1 A's k is 32..63
+    conf = by_kind["assert_conform"]
+    assert conf.status == "violated" and conf.witness["loop_indices"] == {"kt": 1}
