@@ -494,6 +494,9 @@ class AveLanguageServer(LanguageServer):
         st.files = outcome.files
         st.result = _Result(version, outcome.items, _result_id(version, outcome.items))
         self._deliver(st)
+        if "ave_core" in text and is_python(doc.language_id, path):
+            from ave_core.pool import collect_soon
+            collect_soon()              # the check's garbage, now rather than in the next
 
     async def _with_progress(self, fut: asyncio.Future, path: str) -> Any:
         """Await the check ``fut``; when it takes longer than :data:`PROGRESS_AFTER_S`
