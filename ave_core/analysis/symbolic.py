@@ -256,11 +256,19 @@ def _unique_rows(*cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return u, inv.reshape(-1)
 
 
+def _uniform(x: np.ndarray) -> bool:
+    """Every element equal (``x`` not empty)."""
+    first = x.flat[0]
+    return bool((x == first).all())
+
+
 def _pairwise(tab: SymTable, ka: np.ndarray, kb: np.ndarray, f) -> np.ndarray:
     """Apply ``f(key_a, key_b) -> key`` over the unique pairs of two key arrays."""
     ka, kb = np.broadcast_arrays(ka, kb)
     if not ka.any() and not kb.any():
         return np.zeros(ka.shape, dtype=np.int32)
+    if ka.size and _uniform(ka) and _uniform(kb):          # the usual: one pair
+        return np.full(ka.shape, f(int(ka.flat[0]), int(kb.flat[0])), dtype=np.int32)
     uniq, inv = _unique_rows(ka, kb)
     out = np.array([f(int(a), int(b)) for a, b in uniq], dtype=np.int32)
     return out[inv].reshape(ka.shape)
@@ -555,6 +563,16 @@ def sym_compare(tab: SymTable, ct: CondTable, pred: str, a: SymInt, b: SymInt) -
         out[conc_mask] = np.where(truth, 0, 1)
     sym = ~conc_mask
     if sym.any():
+        if not conc_mask.any() and _uniform(d.key):
+            # one linear form (a tile's coordinate against a size): by offset
+            cs, inv = _unique_1d(np.asarray(d.conc, np.int64).reshape(-1))
+            k = int(d.key.flat[0])
+            get = ct._atomic.get
+            ids = [get((pred, k, c)) for c in cs.tolist()]
+            if None in ids:
+                ids = [ct.atomic(pred, k, c) if i is None else i
+                       for i, c in zip(ids, cs.tolist())]
+            return np.array(ids, dtype=np.int32)[inv].reshape(shape)
         ks, cs = d.key[sym], d.conc[sym]
         rows, inv = _unique_rows(ks, cs)
         ids = np.array([ct.atomic(pred, k, c) for k, c in rows.tolist()], dtype=np.int32)

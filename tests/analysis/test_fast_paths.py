@@ -379,3 +379,46 @@ def test_bounds_fast_path_matches_definition(seed):
             ref.append(i)
     assert got.tolist() == ref
     assert 0 < len(ref) < n
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_sym_compare_matches_definition(seed):
+    """``a <pred> b`` elementwise: 0 (true) / 1 (false) where ``a - b`` is a constant,
+    else the id of the atomic condition ``LIN[key] + conc <pred> 0``, new conditions made
+    in ascending (key, conc) order (ids are part of a witness: they must not depend on
+    the path taken). One linear form (the fast path), several, and constants."""
+    from ave_core.analysis.symbolic import Atom, SymInt, SymTable, sym_compare
+
+    rng = np.random.default_rng(seed)
+    tab = SymTable()
+    M = tab.atom(Atom("dim", ("A", 0)))
+    pid = tab.atom(Atom("pid", (0,)))
+    m0 = tab.scale(pid, 64)
+    n = 500
+    if seed < 2:       # a tile row against a size: one form
+        a = SymInt(np.full(n, m0, np.int32), rng.integers(0, 64, n).astype(np.int64))
+    elif seed < 4:     # mixed forms, some constant
+        a = SymInt(rng.choice([0, m0, pid], n).astype(np.int32),
+                   rng.integers(-5, 70, n).astype(np.int64))
+    else:              # a scalar, and a 2-D shape
+        a = SymInt(np.full((20, 25), m0, np.int32), rng.integers(0, 9, (20, 25)))
+    b = SymInt(np.full(a.shape, M, np.int32), np.zeros(a.shape, np.int64)) if seed != 5 \
+        else SymInt(np.zeros(a.shape, np.int32), np.full(a.shape, 30, np.int64))
+    for pred in ("lt", "ge", "eq"):
+        ct, ref_ct = CondTable(), CondTable()
+        ct.atomic(pred, m0, 3)                   # some conditions exist already
+        ref_ct.atomic(pred, m0, 3)
+        got = sym_compare(tab, ct, pred, a, b)
+        dk = np.vectorize(lambda x, y: tab.add(int(x), int(y), -1))(a.key, b.key)
+        dc = a.conc - b.conc
+        new = sorted({(int(k), int(c)) for k, c in zip(dk.reshape(-1), dc.reshape(-1))
+                      if k != 0})
+        for k, c in new:
+            ref_ct.atomic(pred, k, c)
+        op = {"lt": np.less, "ge": np.greater_equal, "eq": np.equal}[pred]
+        ref = np.where(dk == 0, np.where(op(dc, 0), 0, 1),
+                       np.vectorize(lambda k, c: ref_ct.find_atomic(pred, int(k), int(c))
+                                    if k != 0 else 0)(dk, dc))
+        assert got.shape == a.shape
+        assert got.tolist() == ref.tolist()
+        assert ct.sets == ref_ct.sets
