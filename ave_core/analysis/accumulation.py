@@ -283,7 +283,7 @@ def check_chain(eng: Any, chain_: list, consumer: Any) -> dict | None:
         res["covered"] += 1
         done: set = set()
         raw_done: set = set()
-        gsets: dict = {}        # a guard row's bytes -> its atoms, sorted
+        gsets: dict = {}        # a guard row -> its atoms, sorted
         for w in range(W):
             # a warp whose contribution arrays equal an earlier warp's has the same items
             raw = b"".join(a[w].tobytes() for c in calls
@@ -295,12 +295,12 @@ def check_chain(eng: Any, chain_: list, consumer: Any) -> dict | None:
             for ci, c in enumerate(calls):
                 live = np.nonzero(c.live[w])[0]
                 keys, concs = c.key[w, live].tolist(), c.conc[w, live].tolist()
-                grows = c.guard[w, live]
+                grows = c.guard[w, live].tolist()
                 for n, j in enumerate(live.tolist()):
-                    gb = grows[n].tobytes()
+                    gb = tuple(grows[n])
                     g = gsets.get(gb)
                     if g is None:
-                        g = gsets[gb] = tuple(sorted({int(x) for x in grows[n] if x != 0}))
+                        g = gsets[gb] = tuple(sorted({x for x in gb if x != 0}))
                     items.append((keys[n], concs[n], g, ci, j))
             sig = tuple(items)
             if sig in done:
