@@ -90,6 +90,7 @@ class _Ctx:
     n_ops: int = 0
     memo: dict | None = None
     preconditions: list = field(default_factory=list)
+    body_info: dict = field(default_factory=dict)
 
 
 def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
@@ -311,6 +312,52 @@ def _try_fold(op: Op, ctx: _Ctx) -> tuple[Any, Any] | None:
 _MISSING = object()
 
 
+def _free_values(body: Block) -> list[Value]:
+    """The values ``body`` (nested regions included) uses and does not define, in order
+    of first use."""
+    inner: set = set()
+    out: list = []
+    seen: set = set()
+
+    def walk(blk: Block) -> None:
+        inner.update(blk.args)
+        for o in blk.ops:
+            for v in o.operands:
+                if v not in inner and v not in seen:
+                    seen.add(v)
+                    out.append(v)
+            for r in o.regions:
+                walk(r)
+            inner.update(o.results)
+
+    walk(body)
+    return [v for v in out if v not in inner]
+
+
+def _iteration_key(op: Op, body: Block, iv: Value, cur: list, ctx: _Ctx) -> tuple | None:
+    """The key of one iteration of ``op`` in the unroll memo: everything its ops depend on
+    (the loop indices, the induction value, the carried values, what the body's free values
+    map to -- the mapped values' constants are fixed when they are made). None (no reuse)
+    without a memo, and for a body holding a runtime loop or the bound of one (their
+    unrolling depends on the variant's trip counts, not only on these)."""
+    if ctx.memo is None:
+        return None
+    info = ctx.body_info.get(id(body))
+    if info is None:
+        ok = True
+        for o in body.ops:
+            for x in o.walk():
+                if (x.name == "scf.for" and x in ctx.trip_counts) or \
+                        any(r in ctx.bindings for r in x.results):
+                    ok = False
+        info = ctx.body_info[id(body)] = (body, _free_values(body) if ok else None)
+    free = info[1]
+    if free is None:
+        return None
+    mapped = tuple(id(_val(ctx, v)) for v in free)
+    return ("iter", id(op), ctx.loop_stack, id(iv), tuple(id(v) for v in cur), mapped)
+
+
 def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
     lb, ub, st = (_val(ctx, v) for v in op.operands[:3])
     inits = [_val(ctx, v) for v in op.operands[3:]]
@@ -341,7 +388,26 @@ def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
         ctx.vmap[body.args[0]] = iv
         for a, v in zip(body.args[1:], cur):
             ctx.vmap[a] = v
+        key = _iteration_key(op, body, iv, cur, ctx)
+        hit = ctx.memo.get(key) if key is not None else None
+        if hit is not None:
+            # this iteration was unrolled before (an earlier variant: the same inputs):
+            # its ops are the same objects, in the same order
+            ops, ys, consts, n_ops, _ = hit
+            ctx.n_ops += n_ops
+            if ctx.n_ops > MAX_UNROLLED_OPS:
+                raise UnrollError(f"the unrolled kernel has more than {MAX_UNROLLED_OPS} ops")
+            out.ops.extend(ops)
+            ctx.consts.update(consts)
+            cur = list(ys)
+            ctx.loop_stack = saved
+            continue
+        start, n0 = len(out.ops), ctx.n_ops
         ys = _clone_block(body, out, ctx) or []
+        if key is not None:
+            ctx.memo[key] = (out.ops[start:], list(ys),
+                             {y: ctx.consts[y] for y in ys if y in ctx.consts},
+                             ctx.n_ops - n0, (iv, list(cur), key))   # the keyed objects
         cur = ys
         ctx.loop_stack = saved
     for r, v in zip(op.results, cur):

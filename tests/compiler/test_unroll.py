@@ -94,3 +94,60 @@ def test_constant_loop_unrolled_exactly_with_carried_value():
     consts = [op.attrs["value"] for op in u.walk() if op.name == "arith.constant"]
     assert 12 in consts                         # (0+1+2+3)*2 folded
     assert not any(op.name == "scf.for" for op in u.walk())
+
+
+def _canon(variants) -> list:
+    """The unrolled variants as plain data: per op its name, loop indices, other attributes
+    (repr), operands numbered by first appearance, regions; and which ops are the same
+    object as an op of an earlier variant (the analysis resumes where variants depart)."""
+    values: dict = {}
+    objects: dict = {}
+
+    def num(v):
+        return values.setdefault(id(v), len(values))
+
+    def block(b):
+        out = [("args", [num(a) for a in b.args])]
+        for o in b.ops:
+            attrs = sorted((k, repr(v)) for k, v in o.attrs.items() if k != "loop_indices")
+            out.append((objects.setdefault(id(o), len(objects)), o.name,
+                        o.attrs.get("loop_indices"), attrs, [num(v) for v in o.operands],
+                        [num(r) for r in o.results], [block(r) for r in o.regions]))
+        return out
+
+    return [(trips, block(k.body)) for trips, k in variants]
+
+
+@pytest.mark.parametrize("src", ["PIPE", "examples/gemm.py", "examples/flash_attention.py",
+                                 "examples/moe.py"])
+def test_iteration_reuse_gives_the_same_variants(src, monkeypatch):
+    """Variants unrolled with earlier variants' iterations reused (the unroll memo) are
+    the variants unrolled op by op: the same ops, constants, loop indices and sharing of op
+    objects between variants. PIPE's body reads the trip bound (``kt + 2 < KT``): its
+    iterations differ per variant and must not be reused."""
+    import os
+
+    import ave_core.compiler.unroll as U
+
+    if src == "PIPE":
+        k = _kernel()
+    else:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        with open(os.path.join(root, src), encoding="utf-8") as f:
+            k = compile_source(f.read(), src).kernels[0]
+    calls = {"hit": 0}
+    key_of = U._iteration_key
+
+    def counting(op, body, iv, cur, ctx):
+        key = key_of(op, body, iv, cur, ctx)
+        calls["hit"] += key is not None and key in ctx.memo
+        return key
+
+    monkeypatch.setattr(U, "_iteration_key", counting)
+    reused = _canon(list(unrolled_variants(k)))
+    monkeypatch.setattr(U, "_iteration_key", lambda *a: None)
+    fresh = _canon(list(unrolled_variants(k)))
+    assert reused == fresh
+    T = default_trip_bound(k)
+    # iterations 0..n-2 of variant n were unrolled by variant n - 1
+    assert calls["hit"] == (0 if src == "PIPE" else T * (T - 1) // 2)
