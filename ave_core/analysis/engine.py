@@ -1487,19 +1487,28 @@ class Engine:
         F = self.F
         code = t.code.reshape(W, R, C, F)
         held = D["held"].reshape(W, R, C)
+        # ok: every held element of the line holds the first held one's value, a value
+        # (not ⊥ or ⊤: codes > 0); a line with nothing held is ok
         if axis == 1:       # per (w, r), along c
             i0 = np.argmax(held, axis=2)                                   # (W, R)
             wi, ri = np.arange(W)[:, None], np.arange(R)[None, :]
             base = t.take(((wi * R + ri) * C + i0).reshape(-1))
             c0 = base.code.reshape(W, R, 1, F)
-            ok = np.all(~held[..., None] | ((code > 0) & (code == c0)), axis=2)
+            same = code == c0
+            same |= ~held[..., None]
+            ok = same.all(axis=2)
+            some = held.any(axis=2)                                        # (W, R)
         else:               # per (w, c), along r
             i0 = np.argmax(held, axis=1)                                   # (W, C)
             wi, ci = np.arange(W)[:, None], np.arange(C)[None, :]
             base = t.take(((wi * R + i0) * C + ci).reshape(-1))
             c0 = base.code.reshape(W, 1, C, F)
-            ok = np.all(~held[..., None] | ((code > 0) & (code == c0)), axis=1)
+            same = code == c0
+            same |= ~held[..., None]
+            ok = same.all(axis=1)
+            some = held.any(axis=1)                                        # (W, C)
         ok = ok.reshape(W * (R if axis == 1 else C), F)
+        ok &= (base.code > 0) | ~some.reshape(-1, 1)
         if top_fields is None:
             top_fields = np.zeros(F, bool)
         # constant: kept; varying, in a field the other operand lacks: ⊤ (the MMA mixed

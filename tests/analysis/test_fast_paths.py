@@ -422,3 +422,47 @@ def test_sym_compare_matches_definition(seed):
         assert got.shape == a.shape
         assert got.tolist() == ref.tolist()
         assert ct.sets == ref_ct.sets
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_constant_along_w_matches_definition(seed):
+    """An MMA's row (column) tags: per warp and row of A (column of B), per field, the
+    value of the first held element if every held element of the line holds that value
+    and it is a value (> 0: not ⊥ or ⊤), ⊤ where a field the other operand lacks varies,
+    else ⊥; a line with nothing held keeps its (unheld) first element's value."""
+    from types import SimpleNamespace
+
+    from ave_core.analysis.engine import ABSENT, TOP, Engine, Tags
+
+    rng = np.random.default_rng(seed)
+    W, R, C, F = 2, 5, 4, 3
+    n = W * R * C
+    code = rng.choice([ABSENT, TOP, 7, 9, 11], (n, F)).astype(np.int64)
+    if seed % 2:                      # mostly constant lines
+        code[:, 1] = np.repeat(rng.choice([7, 9], W * R), C)
+    held = rng.random(n) < (0.3 if seed == 3 else 0.8)
+    t = Tags(code, np.zeros((n, 4), np.int32), np.zeros(n, np.int32),
+             np.zeros(n, np.int32))
+    D = {"tags": t, "W": W, "shape": (R, C), "held": held}
+    eng = SimpleNamespace(F=F)
+    top_fields = np.array([True, False, True])
+    for axis in (1, 0):
+        got = Engine._constant_along_w(eng, D, axis, top_fields).code
+        c3, h3 = code.reshape(W, R, C, F), held.reshape(W, R, C)
+        lines = [(w, i) for w in range(W) for i in range(R if axis == 1 else C)]
+        for li, (w, i) in enumerate(lines):
+            idx = [(w, i, j) for j in range(C)] if axis == 1 else \
+                [(w, j, i) for j in range(R)]
+            hs = [h3[x] for x in idx]
+            first = idx[hs.index(True)] if any(hs) else idx[0]
+            for f in range(F):
+                v0 = c3[first][f]
+                ok = all((not h) or (c3[x][f] == v0 and c3[x][f] > 0)
+                         for x, h in zip(idx, hs))
+                if ok:
+                    want = v0
+                elif top_fields[f] and v0 != ABSENT:
+                    want = TOP
+                else:
+                    want = ABSENT
+                assert got[li, f] == want, (axis, w, i, f)
