@@ -890,9 +890,8 @@ class Engine:
         tags = self.smem.take(first)
         if eb > G:
             for j in range(1, eb // G):
-                other = self.smem.take(byts[:, j])
-                if not np.array_equal(other.code, tags.code):
-                    tags = join(tags, other, self.conds)
+                if not np.array_equal(rows_take(self.smem.code, byts[:, j]), tags.code):
+                    tags = join(tags, self.smem.take(byts[:, j]), self.conds)
         self.races.read(g, gt, op)
         wr = all_last(self.written[byts])
         if not wr.all():
@@ -942,8 +941,7 @@ class Engine:
 
     def _differs(self, byts: np.ndarray, t: Tags) -> np.ndarray:
         """Per granule: the new tags differ from the stored ones (other data)."""
-        old = self.smem.take(byts)
-        return any_last(old.code != t.code)
+        return any_last(rows_take(self.smem.code, byts) != t.code)
 
     # ------------------------------------------------------------------ movement
 
