@@ -364,6 +364,7 @@ class CondTable:
         self._atomic: dict[tuple[str, int, int], int] = {}
         self._log: dict[str, list] = {}            # pred -> [(key, conc, id)] in order made
         self._atomic_tab: dict[str, tuple] = {}    # pred -> (log length, codes, ids) sorted
+        self._conj_last: tuple | None = None       # (a result of conj_arrays, its b)
 
     def of(self, conds: frozenset[Cond]) -> int:
         i = self.ids.get(conds)
@@ -457,6 +458,17 @@ class CondTable:
         b = self.rows(b)
         n = max(a.shape[0], b.shape[0])
         a, b = self.rows(a, n), self.rows(b, n)
+        last = self._conj_last
+        if last is not None and a is last[0] and b is last[1]:
+            # (x & b) & b = x & b, also cut to GUARD ids (the ids of b cut from x & b are
+            # below its last one): an MMA chain's accumulator meeting the same products'
+            # guards again (a k-step whose products were reused)
+            return a.copy()
+        out = self._conj(a, b)
+        self._conj_last = (out, b)
+        return out
+
+    def _conj(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         na, nb = _used_columns(a), _used_columns(b)
         if nb == 0:
             return a.copy()

@@ -51,6 +51,24 @@ def test_conj_arrays_matches_definition(seed):
         assert np.array_equal(ct.conj_arrays(a, b), _conj_reference(a, b))
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_conj_arrays_again_with_the_same_rows(seed):
+    """A conjunction's result conjoined again with the same second rows (an MMA chain's
+    accumulator meeting reused products' guards) is reused: it must equal the definition,
+    truncation to 4 ids included, and stay a fresh array."""
+    rng = np.random.default_rng(200 + seed)
+    ct = CondTable()
+    for _ in range(100):
+        n = int(rng.integers(1, 12))
+        x = _canonical_rows(rng, n, int(rng.integers(0, 5)))
+        b = _canonical_rows(rng, n, int(rng.integers(0, 5)))
+        xb = ct.conj_arrays(x, b)
+        again = ct.conj_arrays(xb, b)
+        assert again is not xb
+        assert np.array_equal(again, _conj_reference(xb, b))
+        assert np.array_equal(again, _conj_reference(x, b))
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_conj_arrays_many_rows_matches_definition(seed):
     """Past 256 rows with few distinct (a, b) row pairs, each pair is merged once and
