@@ -350,9 +350,12 @@ def collect_soon(what: Callable[[], Any] = gc.collect, delay_s: float = 0.02) ->
     check's result has gone out, while the process waits for the next one, rather than
     in the middle of the next check (the analysis' unrolled IR is cyclic; a full
     collection of what a flash-attention analysis leaves takes 15-20 ms here)."""
-    t = threading.Timer(delay_s, what)
-    t.daemon = True
-    t.start()
+    try:
+        t = threading.Timer(delay_s, what)
+        t.daemon = True
+        t.start()
+    except RuntimeError:        # no thread now (a limit, the interpreter shutting down)
+        pass
 
 
 def resident_mib() -> float | None:

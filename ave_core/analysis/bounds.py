@@ -44,6 +44,8 @@ class BoundsChecker:
         self.assumptions: list = []          # (tensor, dim, key, conc): shape == LIN + conc
         self._nonneg_memo: dict = {}
         self._memo: dict = {}
+        #: when a list: every assumption a mask states is appended (Engine._xv_mark)
+        self.mask_log: list | None = None
 
     def _push(self, lst: list, item: Any) -> None:
         lst.append(item)
@@ -78,6 +80,8 @@ class BoundsChecker:
                     eng.tab.atoms[a].kind == "dim" and co > 0 for a, co in eng.tab.lins[k]):
                 continue
             item = (name, d, k, c)
+            if self.mask_log is not None:
+                self.mask_log.append(item)
             if item not in self.assumptions:
                 self._push(self.assumptions, item)
 
@@ -177,13 +181,16 @@ class BoundsChecker:
         # variant's trip counts: an obligation of the prefix a variant shares with the
         # previous one reuses them under the same assumptions; z3 runs again (the trip-count
         # preconditions differ per variant)
+        # (the bounds, the assumed extents included, are part of the key: a variant can
+        # assume other ones for the same obligation)
         ob_id = (id(key), id(guard))
+        bounds = tuple(self._bounds_of(name, d))
         memo = self._memo.get(ob_id)
-        if memo is not None and memo[0] is key and memo[1] == len(self.assumptions):
+        if memo is not None and memo[0] is key and memo[1] == bounds:
             todo = memo[2]
         else:
             todo = self._fast(name, d, key, conc, guard)
-            self._memo[ob_id] = (key, len(self.assumptions), todo)
+            self._memo[ob_id] = (key, bounds, todo)
         if len(todo) == 0:
             return None
         return self._search(op, loops, name, d, key, conc, guard, threads, gc, live, todo)

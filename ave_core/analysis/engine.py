@@ -243,6 +243,9 @@ class PairCheck:
     #: canonical (reproducible) model, for the analysis to call on the one it keeps
     violation: dict | None = None
     unknown: str | None = None
+    #: some paired values differed, so the verdict also rests on the guards (a clean
+    #: verdict then holds for these guards only: see Engine._check_store)
+    consulted: bool = False
 
 
 class _NoFingerprint(Exception):
@@ -253,7 +256,7 @@ def _fingerprint(x: Any, keep: list, tag_ops: list) -> Any:
     """A hashable key of a value's contents (see ``Engine._xv_entry``); objects keyed by
     identity are appended to ``keep``. Raises _NoFingerprint for a value without one."""
     if x is None or isinstance(x, (bool, int, float, str)):
-        return ("p", x)
+        return ("p", type(x).__name__, x)
     t = type(x)
     if t is SymInt:
         k, c = np.asarray(x.key), np.asarray(x.conc)
@@ -269,10 +272,11 @@ def _fingerprint(x: Any, keep: list, tag_ops: list) -> Any:
                 tuple(x.dims), x.base, id(x.layout), x.lo, x.hi, x.name, tuple(x.dyn))
     if t is TensorVal:
         # a tensor's tag op is an index into the engine's list, which variants rebuild:
-        # the op itself is the key (kept)
+        # the index (the destination's tags carry it as their origin) and the op itself
+        # (kept) are the key
         keep.append(tag_ops[x.tag_op] if x.tag_op is not None else None)
         g = None if x.gather is None else (x.gather[0], _fingerprint(x.gather[1], keep, tag_ops))
-        return ("T", x.name, x.rank, id(keep[-1]), g)
+        return ("T", x.name, x.rank, x.tag_op, id(keep[-1]), g)
     raise _NoFingerprint
 
 
@@ -983,8 +987,7 @@ class Engine:
                 mark = self._xv_mark()
                 guard = self.eval_mask(op, coords, dst if on_dst else src, n)
                 self.bounds.access(op, dst, coords, guard, thread)
-                if entry is not None:
-                    self._xv_record(entry, mark, guard=guard)
+                self._xv_record(entry, mark, guard=guard)
             if src.space == "shared":
                 stags = self.read_tags(src, coords, op, np.zeros(n, np.int32), thread)
                 if dst.tensor is not None and dst.tensor.tag_op is not None:
@@ -1069,8 +1072,7 @@ class Engine:
                     held = np.repeat(self.active, V)
                     self.bounds.access(op, dst, [c[held] for c in coords], guard[held],
                                        np.repeat(np.arange(T), V)[held])
-                if entry is not None:
-                    self._xv_record(entry, mark, guard=guard)
+                self._xv_record(entry, mark, guard=guard)
             if dst.tensor is not None and dst.tensor.tag_op is not None:
                 self._check_store(op, dst, fr, guard, entry)
             return                                    # global writes are not tracked
@@ -1111,7 +1113,8 @@ class Engine:
         Y = {"tags": dtags, "holder": thread, "reg": reg, "held": held, "shape": (n,)}
         self._pair(check, X, Y, None, None, op)
         self.checks.append(check)
-        if entry is not None and check.violation is None and check.unknown is None:
+        if entry is not None and check.violation is None and check.unknown is None and \
+                not check.consulted:
             entry["clean"] = (tags.code.copy(), check.compared, check.covered)
 
     def _check_store(self, op: Op, dst: TileVal, fr: FragVal,
@@ -1156,7 +1159,9 @@ class Engine:
         Y = {"tags": dtags, "holder": holder, "reg": reg, "held": held, "shape": (n,)}
         self._pair(check, X, Y, None, None, op)
         self.checks.append(check)
-        if entry is not None and check.violation is None and check.unknown is None:
+        if entry is not None and check.violation is None and check.unknown is None and \
+                not check.consulted:
+            # clean on the values alone (no pair differed): clean for any guards
             entry["clean"] = (fr.tags.code.copy(), check.compared, check.covered)
 
     # ------------------------------------------------------------------ cross-variant memo
@@ -1176,7 +1181,9 @@ class Engine:
             for reg in op.regions:
                 inner = set(reg.args)
                 for rop in reg.ops:
-                    if rop.regions:
+                    # arithmetic only (what a mask is): nothing else to replay
+                    if rop.regions or not (rop.name.startswith(("arith.", "math."))
+                                           or rop.name == "ave.yield"):
                         return None
                     for v in rop.operands:
                         if v not in inner:
@@ -1192,14 +1199,22 @@ class Engine:
             entry = self._xv[key] = {"keep": keep}
         return entry
 
-    def _xv_mark(self) -> tuple[int, int]:
-        return len(self.bounds.obligations), len(self.bounds.assumptions)
+    def _xv_mark(self) -> int:
+        """Start recording an op's bounds obligations and the assumptions its mask states
+        (all of them: one another op stated first in this variant may be missing in the
+        next)."""
+        self.bounds.mask_log = []
+        return len(self.bounds.obligations)
 
-    def _xv_record(self, entry: dict, mark: tuple[int, int], **results: Any) -> None:
-        """Keep what an op computed and the bounds obligations and assumptions it added."""
+    def _xv_record(self, entry: dict | None, mark: int, **results: Any) -> None:
+        """Keep what an op computed, the bounds obligations it added and the assumptions
+        its mask stated (in ``entry``; None: stop recording only)."""
+        log, self.bounds.mask_log = self.bounds.mask_log, None
+        if entry is None:
+            return
         entry.update(results)
-        entry["obligations"] = [ob[1:] for ob in self.bounds.obligations[mark[0]:]]
-        entry["assumptions"] = list(self.bounds.assumptions[mark[1]:])
+        entry["obligations"] = [ob[1:] for ob in self.bounds.obligations[mark:]]
+        entry["assumptions"] = list(log or ())
 
     def _xv_replay(self, op: Op, entry: dict) -> None:
         """Add the bounds obligations (the same arrays: their fast-path verdicts are kept by
@@ -1696,6 +1711,7 @@ class Engine:
         cand = any_last(topv | diffk | diffc)
         if not cand.any():
             return
+        check.consulted = True
         hx = X["holder"][ix]
         hy = Y["holder"][iy]
         cidx = np.nonzero(cand)[0]
