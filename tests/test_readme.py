@@ -39,3 +39,28 @@ def test_readme_witness_output_is_current():
     assert out.returncode == 1
     real = out.stdout.splitlines()
     assert real[:len(shown)] == shown
+
+
+def test_readme_example_check_summaries_are_current():
+    """The set-up section's figures for the two example checks are what they print."""
+    import glob
+    import subprocess
+    import sys
+    text = README.read_text(encoding="utf-8")
+    line = " ".join(re.search(r"Its\s+last line reads `(checked .*?)`", text, re.S)
+                    .group(1).split())
+    out = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", "examples/",
+                          "--jobs", "0"], capture_output=True, text=True,
+                         cwd=README.parent, timeout=900)
+    assert out.returncode == 1
+    assert out.stdout.strip().splitlines()[-1] == line
+    files, kernels, specs, proved = re.search(
+        r"exits 0 \(`(\d+) files, (\d+) kernels\s+\((\d+) specializations\)`, (\d+) proved\)",
+        text).groups()
+    paths = sorted(glob.glob("examples/*.py", root_dir=README.parent)) + ["examples/mi300x/"]
+    out = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", *paths],
+                         capture_output=True, text=True, cwd=README.parent, timeout=900)
+    assert out.returncode == 0
+    last = out.stdout.strip().splitlines()[-1]
+    assert f"checked {files} files, {kernels} kernels ({specs} specializations)" in last
+    assert f"{proved} proved, 0 violated" in last
