@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from ave_core.analysis.symbolic import Atom, SymInt, _unique_1d, _unique_rows, any_last
+from ave_core.analysis.symbolic import (Atom, SymInt, _uniform, _unique_1d, _unique_rows,
+                                        any_last)
 
 _NONNEG = ("pid", "nprog", "dim", "stride", "load")
 
@@ -189,13 +190,13 @@ class BoundsChecker:
         if memo is not None and memo[0] is key and memo[1] == bounds:
             todo = memo[2]
         else:
-            todo = self._fast(name, d, key, conc, guard)
+            todo = self._fast(name, d, key, conc, guard, bounds)
             self._memo[ob_id] = (key, bounds, todo)
         if len(todo) == 0:
             return None
         return self._search(op, loops, name, d, key, conc, guard, threads, gc, live, todo)
 
-    def _fast(self, name, d, key, conc, guard) -> np.ndarray:
+    def _fast(self, name, d, key, conc, guard, bounds=None) -> np.ndarray:
         """Elements the fast paths cannot prove in bounds.
 
         Work is per distinct value where values repeat (an access of a tile has one
@@ -204,13 +205,14 @@ class BoundsChecker:
         distinct ``(key, conc)``."""
         eng = self.eng
         tab = eng.tab
-        bounds = self._bounds_of(name, d)
+        if bounds is None:
+            bounds = self._bounds_of(name, d)
         n = len(key)
         if n == 0:
             return np.zeros(0, np.int64)
         key = np.asarray(key, np.int64)
         conc = np.asarray(conc, np.int64)
-        if (key == key[0]).all():                     # the usual: one linear form
+        if _uniform(key):                             # the usual: one linear form
             uk, kinv = key[:1], None
         else:
             uk, kinv = _unique_1d(key)

@@ -980,14 +980,12 @@ class Engine:
             # as for a global store (op_ave_store): the mask, the bounds obligations and
             # the destination's tags are the same in every variant's epilogue
             entry = self._xv_entry(op, src, dst)
-            if entry is not None and "guard" in entry:
-                self._xv_replay(op, entry)
-                guard = entry["guard"]
-            else:
-                mark = self._xv_mark()
-                guard = self.eval_mask(op, coords, dst if on_dst else src, n)
-                self.bounds.access(op, dst, coords, guard, thread)
-                self._xv_record(entry, mark, guard=guard)
+
+            def global_side() -> np.ndarray:
+                g = self.eval_mask(op, coords, dst if on_dst else src, n)
+                self.bounds.access(op, dst, coords, g, thread)
+                return g
+            guard = self._xv_guard(op, entry, global_side)
             if src.space == "shared":
                 stags = self.read_tags(src, coords, op, np.zeros(n, np.int32), thread)
                 if dst.tensor is not None and dst.tensor.tag_op is not None:
@@ -1057,22 +1055,20 @@ class Engine:
             # variant stores to the same elements under the same mask, so it is computed
             # once (see :meth:`_xv_entry`).
             entry = self._xv_entry(op, dst)
-            if entry is not None and "guard" in entry:
-                self._xv_replay(op, entry)
-                guard = entry["guard"]
-            else:
-                mark = self._xv_mark()
+
+            def global_side() -> np.ndarray | None:
                 lay = op.operands[1].type.layout
-                guard = None
-                if hasattr(lay, "coords_table"):
-                    tab = self.table(lay)
-                    T, V, R = tab.shape
-                    coords = self.layout_coords(lay)
-                    guard = self.eval_mask(op, coords, dst, T * V)
-                    held = np.repeat(self.active, V)
-                    self.bounds.access(op, dst, [c[held] for c in coords], guard[held],
-                                       np.repeat(np.arange(T), V)[held])
-                self._xv_record(entry, mark, guard=guard)
+                if not hasattr(lay, "coords_table"):
+                    return None
+                tab = self.table(lay)
+                T, V, R = tab.shape
+                coords = self.layout_coords(lay)
+                g = self.eval_mask(op, coords, dst, T * V)
+                held = np.repeat(self.active, V)
+                self.bounds.access(op, dst, [c[held] for c in coords], g[held],
+                                   np.repeat(np.arange(T), V)[held])
+                return g
+            guard = self._xv_guard(op, entry, global_side)
             if dst.tensor is not None and dst.tensor.tag_op is not None:
                 self._check_store(op, dst, fr, guard, entry)
             return                                    # global writes are not tracked
@@ -1092,13 +1088,8 @@ class Engine:
         """A copy from shared memory into a tagged tensor: each element's tags must conform
         to the destination element's tag (see :meth:`_check_store`, also for ``entry``)."""
         n = len(thread)
-        if entry is not None and "clean" in entry:
-            code, compared, covered = entry["clean"]
-            if np.array_equal(code, tags.code):
-                check = self.new_check(op, "store")
-                check.compared, check.covered = compared, covered
-                self.checks.append(check)
-                return
+        if self._xv_clean(op, entry, tags.code):
+            return
         if entry is not None and "dst" in entry:
             dtags, held = entry["dst"]
         else:
@@ -1113,9 +1104,7 @@ class Engine:
         Y = {"tags": dtags, "holder": thread, "reg": reg, "held": held, "shape": (n,)}
         self._pair(check, X, Y, None, None, op)
         self.checks.append(check)
-        if entry is not None and check.violation is None and check.unknown is None and \
-                not check.consulted:
-            entry["clean"] = (tags.code.copy(), check.compared, check.covered)
+        self._xv_keep_clean(entry, check, tags.code)
 
     def _check_store(self, op: Op, dst: TileVal, fr: FragVal,
                      guard: np.ndarray | None = None, entry: dict | None = None) -> None:
@@ -1132,13 +1121,8 @@ class Engine:
             return
         tab = self.table(lay)
         T, V, R = tab.shape
-        if entry is not None and "clean" in entry:
-            code, compared, covered = entry["clean"]
-            if np.array_equal(code, fr.tags.code):
-                check = self.new_check(op, "store")
-                check.compared, check.covered = compared, covered
-                self.checks.append(check)
-                return
+        if self._xv_clean(op, entry, fr.tags.code):
+            return
         n = T * V
         if entry is not None and "dst" in entry:
             dtags, held = entry["dst"]
@@ -1159,10 +1143,7 @@ class Engine:
         Y = {"tags": dtags, "holder": holder, "reg": reg, "held": held, "shape": (n,)}
         self._pair(check, X, Y, None, None, op)
         self.checks.append(check)
-        if entry is not None and check.violation is None and check.unknown is None and \
-                not check.consulted:
-            # clean on the values alone (no pair differed): clean for any guards
-            entry["clean"] = (fr.tags.code.copy(), check.compared, check.covered)
+        self._xv_keep_clean(entry, check, fr.tags.code)
 
     # ------------------------------------------------------------------ cross-variant memo
 
@@ -1198,6 +1179,38 @@ class Engine:
                 self._xv.pop(next(iter(self._xv)))
             entry = self._xv[key] = {"keep": keep}
         return entry
+
+    def _xv_guard(self, op: Op, entry: dict | None, compute: Any) -> Any:
+        """The guard of a global access's elements: ``compute()`` (which evaluates the
+        mask and records the bounds obligations), kept in ``entry``, or replayed from it."""
+        if entry is not None and "guard" in entry:
+            self._xv_replay(op, entry)
+            return entry["guard"]
+        mark = self._xv_mark()
+        guard = compute()
+        self._xv_record(entry, mark, guard=guard)
+        return guard
+
+    def _xv_clean(self, op: Op, entry: dict | None, code: np.ndarray) -> bool:
+        """A store check of values equal to those of a clean verdict kept in ``entry``:
+        the same verdict and counts, recorded; False when there is none to reuse."""
+        if entry is None or "clean" not in entry:
+            return False
+        kept, compared, covered = entry["clean"]
+        if not np.array_equal(kept, code):
+            return False
+        check = self.new_check(op, "store")
+        check.compared, check.covered = compared, covered
+        self.checks.append(check)
+        return True
+
+    def _xv_keep_clean(self, entry: dict | None, check: PairCheck, code: np.ndarray
+                       ) -> None:
+        """Keep a store check's verdict for reuse when it is clean on the values alone (no
+        pair differed: clean for any guards; one that rested on the guards is not)."""
+        if entry is not None and check.violation is None and check.unknown is None and \
+                not check.consulted:
+            entry["clean"] = (code.copy(), check.compared, check.covered)
 
     def _xv_mark(self) -> int:
         """Start recording an op's bounds obligations and the assumptions its mask states

@@ -334,12 +334,14 @@ def _free_values(body: Block) -> list[Value]:
     return [v for v in out if v not in inner]
 
 
-def _iteration_key(op: Op, body: Block, iv: Value, cur: list, ctx: _Ctx) -> tuple | None:
-    """The key of one iteration of ``op`` in the unroll memo: everything its ops depend on
+def _iteration_key(op: Op, body: Block, iv: Value, cur: list, ctx: _Ctx
+                   ) -> tuple[tuple, list] | None:
+    """The key of one iteration of ``op`` in the unroll memo -- everything its ops depend on
     (the loop indices, the induction value, the carried values, what the body's free values
-    map to -- the mapped values' constants are fixed when they are made). None (no reuse)
-    without a memo, and for a body holding a runtime loop or the bound of one (their
-    unrolling depends on the variant's trip counts, not only on these)."""
+    map to; the mapped values' constants are fixed when they are made) -- and the objects
+    whose identities it holds (the memo entry keeps them alive). None (no reuse) without a
+    memo, and for a body holding a runtime loop or the bound of one (their unrolling
+    depends on the variant's trip counts, not only on these)."""
     if ctx.memo is None:
         return None
     info = ctx.body_info.get(id(body))
@@ -354,8 +356,9 @@ def _iteration_key(op: Op, body: Block, iv: Value, cur: list, ctx: _Ctx) -> tupl
     free = info[1]
     if free is None:
         return None
-    mapped = tuple(id(_val(ctx, v)) for v in free)
-    return ("iter", id(op), ctx.loop_stack, id(iv), tuple(id(v) for v in cur), mapped)
+    mapped = [_val(ctx, v) for v in free]
+    return ("iter", id(op), ctx.loop_stack, id(iv), tuple(id(v) for v in cur),
+            tuple(id(v) for v in mapped)), [iv, *cur, *mapped]
 
 
 def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
@@ -388,7 +391,8 @@ def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
         ctx.vmap[body.args[0]] = iv
         for a, v in zip(body.args[1:], cur):
             ctx.vmap[a] = v
-        key = _iteration_key(op, body, iv, cur, ctx)
+        keyed = _iteration_key(op, body, iv, cur, ctx)
+        key = keyed[0] if keyed is not None else None
         hit = ctx.memo.get(key) if key is not None else None
         if hit is not None:
             # this iteration was unrolled before (an earlier variant: the same inputs):
@@ -407,7 +411,7 @@ def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
         if key is not None:
             ctx.memo[key] = (out.ops[start:], list(ys),
                              {y: ctx.consts[y] for y in ys if y in ctx.consts},
-                             ctx.n_ops - n0, (iv, list(cur), key))   # the keyed objects
+                             ctx.n_ops - n0, keyed[1])   # the objects the key names
         cur = ys
         ctx.loop_stack = saved
     for r, v in zip(op.results, cur):

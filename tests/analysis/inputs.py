@@ -1,5 +1,6 @@
 """Concrete inputs for running the example kernels (and their broken copies) in the
-interpreter at a chosen block and trip count — for replaying witnesses."""
+interpreter at a chosen block and trip count — for replaying witnesses; and
+:func:`analysis_summary`, what two analyses of one kernel are compared by."""
 
 from __future__ import annotations
 
@@ -60,3 +61,13 @@ def inputs_for(kernel, block, trips: int, rng=None):
         out = np.zeros((T * topk, N), np.uint16)
         return (len(experts), block[1] + 1), [X, W, out, ids, experts, weights]
     raise KeyError(name)
+
+
+def analysis_summary(a) -> dict:
+    """Everything an analysis reports, as plain data: variants, each assertion (its JSON,
+    compared and covered counts, reason, witness), the diagnostics' JSON. Two ways of
+    running the analysis that must agree are compared by it."""
+    return {"variants": a.variants,
+            "assertions": [(r.to_json(), r.compared, r.covered, r.reason, r.witness)
+                           for r in a.assertions],
+            "diagnostics": [d.to_json() for d in a.diagnostics]}

@@ -342,8 +342,8 @@ def test_bounds_fast_path_matches_definition(seed):
     """The bounds checker's fast path (work per distinct linear form and offset) against
     its definition element by element: the upper bound is proved when ``c - E`` is a
     negative constant or the element's guard holds the condition ``c - E < 0`` (or, when
-    no comparison built that one, ``c - E + 1 <= 0``); the lower bound when ``c``'s form is nonnegative and its offset
-    is >= 0. Uniform and mixed linear forms, with and without an assumed extent."""
+    no comparison built that one, ``c - E + 1 <= 0``); the lower bound when ``c``'s form
+    is nonnegative and its offset is >= 0. Uniform and mixed linear forms, with and without an assumed extent."""
     from types import SimpleNamespace
 
     from ave_core.analysis.bounds import BoundsChecker

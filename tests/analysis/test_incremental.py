@@ -16,13 +16,9 @@ import pytest
 from ave_core.analysis import AnalysisOptions, analyze
 from ave_core.compiler.frontend import compile_source
 
+from .inputs import analysis_summary as _summary
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _summary(a) -> dict:
-    return {"variants": a.variants,
-            "assertions": [(r.to_json(), r.covered, r.reason, r.witness) for r in a.assertions],
-            "diagnostics": [d.to_json() for d in a.diagnostics]}
 
 
 @pytest.mark.parametrize("rel, which", [

@@ -20,6 +20,8 @@ import ave_core.analysis.engine as engine
 from ave_core.analysis import AnalysisOptions, analyze
 from ave_core.compiler.frontend import compile_source
 
+from .inputs import analysis_summary as _summary
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -54,13 +56,6 @@ def memos_off(monkeypatch):
             m.setattr(engine.Engine, "__init__", init_forgetful)
             yield
     return off
-
-
-def _summary(a) -> dict:
-    return {"variants": a.variants,
-            "assertions": [(r.to_json(), r.compared, r.covered, r.reason, r.witness)
-                           for r in a.assertions],
-            "diagnostics": [d.to_json() for d in a.diagnostics]}
 
 
 # assert_disjoint(sA[1], sA[kt % 2]): disjoint at kt = 0, the same tile at kt = 1 (a
