@@ -115,7 +115,7 @@ class BoundsChecker:
             # mask's business); an integer-indexed dim (a batch, a head) stays trusted
             tiled = d in tile.dims and d != gath
             if d not in used and not (masked and tiled) and \
-                    any(self._runtime_index(int(k)) for k in np.unique(key)):
+                    any(self._runtime_index(int(k)) for k in _distinct_keys(c.key)):
                 continue
             self._push(self.obligations, (op, eng.loops, tile.tensor.name, d, key[live].copy(),
                                           conc[live].copy(), guard[live].copy(),
@@ -387,3 +387,14 @@ def _mask_args(op: Any) -> set:
                 if a is v:
                     used.add(i)
     return used
+
+
+def _distinct_keys(key: Any) -> np.ndarray:
+    """The distinct linear-form keys of a coordinate (usually one: a scalar or a uniform
+    array, decided without a sort)."""
+    key = np.asarray(key)
+    if key.size == 0:
+        return key.reshape(-1)
+    if key.ndim == 0 or _uniform(key):
+        return key.reshape(-1)[:1]
+    return _unique_1d(key.reshape(-1).astype(np.int64))[0]

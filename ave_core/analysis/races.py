@@ -37,19 +37,24 @@ _MAX = np.iinfo(np.int64).max
 class RaceTracker:
     """Per-granule epoch state (see the module docstring)."""
 
+    #: the per-granule state, one column each (see __init__)
+    COLUMNS = ("w_epoch", "w_thread", "w_at", "r_epoch", "r_lo", "r_hi", "r_at", "pending",
+               "p_thread", "p_at")
+
     def __init__(self, eng: Any, ngran: int) -> None:
         self.eng = eng
         self.epoch = 0
-        self.w_epoch = np.full(ngran, -1, np.int64)
-        self.w_thread = np.full(ngran, -1, np.int64)
-        self.w_at = np.full(ngran, -1, np.int64)        # index into self.points
-        self.r_epoch = np.full(ngran, -1, np.int64)
-        self.r_lo = np.full(ngran, -1, np.int64)        # lowest / highest reader thread
-        self.r_hi = np.full(ngran, -1, np.int64)
-        self.r_at = np.full(ngran, -1, np.int64)
-        self.pending = np.zeros(ngran, np.int64)
-        self.p_thread = np.full(ngran, -1, np.int64)
-        self.p_at = np.full(ngran, -1, np.int64)
+        # One row per granule (a read's fast path gathers and scatters whole rows: one
+        # operation instead of a dozen); each column is also an attribute (a view):
+        # w_epoch / w_thread / w_at: the last write's epoch, thread and point (an index
+        # into self.points); r_epoch / r_lo / r_hi / r_at: the epoch of the last reads, the
+        # lowest and highest reader thread, the last read's point; pending / p_thread /
+        # p_at: asynchronous copies into the granule in flight, the last one's thread and
+        # point.
+        self.state = np.full((ngran, len(self.COLUMNS)), -1, np.int64)
+        for i, name in enumerate(self.COLUMNS):
+            setattr(self, name, self.state[:, i])
+        self.pending[:] = 0
         self.points: list = []                          # (op, loops)
         self._scratch_lo = np.full(ngran, _MAX, np.int64)
         self._scratch_hi = np.full(ngran, -1, np.int64)
@@ -113,19 +118,27 @@ class RaceTracker:
             return
         at = self.point(op)
         ug, tmin, tmax = self._readers(g, t)
+        rows = self.state.take(ug, axis=0)          # (len(ug), columns): one gather
+        w_epoch, w_thread, _, r_epoch, r_lo, r_hi, _, pending, p_thread, _ = rows.T
         # per distinct granule: some reader differs from the in-flight copy's thread (the
         # last writer's) iff the readers are not all that one thread
-        pt = self.p_thread[ug]
-        wt = self.w_thread[ug]
-        if not (((self.pending[ug] > 0) & ((pt != tmin) | (pt != tmax))).any() or
-                ((self.w_epoch[ug] == self.epoch) & (wt >= 0) &
-                 ((wt != tmin) | (wt != tmax))).any()):
-            self._save(("r_epoch", "r_lo", "r_hi", "r_at"), ug)
-            fresh = self.r_epoch[ug] != self.epoch
-            self.r_lo[ug] = np.where(fresh, tmin, np.minimum(self.r_lo[ug], tmin))
-            self.r_hi[ug] = np.where(fresh, tmax, np.maximum(self.r_hi[ug], tmax))
-            self.r_epoch[ug] = self.epoch
-            self.r_at[ug] = at
+        if not (((pending > 0) & ((p_thread != tmin) | (p_thread != tmax))).any() or
+                ((w_epoch == self.epoch) & (w_thread >= 0) &
+                 ((w_thread != tmin) | (w_thread != tmax))).any()):
+            j = self.eng.journal
+            if j is not None:
+                old = rows.copy()
+
+                def undo() -> None:
+                    _put_rows(self.state, ug, old)
+                j.append(undo)
+            fresh = r_epoch != self.epoch
+            new = rows                              # a copy (take): updated in place
+            new[:, 4] = np.where(fresh, tmin, np.minimum(r_lo, tmin))
+            new[:, 5] = np.where(fresh, tmax, np.maximum(r_hi, tmax))
+            new[:, 3] = self.epoch
+            new[:, 6] = at
+            _put_rows(self.state, ug, new)          # one scatter
             return
         self._read_elements(g, t, op, at)
 
@@ -219,6 +232,13 @@ class RaceTracker:
                                    "barrier_fixes": (other_at < at and
                                                      what != "an asynchronous copy in flight"),
                                    "in_branch": getattr(self.eng, "in_branch", 0) > 0})
+
+
+def _put_rows(a: np.ndarray, idx: np.ndarray, rows: np.ndarray) -> None:
+    """``a[idx] = rows`` for whole rows of a C-contiguous 2-D array, through a
+    one-element-per-row view (``idx`` distinct)."""
+    dt = np.dtype((np.void, a.dtype.itemsize * a.shape[1]))
+    np.put(a.view(dt).reshape(-1), idx, np.ascontiguousarray(rows).view(dt).reshape(-1))
 
 
 def statement_loc(eng: Any, op: Any) -> Any:

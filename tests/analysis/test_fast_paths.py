@@ -484,3 +484,40 @@ def test_constant_along_w_matches_definition(seed):
                 else:
                     want = ABSENT
                 assert got[li, f] == want, (axis, w, i, f)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_agree_and_join_codes_match_definition(seed):
+    """``agree``/``join`` field values (engine._agree_code/_join_code, arithmetic on the
+    packed encoding) against DESIGN §3's lattice, element by element: ⊥ conforms, equal
+    values stay; agree drops differing values (⊤ stays ⊤), join makes them ⊤."""
+    from ave_core.analysis.engine import _agree_code, _join_code, pack
+    from ave_core.analysis.symbolic import ABSENT, TOP
+    rng = np.random.default_rng(seed)
+    vals = np.concatenate([[ABSENT, TOP], pack(rng.integers(0, 50, 6),
+                                               rng.integers(-(1 << 38), 1 << 38, 6)),
+                           pack([0, (1 << 23) - 1], [-(1 << 39) + 1, (1 << 39) - 1])])
+    a = rng.choice(vals, (300, 5))
+    b = rng.choice(vals, (300, 5))
+
+    def agree1(x, y):
+        if x == ABSENT:
+            return y
+        if y == ABSENT:
+            return x
+        if TOP in (x, y):
+            return TOP
+        return x if x == y else ABSENT
+
+    def join1(x, y):
+        if x == ABSENT:
+            return y
+        if y == ABSENT:
+            return x
+        return x if x == y and x != TOP else TOP
+
+    want_a = np.array([[agree1(x, y) for x, y in zip(r, s)] for r, s in zip(a, b)])
+    want_j = np.array([[join1(x, y) for x, y in zip(r, s)] for r, s in zip(a, b)])
+    assert (_agree_code(a, b) == want_a).all()
+    assert (_join_code(a, b) == want_j).all()
+    assert (vals[2:] > 0).all()          # what both rest on: packed values are positive
