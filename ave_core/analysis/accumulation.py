@@ -319,6 +319,11 @@ def check_chain(eng: Any, chain_: list, consumer: Any) -> dict | None:
 
 
 def _solve(eng: Any, build) -> tuple[str, Any, Any]:
+    with eng.solver.timed():
+        return _solve_in(eng, build)
+
+
+def _solve_in(eng: Any, build) -> tuple[str, Any, Any]:
     z3 = eng.solver.z3
     eng.solver.queries += 1
     extra, objective = build(z3)

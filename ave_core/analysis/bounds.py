@@ -158,13 +158,19 @@ class BoundsChecker:
 
     # ------------------------------------------------------------------ checking
 
-    def check(self) -> list[dict]:
-        """Decide the recorded obligations; one finding (the first) per op."""
+    def check(self, known: Any = ()) -> list[dict]:
+        """Decide the recorded obligations; one finding (the first) per op.
+
+        ``known``: op locations ``(file, range)`` that already have a finding (from an
+        earlier trip-count variant: the analysis keeps the first variant's); their
+        obligations are not decided again (with the runtime sizes free, that is a z3
+        search per obligation and variant: a kernel that reads past K in every variant
+        paid it T times)."""
         found: dict = {}
         for ob in self.obligations:
             op = ob[0]
             k_op = (op.loc.file, op.loc.range)
-            if k_op in found:
+            if k_op in found or k_op in known:
                 continue
             f = self._check_one(*ob)
             if f is not None:
@@ -299,9 +305,14 @@ class BoundsChecker:
         """Can element ``LIN[k] + c`` along ``name``'s dim ``d`` be out of bounds under
         ``guard``? Tried first in block (0, 0, 0) (the minimal witness), then anywhere;
         ``pid_zero`` forces one of the two."""
-        if pid_zero is None:
-            r = self._solve(name, d, k, c, guard, True)
-            return r if r is not None else self._solve(name, d, k, c, guard, False)
+        with self.eng.solver.timed():
+            if pid_zero is None:
+                r = self._solve(name, d, k, c, guard, True)
+                return r if r is not None else self._solve(name, d, k, c, guard, False)
+            return self._solve_in(name, d, k, c, guard, pid_zero)
+
+    def _solve_in(self, name: str, d: int, k: int, c: int, guard: list,
+                  pid_zero: bool) -> dict | None:
         eng = self.eng
         sv = eng.solver
         z3 = sv.z3
@@ -349,7 +360,8 @@ class BoundsChecker:
         if r.get("unknown"):
             return r
         q = r["query"]
-        return self._result(self.eng.solver.canonical_model(q[0]), q, r["pid_zero"])
+        with self.eng.solver.timed():
+            return self._result(self.eng.solver.canonical_model(q[0]), q, r["pid_zero"])
 
     def _witness(self, op, loops, name, d, i, threads, gc, live, r) -> dict:
         eng = self.eng

@@ -15,6 +15,7 @@ and modulo as in Python; bitwise ops through bit-vectors).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -93,8 +94,24 @@ class Solver:
         self._atoms: dict[int, Any] = {}
         self._domain: list[Any] = []
         self.queries = 0
-        #: seconds spent in z3 (building and checking queries), for the latency benchmark
+        #: seconds spent in z3 (building and checking queries, canonical models), for the
+        #: latency benchmark: every query site runs inside :meth:`timed`
         self.time_s = 0.0
+        self._timing = 0
+
+    @contextlib.contextmanager
+    def timed(self):
+        """Count the time inside into :attr:`time_s` (nested uses count once)."""
+        if self._timing:
+            yield
+            return
+        self._timing += 1
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self._timing -= 1
+            self.time_s += time.perf_counter() - t0
 
     @property
     def ctx(self) -> Any:
@@ -114,6 +131,10 @@ class Solver:
     _RANK = {"pid": 0, "nprog": 1, "dim": 2, "stride": 3, "param": 4, "load": 5}
 
     def canonical_model(self, s: Any, first: tuple = ()) -> Any:
+        with self.timed():
+            return self._canonical_model(s, first)
+
+    def _canonical_model(self, s: Any, first: tuple = ()) -> Any:
         """The lexicographically smallest model of the (satisfiable) hard assertions of
         ``s``: ``first`` minimized first, then ``|atom|`` for every atom in a fixed order
         (:data:`_RANK`, then by name). z3's own model depends on the search, which depends
@@ -223,11 +244,8 @@ class Solver:
 
     def differ(self, ka: int, ca: int, kb: int, cb: int, guard: Any) -> SolveResult:
         """Can ``LIN[ka] + ca != LIN[kb] + cb`` under condition ``guard``?"""
-        t0 = time.perf_counter()
-        try:
+        with self.timed():
             return self._differ(ka, ca, kb, cb, guard)
-        finally:
-            self.time_s += time.perf_counter() - t0
 
     def _differ(self, ka: int, ca: int, kb: int, cb: int, guard: Any) -> SolveResult:
         z3 = self.z3
@@ -264,11 +282,8 @@ class Solver:
 
     def satisfiable(self, guard: Any) -> SolveResult:
         """Is condition ``guard`` satisfiable (for a concrete mismatch under masks)?"""
-        t0 = time.perf_counter()
-        try:
+        with self.timed():
             return self._satisfiable(guard)
-        finally:
-            self.time_s += time.perf_counter() - t0
 
     def _satisfiable(self, guard: Any) -> SolveResult:
         z3 = self.z3

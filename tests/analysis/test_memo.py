@@ -281,3 +281,61 @@ def test_reviewed_kernels(name, bound, want, memos_off):
     if name.startswith("TAG_IN"):
         msg = next(d.message for d in on.diagnostics if d.code == "AVE201")
         assert "(C[" in msg and "(Y[" not in msg, msg
+
+
+# ---------------------------------------------------------------- bounds across variants
+
+_UNMASKED_K = '''
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def gemm(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2],
+         BK: ave.constexpr = 32, STAGES: ave.constexpr = 2):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    M, K = A.shape
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, BK))
+    sA = ave.alloc((64, BK), ave.bf16)
+    sB = ave.alloc((BK, 64), ave.bf16)
+    acc = ave.zeros((64, 64), ave.f32, tiled.c)
+    m0 = ave.program_id(0) * 64
+    n0 = ave.program_id(1) * 64
+    for kt in ave.range(0, (K + BK - 1) // BK):
+        ave.copy(A[m0:m0 + 64, kt * BK:kt * BK + BK], sA)
+        ave.copy(B[kt * BK:kt * BK + BK, n0:n0 + 64], sB)
+        ave.barrier()
+        acc = ave.mma(ave.ldmatrix(sA, tiled.a), ave.ldmatrix(sB, tiled.b), acc, tiled)
+        ave.barrier()
+    ave.store(C[m0:m0 + 64, n0:n0 + 64], acc)
+'''
+
+
+def test_bounds_findings_of_earlier_variants_are_not_searched_again(monkeypatch):
+    """K is not masked: every trip-count variant reads past K (AVE208 on both copies).
+    The analysis keeps the first variant's finding per op, so later variants do not search
+    those ops' obligations again (BoundsChecker.check ``known``): the same report, with
+    the z3 searches of one variant instead of T."""
+    from ave_core.analysis import bounds
+    opts = AnalysisOptions(trip_bound=6)
+    k = compile_source(_UNMASKED_K, "unmasked.py").kernels[0]
+    fast = analyze(k, opts)
+    codes = sorted(d.code for d in fast.diagnostics)
+    assert codes == ["AVE208", "AVE208"], codes
+    assert all(d.witness["trip_counts"] == {"kt": 1} for d in fast.diagnostics)
+    check = bounds.BoundsChecker.check
+    monkeypatch.setattr(bounds.BoundsChecker, "check", lambda self, known=(): check(self))
+    k = compile_source(_UNMASKED_K, "unmasked.py").kernels[0]
+    slow = analyze(k, opts)
+    assert _summary(fast) == _summary(slow)
+    assert slow.timings["solver_queries"] >= 3 * fast.timings["solver_queries"] > 0
+
+
+def test_timings_split_the_total():
+    """unroll + propagate + solve is at most the total, and z3's time is counted where
+    queries run (the bounds search included: it ran uncounted before)."""
+    k = compile_source(_UNMASKED_K, "unmasked.py").kernels[0]
+    t = analyze(k, AnalysisOptions(trip_bound=3)).timings
+    assert t["solver_queries"] > 0 and t["solve_s"] > 0
+    assert t["unroll_s"] + t["propagate_s"] + t["solve_s"] <= t["total_s"] * 1.001
+    assert t["propagate_s"] > 0
