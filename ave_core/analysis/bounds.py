@@ -45,6 +45,7 @@ class BoundsChecker:
         self.assumptions: list = []          # (tensor, dim, key, conc): shape == LIN + conc
         self._nonneg_memo: dict = {}
         self._memo: dict = {}
+        self._never_memo: dict = {}        # see _never_out
         #: when a list: every assumption a mask states is appended (Engine._xv_mark)
         self.mask_log: list | None = None
 
@@ -256,11 +257,24 @@ class BoundsChecker:
     def _search(self, op, loops, name, d, key, conc, guard, threads, gc, live, todo):
         # group by (key, guard): the extreme coordinates decide
         groups: dict = {}
-        for i in todo:
-            g = tuple(int(x) for x in guard[i] if x != 0)
-            groups.setdefault((int(key[i]), g), []).append(int(i))
+        todo = np.asarray(todo)
+        # per distinct (key, guard row), its elements in order (vectorized: a masked tile
+        # has as many groups as guard rows, and thousands of elements)
+        cols = [np.asarray(key)[todo]] + [guard[todo, j] for j in range(guard.shape[1])]
+        _, inv = _unique_rows(*cols)
+        order = np.argsort(inv, kind="stable")
+        bounds_ = np.flatnonzero(np.diff(inv[order])) + 1
+        for grp in np.split(order, bounds_):
+            i0 = int(todo[grp[0]])
+            g = tuple(int(x) for x in guard[i0] if x != 0)
+            groups.setdefault((int(key[i0]), g), []).extend(int(i) for i in todo[grp])
+        for idx in groups.values():
+            idx.sort()                   # rows equal but for zeros' places: one group
         best = None
-        for (k, g), idx in sorted(groups.items(), key=lambda kv: min(kv[1]))[:64]:
+        ordered = sorted(groups.items(), key=lambda kv: min(kv[1]))[:64]
+        if self._never_out(name, d, ordered, conc):
+            return None
+        for (k, g), idx in ordered:
             cs = conc[idx]
             for i in (idx[int(np.argmax(cs))], idx[int(np.argmin(cs))]):
                 r = self._solve(name, d, k, int(conc[i]), list(g))
@@ -316,16 +330,10 @@ class BoundsChecker:
         eng = self.eng
         sv = eng.solver
         z3 = sv.z3
-        from ave_core.analysis.accumulation import _trip_constraints
         s = z3.Optimize(ctx=sv.ctx)
         s.set("timeout", sv.timeout_ms)
         sv.queries += 1
-        x = sv.lin(k, c)
-        size = sv.lin(eng.tab.atom(Atom("dim", (name, d))), 0)
-        cons = list(_trip_constraints(eng, z3))
-        cons.append(sv.cond(guard) if guard else z3.BoolVal(True, sv.ctx))
-        for (t, dd, bk, bc) in self.assumptions:
-            cons.append(sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0) == sv.lin(bk, bc))
+        x, size, cons = self._terms(name, d, k, c, guard)
         s.add(*sv._domain)               # after building: new atoms add their domains
         s.add(*cons)
         for i, a in enumerate(eng.tab.atoms):
@@ -345,6 +353,77 @@ class BoundsChecker:
         # z3's own model while searching (a canonical one costs an optimization per
         # query); the witness finally reported gets the canonical model (:meth:`_final`)
         return self._result(s.model(), (s, x, size, list(sv._atoms.items())), pid_zero)
+
+    def _terms(self, name: str, d: int, k: int, c: int, guard: list,
+               with_guard: bool = True) -> tuple:
+        """The z3 terms of the query "can ``LIN[k] + c`` be outside ``name``'s dim ``d``
+        under ``guard``": (coordinate, size, constraints: the variant's trip counts, the
+        guard, the assumed extents). Made in this order by every query of the search, so
+        the atoms they create come in the same order (witness models list them)."""
+        eng = self.eng
+        sv = eng.solver
+        z3 = sv.z3
+        from ave_core.analysis.accumulation import _trip_constraints
+        x = sv.lin(k, c)
+        size = sv.lin(eng.tab.atom(Atom("dim", (name, d))), 0)
+        cons = list(_trip_constraints(eng, z3))
+        g = sv.cond(guard) if guard else z3.BoolVal(True, sv.ctx)
+        if with_guard:
+            cons.append(g)
+        for (t, dd, bk, bc) in self.assumptions:
+            cons.append(sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0) == sv.lin(bk, bc))
+        return x, size, cons
+
+    def _never_out(self, name: str, d: int, ordered: list, conc: np.ndarray) -> bool:
+        """No element of the search's groups can be out of bounds whatever the guards,
+        the block, the program ids and the variant's trip counts: one query per linear
+        form, over the groups' coordinate range (``LIN[k] + lo < 0 or LIN[k] + hi >=
+        size``), kept across variants (it depends on none of them). Unsat there makes every
+        group's queries unsat (they only add constraints), so the search would find
+        nothing: an access in bounds for another reason than its mask (a head index below
+        the tensor's head count) took 2 queries per group and variant (64 groups: a broken
+        flash attention spent 13 s there). The atoms the group queries would make are
+        made first, in their order (see :meth:`_terms`). ``sat`` or ``unknown``: False
+        (the search runs as before)."""
+        if len(ordered) < 8:
+            return False                 # a few groups: the search itself is as cheap
+        k = ordered[0][0][0]
+        if any(kg[0] != k for kg, _ in ordered):
+            # several linear forms: the query would make the later groups' atoms before
+            # the search would (witness models list the atoms a query knew)
+            return False
+        eng = self.eng
+        sv = eng.solver
+        z3 = sv.z3
+        with sv.timed():
+            # the first group's terms, as its search query makes them (the same atoms, in
+            # the same order); the query below makes no other atom
+            (_, g0), idx0 = ordered[0]
+            self._terms(name, d, k, int(conc[idx0[0]]), list(g0))
+            lo = min(int(conc[idx].min()) for _, idx in ordered)
+            hi = max(int(conc[idx].max()) for _, idx in ordered)
+            mk = (name, d, k, lo, hi, tuple(self.assumptions))
+            r = self._never_memo.get(mk)
+            if r is None:
+                s = z3.Solver(ctx=sv.ctx)
+                s.set("timeout", sv.timeout_ms)
+                sv.queries += 1
+                size = sv.lin(eng.tab.atom(Atom("dim", (name, d))), 0)
+                for (t, dd, bk, bc) in self.assumptions:
+                    s.add(sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0) == sv.lin(bk, bc))
+                s.add(*sv._domain)
+                for i, a in enumerate(eng.tab.atoms):
+                    if i in sv._atoms and a.kind == "load":
+                        s.add(sv._atoms[i] >= 0)
+                s.add(z3.Or(sv.lin(k, lo) < 0, sv.lin(k, hi) >= size))
+                r = self._never_memo[mk] = s.check() == z3.unsat
+            if not r:
+                return False
+            # the search would have gone through every group: their guards' atoms
+            for _, g in (kg for kg, _ in ordered[1:]):
+                for c in g:
+                    sv.cond(c)
+        return True
 
     def _result(self, m: Any, query: tuple, pid_zero: bool) -> dict:
         """A sat answer read from model ``m`` of ``query`` = (solver, coordinate, size,

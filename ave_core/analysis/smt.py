@@ -93,6 +93,8 @@ class Solver:
         self.timeout_ms = timeout_ms
         self._atoms: dict[int, Any] = {}
         self._domain: list[Any] = []
+        self._lin_memo: dict[tuple[int, int], Any] = {}
+        self._cond_memo: dict[int, Any] = {}
         self.queries = 0
         #: seconds spent in z3 (building and checking queries, canonical models), for the
         #: latency benchmark: every query site runs inside :meth:`timed`
@@ -164,6 +166,8 @@ class Solver:
             return
         self._atoms.clear()
         self._domain.clear()
+        self._lin_memo.clear()
+        self._cond_memo.clear()
         ctx, self._ctx = self._ctx, None
         _FreshContexts.release(ctx)
 
@@ -223,14 +227,29 @@ class Solver:
         return z
 
     def lin(self, key: int, conc: int) -> Any:
-        z3 = self.z3
-        terms = [c * self.atom(a) for a, c in self.tab.lins[key]]
-        return z3.Sum(terms) + int(conc) if terms else z3.IntVal(int(conc), self.ctx)
+        """The z3 term of ``LIN[key] + conc`` (kept: a search builds the same terms again
+        and again; z3's terms are immutable and hash-consed, so a kept term is the very
+        term building it again would give)."""
+        k = (int(key), int(conc))
+        z = self._lin_memo.get(k)
+        if z is None:
+            z3 = self.z3
+            terms = [c * self.atom(a) for a, c in self.tab.lins[k[0]]]
+            z = z3.Sum(terms) + k[1] if terms else z3.IntVal(k[1], self.ctx)
+            self._lin_memo[k] = z
+        return z
 
     def cond(self, cid: Any) -> Any:
         z3 = self.z3
         if isinstance(cid, (list, tuple)):
             return z3.And(*[self.cond(c) for c in cid]) if cid else z3.BoolVal(True, self.ctx)
+        z = self._cond_memo.get(int(cid))
+        if z is None:
+            z = self._cond_memo[int(cid)] = self._cond(int(cid))
+        return z
+
+    def _cond(self, cid: int) -> Any:
+        z3 = self.z3
         if cid == 0:
             return z3.BoolVal(True, self.ctx)
         if cid == 1:

@@ -339,3 +339,62 @@ def test_timings_split_the_total():
     assert t["solver_queries"] > 0 and t["solve_s"] > 0
     assert t["unroll_s"] + t["propagate_s"] + t["solve_s"] <= t["total_s"] * 1.001
     assert t["propagate_s"] > 0
+
+
+def _all_pairs_find(self, check, X, Y, hx, hy, bad, common, op):
+    """The definition Engine._find_in_slots stands for: every pair of every slot that can
+    violate, then _find over all of them (its first 64 candidates in holder order)."""
+    import numpy as np
+    W, R, K = hx.shape
+    C = hy.shape[2]
+    ixs, iys = [], []
+    for w, k in zip(*np.nonzero(bad)):
+        mx = np.nonzero(hx[w, :, k])[0]
+        my = np.nonzero(hy[w, k, :])[0]
+        ixs.append(np.repeat((w * R + mx) * K + k, len(my)))
+        iys.append(np.tile((w * K + k) * C + my, len(mx)))
+    self._find(check, X, Y, np.concatenate(ixs), np.concatenate(iys), common, op)
+
+
+@pytest.mark.parametrize("name", ["flash_attention_v_not_transposed",
+                                  "gemm_swizzle_mismatch", "moe_weight_not_transposed"])
+def test_pairing_search_warp_by_warp_matches_all_pairs(name, monkeypatch):
+    """A violated pairing check expands its candidate pairs warp by warp and stops at 64
+    candidates: the same witnesses as expanding every pair of every slot."""
+    path = os.path.join(ROOT, "examples", "broken", name + ".py")
+    text = open(path, encoding="utf-8").read()
+    fast = analyze(compile_source(text, path).kernels[0])
+    assert any(r.status == "violated" for r in fast.assertions)
+    monkeypatch.setattr(engine.Engine, "_find_in_slots", _all_pairs_find)
+    slow = analyze(compile_source(text, path).kernels[0])
+    assert _summary(fast) == _summary(slow)
+
+
+_HEAD_INDEX = '''
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def heads(K: ave.Tensor[ave.bf16, 3], O: ave.Tensor[ave.bf16, 3], GROUP: ave.constexpr = 1):
+    K = ave.tag(K, lambda h, n, d: ave.label(head=h, key=n, k=d))
+    S = K.shape[1]
+    hk = ave.program_id(1) % GROUP          # 0 for GROUP = 1: below K's head count
+    n0 = ave.program_id(0) * 64
+    sK = ave.alloc((64, 64), ave.bf16)
+    for j in ave.range(0, (S + 63) // 64):
+        ave.copy(K[hk, j * 64:j * 64 + 64, 0:64], sK, mask=lambda h, n, d: n < S)
+        ave.barrier()
+'''
+
+
+def test_bounds_shortcut_matches_the_search(monkeypatch):
+    """An access in bounds for another reason than its mask (head index 0, masked rows:
+    64 guard groups): one query per linear form, kept across variants, instead of two per
+    group and variant (BoundsChecker._never_out) -- the same report."""
+    from ave_core.analysis import bounds
+    opts = AnalysisOptions(trip_bound=3)
+    fast = analyze(compile_source(_HEAD_INDEX, "heads.py").kernels[0], opts)
+    monkeypatch.setattr(bounds.BoundsChecker, "_never_out", lambda self, *a: False)
+    slow = analyze(compile_source(_HEAD_INDEX, "heads.py").kernels[0], opts)
+    assert _summary(fast) == _summary(slow)
+    assert not [d for d in fast.diagnostics if d.code == "AVE208"]
+    assert fast.timings["solver_queries"] * 10 < slow.timings["solver_queries"]
