@@ -313,47 +313,71 @@ def check_chain(eng: Any, chain_: list, consumer: Any) -> dict | None:
                 if v.get("unknown"):
                     res["unknown"] = v["unknown"]
                 else:
-                    res["violation"] = _witness(eng, v, calls, w, f, consumer)
+                    again = v.pop("__again", None)
+                    wv = _witness(eng, v, calls, w, f, consumer)
+                    if again is not None:
+                        # the canonical model, for the witness the analysis keeps
+                        wv["__refine"] = (lambda: _witness(eng, again(), calls, w, f,
+                                                           consumer))
+                    res["violation"] = wv
                 return res
     return res
 
 
 def _solve(eng: Any, build) -> tuple[str, Any, Any]:
+    """Decide one query: ``(status, model, again)``. For ``sat`` the model is the plain
+    solver's, and ``again()`` gives the canonical one (an optimization: the objective
+    first, then every atom; see ``Solver.canonical_model``), which only the witness the
+    analysis keeps needs (the first variant's): computed lazily, through the witness'
+    ``__refine``."""
     with eng.solver.timed():
         return _solve_in(eng, build)
 
 
 def _solve_in(eng: Any, build) -> tuple[str, Any, Any]:
     z3 = eng.solver.z3
-    eng.solver.queries += 1
+    sv = eng.solver
+    sv.queries += 1
     extra, objective = build(z3)
     trips = _trip_constraints(eng, z3)
     # the usual answer is unsat (the chain is complete): a plain solver decides it at a
     # fraction of an optimizing one's cost; only a violation needs the canonical witness
-    plain = z3.Solver(ctx=eng.solver.ctx)
-    plain.set("timeout", eng.solver.timeout_ms)
-    plain.add(*eng.solver._domain)       # after building: new atoms add their domains
+    plain = z3.Solver(ctx=sv.ctx)
+    plain.set("timeout", sv.timeout_ms)
+    plain.add(*sv._domain)       # after building: new atoms add their domains
     plain.add(*trips)
     plain.add(*extra)
-    if plain.check() == z3.unsat:
-        return "unsat", None, plain
-    s = z3.Optimize(ctx=eng.solver.ctx)
-    s.set("timeout", eng.solver.timeout_ms)
-    s.add(*eng.solver._domain)
-    s.add(*trips)
-    s.add(*extra)
-    for i, a in enumerate(eng.tab.atoms):
-        if a.kind == "pid" and i in eng.solver._atoms:
-            s.add_soft(eng.solver._atoms[i] == 0)
-    if objective is not None:
-        s.minimize(objective)
-    r = s.check()
-    if r == z3.sat:
-        return "sat", eng.solver.canonical_model(
-            s, (objective,) if objective is not None else ()), s
+    r = plain.check()
     if r == z3.unsat:
-        return "unsat", None, s
-    return "unknown", None, s
+        return "unsat", None, None
+    # what the optimizing query is made of, as it is now (later queries make more atoms)
+    domain = list(sv._domain)
+    pids = [z for i, z in sv._atoms.items() if eng.tab.atoms[i].kind == "pid"]
+
+    def optimize() -> tuple:
+        s = z3.Optimize(ctx=sv.ctx)
+        s.set("timeout", sv.timeout_ms)
+        s.add(*domain)
+        s.add(*trips)
+        s.add(*extra)
+        for z in pids:
+            s.add_soft(z == 0)
+        if objective is not None:
+            s.minimize(objective)
+        r = s.check()
+        if r == z3.sat:
+            return "sat", sv.canonical_model(s, (objective,) if objective is not None else ())
+        return ("unsat" if r == z3.unsat else "unknown"), None
+    if r != z3.sat:
+        st, m = optimize()           # the plain solver gave up: the optimizing one decides
+        return st, m, (lambda: m)
+    first = plain.model()
+
+    def again() -> Any:
+        with sv.timed():
+            st, m = optimize()
+            return m if st == "sat" else first     # budget ran out: the plain model
+    return "sat", first, again
 
 
 def _model_dict(eng: Any, m: Any) -> dict:
@@ -373,10 +397,14 @@ def _at_most_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict | 
                 guard = list(a[2]) + list(b[2])
                 if not guard:
                     return {"what": "twice", "key": k, "conc": c, "a": a, "b": b, "model": {}}
-                st, m, _ = _solve(eng, lambda z3: ([eng.solver.cond(guard)], None))
+                st, m, again = _solve(eng, lambda z3: ([eng.solver.cond(guard)], None))
                 if st == "sat":
-                    return {"what": "twice", "key": k, "conc": c, "a": a, "b": b,
-                            "model": _model_dict(eng, m)}
+                    atoms = list(eng.solver._atoms.items())
+                    v = {"what": "twice", "key": k, "conc": c, "a": a, "b": b,
+                         "model": eng.solver.model_dict(m, atoms)}
+                    v["__again"] = (lambda v=v, atoms=atoms, again=again: {
+                        **v, "model": eng.solver.model_dict(again(), atoms)})
+                    return v
                 if st == "unknown":
                     return {"unknown": "accumulation check: solver budget exhausted"}
     return None
@@ -431,13 +459,20 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict |
         build.k0 = k0
         return cons, k0
 
-    st, m, _ = _solve(eng, build)
+    st, m, again = _solve(eng, build)
     if st == "unsat":
         return None
     if st == "unknown":
         return {"unknown": "accumulation check: solver budget exhausted"}
-    k0 = m.eval(build.k0, model_completion=True).as_long()
-    return {"what": "never", "k0": int(k0), "model": _model_dict(eng, m), "domain": dom}
+    atoms = list(eng.solver._atoms.items())
+
+    def found(model: Any) -> dict:
+        k0 = model.eval(build.k0, model_completion=True).as_long()
+        return {"what": "never", "k0": int(k0), "model": eng.solver.model_dict(model, atoms),
+                "domain": dom}
+    v = found(m)
+    v["__again"] = lambda: found(again())
+    return v
 
 
 def _witness(eng: Any, v: dict, calls: list, w: int, f: int, consumer: Any) -> dict:
