@@ -6,8 +6,12 @@ interpreter imports Ave and checks the file once; median of ``--cold`` processes
 runs (median and p95 over ``--runs`` runs, no caches kept between runs: each run recompiles
 from text and re-analyses). Then how time grows with the workgroup size (128 -> 256 -> 512
 threads, a synthetic pipelined GEMM with the same per-thread work) and with the trip-count
-bound (2 -> 16). Phases: ``frontend`` (parse + build + checks of every specialization),
-``propagate`` (unrolling and the tag engine, z3 time excluded), ``solve`` (time in z3).
+bound (2 -> 16). Then the broken examples (examples/broken/: what the checker meets while
+a kernel is being edited -- findings, witnesses, the solver at work), every specialization,
+``--runs // 4`` warm runs each. Phases: ``frontend`` (parse + build + checks of every
+specialization), ``propagate`` (unrolling and the tag engine, z3 time excluded), ``solve``
+(time in z3: the engine's queries, the bounds search, accumulation checks, the canonical
+witness models).
 
 ``--reference DIR``: a checkout of other Ave code (e.g. ``git worktree add /tmp/ref main``),
 measured in the same run, interleaved block by block with this one (each tree in its own
@@ -34,6 +38,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 EXAMPLES = ["examples/gemm.py", "examples/flash_attention.py", "examples/moe.py"]
+#: the broken examples: what the checker meets while a kernel is being edited (findings,
+#: witnesses: the solver at work), every specialization, ``--runs // 4`` runs each
+BROKEN = sorted(os.path.join("examples", "broken", f) for f in os.listdir(
+    os.path.join(ROOT, "examples", "broken")) if f.endswith(".py"))
 TARGETS = {"examples/gemm.py": 20.0, "examples/flash_attention.py": 40.0}
 THREADS = ((128, 64, 2), (256, 128, 4), (512, 256, 8))
 TRIP_BOUNDS = (2, 4, 8, 16)
@@ -80,8 +88,10 @@ def gemm(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[a
 
 
 
-def one_run(text: str, path: str, options=None, first_only: bool = False) -> dict:
-    """Check one file's text from scratch: front end, then every specialization."""
+def one_run(text: str, path: str, options=None, first_only: bool = False,
+            broken: bool = False) -> dict:
+    """Check one file's text from scratch: front end, then every specialization (a
+    correct example must prove every assertion; a ``broken`` one is timed as it is)."""
     from ave_core.analysis import analyze
     from ave_core.compiler.frontend import compile_source
     t0 = time.perf_counter()
@@ -95,7 +105,7 @@ def one_run(text: str, path: str, options=None, first_only: bool = False) -> dic
         if i == 0:
             first = time.perf_counter() - ta
         bad = [r.status for r in a.assertions if r.status != "proved"]
-        assert not bad, (path, k.constexprs, bad)
+        assert broken or not bad, (path, k.constexprs, bad)
         prop += a.timings["unroll_s"] + a.timings["propagate_s"]
         solve += a.timings.get("solve_s", 0.0)          # older trees: inside propagate
     t2 = time.perf_counter()
@@ -116,15 +126,17 @@ def worker(spec: dict) -> dict:
     out: dict = {}
     for job in spec["jobs"]:
         kind, name = job["kind"], job["name"]
-        if kind == "example":
+        broken = kind == "broken"
+        if kind in ("example", "broken"):
             text = open(os.path.join(spec["root"], name), encoding="utf-8").read()
             path, opts, first_only = name, None, False
         else:
             text = SCALING.format(threads=job["threads"], bm=job["bm"], wm=job["wm"])
             path, first_only = "scaling.py", True
             opts = AnalysisOptions(trip_bound=job.get("trip_bound"))
-        one_run(text, path, opts, first_only)                   # warm-up
-        out[job["id"]] = [one_run(text, path, opts, first_only) for _ in range(job["runs"])]
+        one_run(text, path, opts, first_only, broken)           # warm-up
+        out[job["id"]] = [one_run(text, path, opts, first_only, broken)
+                          for _ in range(job["runs"])]
     return out
 
 
@@ -160,6 +172,7 @@ def measure(trees: dict[str, str], runs: int, n_cold: int, blocks: int) -> dict:
               "bm": bm, "wm": wm} for t, bm, wm in THREADS]
     jobs += [{"kind": "scaling", "name": f"trip_bound={T}", "id": f"trip_bound={T}",
               "threads": 128, "bm": 64, "wm": 2, "trip_bound": T} for T in TRIP_BOUNDS]
+    jobs += [{"kind": "broken", "name": b, "id": b} for b in BROKEN]
     per_block = max(1, -(-runs // blocks))
     raw: dict = {name: {j["id"]: [] for j in jobs} for name in trees}
     for b in range(blocks):
@@ -182,6 +195,9 @@ def measure(trees: dict[str, str], runs: int, n_cold: int, blocks: int) -> dict:
             r["threads"][t] = stats([x["total_ms"] for x in raw[name][f"threads={t}"]])
         for T in TRIP_BOUNDS:
             r["trip_bound"][T] = stats([x["total_ms"] for x in raw[name][f"trip_bound={T}"]])
+        r["broken"] = {}
+        for b in BROKEN:
+            r["broken"][b] = {k: stats([x[k] for x in raw[name][b]]) for k in PHASES}
         result[name] = r
     for i in range(n_cold):
         for name, tree in trees.items():
@@ -218,6 +234,16 @@ def report(res: dict) -> None:
                      f" (1st cfg {_ratio(rr['first_config_ms']['median'], r['first_config_ms']['median'])},"
                      f" cold {_ratio(rr['cold_ms']['median'], r['cold_ms']['median'])})")
         print(line)
+    print("\nbroken example (all configs)" + " " * 27 + f"{'front':>7s} {'prop':>7s} {'solve':>7s}"
+          f" {'median':>8s} {'p95':>8s}" + ("   reference  speed-up" if ref else ""))
+    for b, r in cur.get("broken", {}).items():
+        extra = ""
+        if ref and b in ref.get("broken", {}):
+            rm = ref["broken"][b]["total_ms"]["median"]
+            extra = f"   {rm:9.1f}  {_ratio(rm, r['total_ms']['median'])}"
+        print(f"{b:55s} {r['frontend_ms']['median']:7.1f} {r['propagate_ms']['median']:7.1f} "
+              f"{r['solve_ms']['median']:7.1f} {r['total_ms']['median']:8.1f} "
+              f"{r['total_ms']['p95']:8.1f}{extra}")
     for key, title, width in (
             ("threads", "threads   total median ms (synthetic pipelined GEMM, T = STAGES + 2)",
              7),

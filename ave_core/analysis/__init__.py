@@ -123,10 +123,15 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             out.variants += 1
             if eng is None or not incremental:
                 eng = Engine(uk, tab, conds, solver, fields)
+            # the first witness of each assertion is kept: later variants do not search
+            # those that have one again (Engine._violated_before)
+            known = {key for key, r in results.items() if r.witness is not None}
+            eng.known_violations = set(known)
             try:
                 if incremental:
                     if not eng.run_variant(uk, resume[vi:]):
                         eng = Engine(uk, tab, conds, solver, fields)
+                        eng.known_violations = set(known)
                         eng.run_variant(uk, resume[vi:])
                 else:
                     eng.run()

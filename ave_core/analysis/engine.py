@@ -334,6 +334,9 @@ class Engine:
         self._addr_cache: dict = {}
         self._mma_last: dict = {}
         self._xv: dict = {}          # cross-variant memo (see _xv_entry)
+        #: assertion and MMA locations ``(kind, file, range)`` with a violation already
+        #: (earlier variants': set by the analysis; this variant's: added when found)
+        self.known_violations: set = set()
         self._pair_memo: dict = {}   # clean contraction verdicts by compared values
         self._disjoint_memo: dict = {}   # pairs of shared tiles found disjoint
         self.tileds = []
@@ -1643,7 +1646,24 @@ class Engine:
                     self._pair_memo.pop(next(iter(self._pair_memo)))
                 self._pair_memo[ckey] = (compared, covered)
             return
+        if self._violated_before(check):
+            return
         self._find_in_slots(check, X, Y, hx, hy, bad, common, op)
+
+    #: checks whose later violations at a location are never reported (the analysis keeps
+    #: the first witness of an assertion or MMA)
+    _FIRST_ONLY = frozenset({"mma", "assert_conform"})
+
+    def _violated_before(self, check: PairCheck) -> bool:
+        """The check's location has a violation already (an earlier execution or trip-count
+        variant): the analysis reports the first one, so another witness search for it is
+        wasted -- in a broken kernel, every k-step and iteration searched again (z3 included).
+        The pairs may still differ: ``consulted``."""
+        if check.kind in self._FIRST_ONLY and (
+                check.kind, check.op.loc.file, check.op.loc.range) in self.known_violations:
+            check.consulted = True
+            return True
+        return False
 
     def _find_in_slots(self, check: PairCheck, X: dict, Y: dict, hx: np.ndarray,
                        hy: np.ndarray, bad: np.ndarray, common: np.ndarray, op: Op) -> None:
@@ -1743,6 +1763,8 @@ class Engine:
             ymin, ymax = np.where(py, vy, big).min(axis=1), np.where(py, vy, -big).max(axis=1)
             same = (xmin == xmax) & (ymin == ymax) & (xmin == ymin) & (xmin > 0)
             bad_k |= px.any(axis=0) & py.any(axis=1) & ~same
+        if bad_k.any() and self._violated_before(check):
+            return
         for k in np.nonzero(bad_k)[0]:
             mx = np.nonzero(hx[:, k])[0]
             my = np.nonzero(hy[k, :])[0]
@@ -1813,6 +1835,9 @@ class Engine:
                 if res.refine is not None:
                     w["__refine"] = self._refiner(op, X, Y, a, b, ff, res.refine, why)
                 check.violation = w
+                if check.kind in self._FIRST_ONLY:
+                    self.known_violations.add((check.kind, check.op.loc.file,
+                                               check.op.loc.range))
                 return
 
     def _refiner(self, op: Op, X: dict, Y: dict, ix: int, iy: int, f: int, refine: Any,

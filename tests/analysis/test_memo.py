@@ -398,3 +398,18 @@ def test_bounds_shortcut_matches_the_search(monkeypatch):
     assert _summary(fast) == _summary(slow)
     assert not [d for d in fast.diagnostics if d.code == "AVE208"]
     assert fast.timings["solver_queries"] * 10 < slow.timings["solver_queries"]
+
+
+@pytest.mark.parametrize("name", ["flash_attention_wrong_kv_head", "gemm_swizzle_mismatch",
+                                  "flash_attention_v_not_transposed"])
+def test_no_second_witness_search_for_a_violated_assertion(name, monkeypatch):
+    """The analysis keeps the first witness of an assertion or MMA; later executions and
+    variants do not search one again (Engine._violated_before): the same report, fewer
+    solver queries."""
+    path = os.path.join(ROOT, "examples", "broken", name + ".py")
+    text = open(path, encoding="utf-8").read()
+    fast = analyze(compile_source(text, path).kernels[0])
+    monkeypatch.setattr(engine.Engine, "_violated_before", lambda self, check: False)
+    slow = analyze(compile_source(text, path).kernels[0])
+    assert _summary(fast) == _summary(slow)
+    assert fast.timings["solver_queries"] < slow.timings["solver_queries"]
