@@ -375,16 +375,17 @@ class BoundsChecker:
         return x, size, cons
 
     def _never_out(self, name: str, d: int, ordered: list, conc: np.ndarray) -> bool:
-        """No element of the search's groups can be out of bounds whatever the guards,
-        the block, the program ids and the variant's trip counts: one query per linear
-        form, over the groups' coordinate range (``LIN[k] + lo < 0 or LIN[k] + hi >=
-        size``), kept across variants (it depends on none of them). Unsat there makes every
-        group's queries unsat (they only add constraints), so the search would find
+        """No element of the search's groups can be out of bounds whatever the block, the
+        program ids and the guards but for what every guard implies: one query over the
+        groups' coordinate range (``LIN[k] + lo < 0 or LIN[k] + hi >= size``) under the
+        conditions every group's guard implies (:meth:`_implied_by_every`), first without the
+        variant's trip counts (kept for every variant), then with them. Unsat there makes
+        every group's queries unsat (they only add constraints), so the search would find
         nothing: an access in bounds for another reason than its mask (a head index below
-        the tensor's head count) took 2 queries per group and variant (64 groups: a broken
-        flash attention spent 13 s there). The atoms the group queries would make are
-        made first, in their order (see :meth:`_terms`). ``sat`` or ``unknown``: False
-        (the search runs as before)."""
+        the tensor's head count, a tile the trip counts keep inside) took 2 queries per
+        group and variant (64 groups: a broken flash attention spent 13 s there). The
+        atoms the group queries would make are made first, in their order (see
+        :meth:`_terms`). ``sat`` or ``unknown``: False (the search runs as before)."""
         if len(ordered) < 8:
             return False                 # a few groups: the search itself is as cheap
         k = ordered[0][0][0]
@@ -402,28 +403,74 @@ class BoundsChecker:
             self._terms(name, d, k, int(conc[idx0[0]]), list(g0))
             lo = min(int(conc[idx].min()) for _, idx in ordered)
             hi = max(int(conc[idx].max()) for _, idx in ordered)
-            mk = (name, d, k, lo, hi, tuple(self.assumptions))
-            r = self._never_memo.get(mk)
-            if r is None:
-                s = z3.Solver(ctx=sv.ctx)
-                s.set("timeout", sv.timeout_ms)
-                sv.queries += 1
-                size = sv.lin(eng.tab.atom(Atom("dim", (name, d))), 0)
-                for (t, dd, bk, bc) in self.assumptions:
-                    s.add(sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0) == sv.lin(bk, bc))
-                s.add(*sv._domain)
-                for i, a in enumerate(eng.tab.atoms):
-                    if i in sv._atoms and a.kind == "load":
-                        s.add(sv._atoms[i] >= 0)
-                s.add(z3.Or(sv.lin(k, lo) < 0, sv.lin(k, hi) >= size))
-                r = self._never_memo[mk] = s.check() == z3.unsat
-            if not r:
+            common = self._implied_by_every(g for (_, g), _ in ordered)
+            # without the variant's trip counts (kept for every variant), then with them
+            from ave_core.analysis.accumulation import _trip_constraints, _trip_forms
+            base = (name, d, k, lo, hi, common, tuple(self.assumptions))
+            for mk in (base, base + (tuple(_trip_forms(eng)),)):
+                r = self._never_memo.get(mk)
+                if r is None:
+                    s = z3.Solver(ctx=sv.ctx)
+                    s.set("timeout", sv.timeout_ms)
+                    sv.queries += 1
+                    size = sv.lin(eng.tab.atom(Atom("dim", (name, d))), 0)
+                    for (t, dd, bk, bc) in self.assumptions:
+                        s.add(sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0) ==
+                              sv.lin(bk, bc))
+                    if len(mk) > len(base):
+                        s.add(*_trip_constraints(eng, z3))
+                    if common:
+                        s.add(sv.cond(list(common)))
+                    s.add(*sv._domain)
+                    for i, a in enumerate(eng.tab.atoms):
+                        if i in sv._atoms and a.kind == "load":
+                            s.add(sv._atoms[i] >= 0)
+                    s.add(z3.Or(sv.lin(k, lo) < 0, sv.lin(k, hi) >= size))
+                    r = self._never_memo[mk] = s.check() == z3.unsat
+                if r:
+                    break
+            else:
                 return False
             # the search would have gone through every group: their guards' atoms
             for _, g in (kg for kg, _ in ordered[1:]):
                 for c in g:
                     sv.cond(c)
         return True
+
+    def _implied_by_every(self, guards: Any) -> tuple:
+        """Atomic conditions each of the ``guards`` (tuples of condition ids) implies: per
+        bound on one linear form (``LIN[k] + c < 0``, ``<= 0``, ``> 0``, ``>= 0``) that
+        every guard has, the weakest of the guards' strongest ones (a tile's mask gives
+        each column its own ``k + c < K``: together, ``K > min c``). Existing ids only, on
+        linear forms the first guard has (so no new z3 atom is made for them)."""
+        conds = self.eng.conds
+        best: dict | None = None
+        for g in guards:
+            mine: dict = {}
+            for cid in g:
+                cs = conds.sets[cid] if cid > 1 else None
+                if cs is None or len(cs) != 1:
+                    continue
+                (cd,) = tuple(cs)
+                if cd.pred not in ("lt", "le", "gt", "ge"):
+                    continue
+                upper = cd.pred in ("lt", "le")       # LIN + c < 0: larger c is stronger
+                pk = (cd.pred, cd.key)
+                cur = mine.get(pk)
+                if cur is None or (cd.conc > cur[0] if upper else cd.conc < cur[0]):
+                    mine[pk] = (cd.conc, cid)
+            if best is None:
+                best = mine
+                continue
+            for pk in list(best):
+                o = mine.get(pk)
+                if o is None:
+                    del best[pk]
+                elif (o[0] < best[pk][0]) if pk[0] in ("lt", "le") else (o[0] > best[pk][0]):
+                    best[pk] = o
+            if not best:
+                break
+        return tuple(sorted(cid for _, cid in (best or {}).values()))
 
     def _result(self, m: Any, query: tuple, pid_zero: bool) -> dict:
         """A sat answer read from model ``m`` of ``query`` = (solver, coordinate, size,
