@@ -19,7 +19,9 @@
 (d) The reference: ``ave_core.check.check_file`` called directly (in this process, same
     texts, same options) after each save, interleaved (the same machine load), and the server's own overhead (median
     didSave -> diagnostics minus median check_file). The built-in ``<tiny>`` example (a
-    kernel with one allocation) shows the fixed cost of a round trip.
+    kernel with one allocation) shows the fixed cost of a round trip; a broken example
+    (examples/broken/flash_attention_wrong_kv_head.py) what a save costs while a kernel is
+    being edited and has findings.
 
 Prints a table last; writes JSON (``--out``, default benchmarks/results/lsp_latency.json).
 
@@ -39,7 +41,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EXAMPLES = ["examples/gemm.py", "examples/flash_attention.py", "examples/moe.py", "<tiny>"]
+EXAMPLES = ["examples/gemm.py", "examples/flash_attention.py", "examples/moe.py", "<tiny>",
+            # a kernel mid-edit: findings and witnesses (z3 at work) on every save
+            "examples/broken/flash_attention_wrong_kv_head.py"]
 TINY = """\
 import ave_core.lang as ave
 

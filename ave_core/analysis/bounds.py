@@ -376,10 +376,10 @@ class BoundsChecker:
 
     def _never_out(self, name: str, d: int, ordered: list, conc: np.ndarray) -> bool:
         """No element of the search's groups can be out of bounds whatever the block, the
-        program ids and the guards but for what every guard implies: one query over the
-        groups' coordinate range (``LIN[k] + lo < 0 or LIN[k] + hi >= size``) under the
-        conditions every group's guard implies (:meth:`_implied_by_every`), first without the
-        variant's trip counts (kept for every variant), then with them. Unsat there makes
+        program ids and the guards (but for what every guard implies): a query over the
+        groups' coordinate range (``LIN[k] + lo < 0 or LIN[k] + hi >= size``), first alone
+        (kept for every iteration and variant), then under the conditions every group's
+        guard implies (:meth:`_implied_by_every`) and the variant's trip counts. Unsat makes
         every group's queries unsat (they only add constraints), so the search would find
         nothing: an access in bounds for another reason than its mask (a head index below
         the tensor's head count, a tile the trip counts keep inside) took 2 queries per
@@ -404,10 +404,11 @@ class BoundsChecker:
             lo = min(int(conc[idx].min()) for _, idx in ordered)
             hi = max(int(conc[idx].max()) for _, idx in ordered)
             common = self._implied_by_every(g for (_, g), _ in ordered)
-            # without the variant's trip counts (kept for every variant), then with them
+            # first the range alone (kept for every iteration and variant), then under
+            # what the guards imply and the variant's trip counts
             from ave_core.analysis.accumulation import _trip_constraints, _trip_forms
-            base = (name, d, k, lo, hi, common, tuple(self.assumptions))
-            for mk in (base, base + (tuple(_trip_forms(eng)),)):
+            base = (name, d, k, lo, hi, tuple(self.assumptions))
+            for mk in (base, base + (common, tuple(_trip_forms(eng)))):
                 r = self._never_memo.get(mk)
                 if r is None:
                     s = z3.Solver(ctx=sv.ctx)
@@ -417,10 +418,10 @@ class BoundsChecker:
                     for (t, dd, bk, bc) in self.assumptions:
                         s.add(sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0) ==
                               sv.lin(bk, bc))
-                    if len(mk) > len(base):
+                    if mk is not base:
                         s.add(*_trip_constraints(eng, z3))
-                    if common:
-                        s.add(sv.cond(list(common)))
+                        if common:
+                            s.add(sv.cond(list(common)))
                     s.add(*sv._domain)
                     for i, a in enumerate(eng.tab.atoms):
                         if i in sv._atoms and a.kind == "load":

@@ -1680,18 +1680,41 @@ class Engine:
         bw, bk = np.nonzero(bad)
         parts = []
         got = 0
-        for w in np.unique(bw):
-            ks = bk[bw == w]
-            m = hx[w][:, ks].T[:, :, None] & hy[w][ks, :][:, None, :]   # (slots, R, C)
-            si, r, c = np.nonzero(m)
-            k = ks[si]
-            cand = self._candidates(X, Y, (w * R + r) * K + k, (w * K + k) * C + c, common,
-                                    self._FIND_LIMIT - got)
+
+        def take(ix: np.ndarray, iy: np.ndarray) -> bool:
+            nonlocal got
+            cand = self._candidates(X, Y, ix, iy, common, self._FIND_LIMIT - got)
             if cand is not None:
                 parts.append(cand)
                 got += len(cand[0])
-                if got >= self._FIND_LIMIT:
+            return got >= self._FIND_LIMIT
+        for w in np.unique(bw):
+            ks = bk[bw == w]
+            npairs = int(hx[w][:, ks].sum(axis=0) @ hy[w][ks, :].sum(axis=1))
+            if npairs <= self._PAIRS_AT_ONCE:
+                m = hx[w][:, ks].T[:, :, None] & hy[w][ks, :][:, None, :]  # (slots, R, C)
+                si, r, c = np.nonzero(m)
+                k = ks[si]
+                if take((w * R + r) * K + k, (w * K + k) * C + c):
                     break
+                continue
+            # many pairs: holder thread by holder thread (the order's first key), so that
+            # the first _FIND_LIMIT candidates come from the first threads' pairs only
+            si, r = np.nonzero(hx[w][:, ks].T)                          # x elements
+            k = ks[si]
+            ixs = (w * R + r) * K + k
+            holder = X["holder"][ixs]
+            done = False
+            for t in np.unique(holder):
+                sel = holder == t
+                kt, ixt = k[sel], ixs[sel]
+                m = hy[w][kt, :]                                         # (n_t, C)
+                i, c = np.nonzero(m)
+                if take(ixt[i], (w * K + kt[i]) * C + c):
+                    done = True
+                    break
+            if done:
+                break
         if parts:
             check.consulted = True
             self._decide(check, X, Y, tuple(np.concatenate(a) for a in zip(*parts)), op)
@@ -1776,6 +1799,8 @@ class Engine:
 
     #: how many candidate pairs (in order) a pairing check decides, at most
     _FIND_LIMIT = 64
+    #: a warp's pairs expanded at once up to this many; past it, holder thread by thread
+    _PAIRS_AT_ONCE = 8192
 
     def _find(self, check: PairCheck, X: dict, Y: dict, ix: np.ndarray, iy: np.ndarray,
               common: np.ndarray, op: Op) -> None:
