@@ -1487,16 +1487,19 @@ class Engine:
         C fragment. The k-steps of one MMA chain usually meet the same row and column tags
         (Q's rows and K's keys for every k-slice of the head dimension): then the previous
         k-step's products are reused (their ``moved`` is overwritten by the caller)."""
-        last = self._mma_last.get(id(tiled))
-        if last is not None and last[0] is tiled and all(
-                x is y or np.array_equal(x, y) for x, y in zip(last[1], (
-                    row.code, row.cond, row.src, row.via, col.code, col.cond, col.src,
-                    col.via, ri, ci))):
-            p = last[2]
-            return Tags(p.code, p.cond, p.src, np.full(p.n, -1, np.int32), p.via)
+        cur = (row.code, row.cond, row.src, row.via, col.code, col.cond, col.src, col.via,
+               ri, ci)
+        recent = self._mma_last.setdefault(id(tiled), [])
+        for last in recent:
+            if last[0] is tiled and all(x is y or np.array_equal(x, y)
+                                        for x, y in zip(last[1], cur)):
+                p = last[2]
+                return Tags(p.code, p.cond, p.src, np.full(p.n, -1, np.int32), p.via)
         new = agree([row.take(ri), col.take(ci)], self.conds)
-        self._mma_last[id(tiled)] = (tiled, (row.code, row.cond, row.src, row.via, col.code,
-                                             col.cond, col.src, col.via, ri, ci), new)
+        # the last two: two chains of one tiled MMA interleaved (O's two column halves in
+        # flash attention: the same V columns every iteration)
+        recent.insert(0, (tiled, cur, new))
+        del recent[2:]
         return new
 
     def _kept_index(self, D: dict, dim: int, w: np.ndarray, coord: np.ndarray, full: int
