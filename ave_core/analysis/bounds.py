@@ -166,17 +166,38 @@ class BoundsChecker:
         earlier trip-count variant: the analysis keeps the first variant's); their
         obligations are not decided again (with the runtime sizes free, that is a z3
         search per obligation and variant: a kernel that reads past K in every variant
-        paid it T times)."""
+        paid it T times) -- when the search would make no new z3 atom (witness models list
+        every atom the solver knew: see :meth:`_search_knows`)."""
         found: dict = {}
         for ob in self.obligations:
             op = ob[0]
             k_op = (op.loc.file, op.loc.range)
-            if k_op in found or k_op in known:
+            if k_op in found or (k_op in known and self._search_knows(ob)):
                 continue
             f = self._check_one(*ob)
             if f is not None:
                 found[k_op] = dict(f)
         return list(found.values())
+
+    def _search_knows(self, ob: tuple) -> bool:
+        """Deciding obligation ``ob`` would make no new z3 atom and no new symbolic key:
+        its coordinates' linear forms, the size, its guards' conditions, the assumed
+        extents and the variant's trip counts have their terms already (the same op was
+        searched in an earlier variant: usually so)."""
+        from ave_core.analysis.accumulation import _trip_forms
+        eng = self.eng
+        sv, tab = eng.solver, eng.tab
+        _, _, name, d, key, _, guard, _, _, _ = ob
+        for t, dd in [(name, d)] + [(t, dd) for (t, dd, _, _) in self.assumptions]:
+            a = tab.atom_ids.get(Atom("dim", (t, dd)))
+            if a is None or tab.lin_ids.get(((a, 1),)) is None or a not in sv._atoms:
+                return False
+        keys = set(_distinct_keys(key).tolist())
+        keys |= {bk for (_, _, bk, _) in self.assumptions}
+        keys |= {k for k, _, _, _, _ in _trip_forms(eng)}
+        if not all(sv.knows(k) for k in keys):
+            return False
+        return all(sv.knows_cond(c) for c in np.unique(guard).tolist())
 
     def _bounds_of(self, name: str, d: int) -> list[tuple[int, int]]:
         tab = self.eng.tab
@@ -255,23 +276,28 @@ class BoundsChecker:
         return np.nonzero(~(ok_hi & ok_lo))[0]
 
     def _search(self, op, loops, name, d, key, conc, guard, threads, gc, live, todo):
-        # group by (key, guard): the extreme coordinates decide
-        groups: dict = {}
+        # Group by (key, guard's conditions in order): the search takes the 64 groups with
+        # the lowest elements, each element list ascending. Vectorized: a masked tile has
+        # as many groups as guard rows, a gathered one as many as elements (thousands);
+        # only the 64 taken are built.
         todo = np.asarray(todo)
-        # per distinct (key, guard row), its elements in order (vectorized: a masked tile
-        # has as many groups as guard rows, and thousands of elements)
-        cols = [np.asarray(key)[todo]] + [guard[todo, j] for j in range(guard.shape[1])]
+        g_rows = guard[todo]
+        # the conditions of a row in order, zeros moved last (rows equal but for the
+        # zeros' places are one group)
+        perm = np.argsort(g_rows == 0, axis=1, kind="stable")
+        g_rows = np.take_along_axis(g_rows, perm, axis=1)
+        k_todo = np.asarray(key)[todo]
+        cols = [k_todo] + [g_rows[:, j] for j in range(g_rows.shape[1])]
         _, inv = _unique_rows(*cols)
-        order = np.argsort(inv, kind="stable")
-        bounds_ = np.flatnonzero(np.diff(inv[order])) + 1
-        for grp in np.split(order, bounds_):
-            i0 = int(todo[grp[0]])
-            g = tuple(int(x) for x in guard[i0] if x != 0)
-            groups.setdefault((int(key[i0]), g), []).extend(int(i) for i in todo[grp])
-        for idx in groups.values():
-            idx.sort()                   # rows equal but for zeros' places: one group
+        firsts, first_pos = np.unique(inv, return_index=True)
+        take = np.argsort(first_pos, kind="stable")[:64]
+        ordered = []
+        for gi in take:
+            members = todo[inv == firsts[gi]]
+            p0 = int(first_pos[gi])
+            gk = (int(k_todo[p0]), tuple(int(x) for x in g_rows[p0] if x != 0))
+            ordered.append((gk, [int(i) for i in members]))
         best = None
-        ordered = sorted(groups.items(), key=lambda kv: min(kv[1]))[:64]
         if self._never_out(name, d, ordered, conc):
             return None
         for (k, g), idx in ordered:

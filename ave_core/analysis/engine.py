@@ -1649,24 +1649,36 @@ class Engine:
                     self._pair_memo.pop(next(iter(self._pair_memo)))
                 self._pair_memo[ckey] = (compared, covered)
             return
-        if self._violated_before(check):
-            return
         self._find_in_slots(check, X, Y, hx, hy, bad, common, op)
 
     #: checks whose later violations at a location are never reported (the analysis keeps
-    #: the first witness of an assertion or MMA)
-    _FIRST_ONLY = frozenset({"mma", "assert_conform"})
+    #: the first witness of an assertion, an MMA or a store into a tagged tensor)
+    _FIRST_ONLY = frozenset({"mma", "assert_conform", "store"})
 
-    def _violated_before(self, check: PairCheck) -> bool:
+    def _violated_before(self, check: PairCheck, X: dict, Y: dict, cand: tuple) -> bool:
         """The check's location has a violation already (an earlier execution or trip-count
-        variant): the analysis reports the first one, so another witness search for it is
-        wasted -- in a broken kernel, every k-step and iteration searched again (z3 included).
-        The pairs may still differ: ``consulted``."""
-        if check.kind in self._FIRST_ONLY and (
-                check.kind, check.op.loc.file, check.op.loc.range) in self.known_violations:
-            check.consulted = True
-            return True
-        return False
+        variant): the analysis reports the first one, so deciding ``cand`` (see
+        :meth:`_candidates`) with z3 again is wasted -- in a broken kernel, every k-step and
+        iteration searched again. Skipped only when those queries would make no new z3
+        atom (the atoms of the candidates' values and guards are made already): witness
+        models list every atom the solver knew at their query, so a skipped query that
+        would have made one would change a later witness. The pairs may still differ:
+        ``consulted`` (so a store's verdict is not kept as clean for the next variant:
+        see :meth:`_xv_keep_clean`)."""
+        if check.kind not in self._FIRST_ONLY or (
+                check.kind, check.op.loc.file, check.op.loc.range) not in self.known_violations:
+            return False
+        tx, ty = X["tags"], Y["tags"]
+        ix, iy, vx, vy, topv, diffk, diffc = cand
+        sv = self.solver
+        keys = set(code_key(vx[diffk]).tolist()) | set(code_key(vy[diffk]).tolist())
+        if not all(sv.knows(k) for k in keys):
+            return False
+        ids = set(tx.cond[ix].reshape(-1).tolist()) | set(ty.cond[iy].reshape(-1).tolist())
+        if not all(sv.knows_cond(c) for c in ids):
+            return False
+        check.consulted = True
+        return True
 
     def _find_in_slots(self, check: PairCheck, X: dict, Y: dict, hx: np.ndarray,
                        hy: np.ndarray, bad: np.ndarray, common: np.ndarray, op: Op) -> None:
@@ -1789,8 +1801,6 @@ class Engine:
             ymin, ymax = np.where(py, vy, big).min(axis=1), np.where(py, vy, -big).max(axis=1)
             same = (xmin == xmax) & (ymin == ymax) & (xmin == ymin) & (xmin > 0)
             bad_k |= px.any(axis=0) & py.any(axis=1) & ~same
-        if bad_k.any() and self._violated_before(check):
-            return
         for k in np.nonzero(bad_k)[0]:
             mx = np.nonzero(hx[:, k])[0]
             my = np.nonzero(hy[k, :])[0]
@@ -1840,6 +1850,8 @@ class Engine:
     def _decide(self, check: PairCheck, X: dict, Y: dict, cand: tuple, op: Op) -> None:
         """Decide candidate pairs in order (see :meth:`_candidates`): the first that can
         differ under its guards (z3) is the violation."""
+        if self._violated_before(check, X, Y, cand):
+            return
         tx, ty = X["tags"], Y["tags"]
         ix, iy, vx, vy, topv, diffk, diffc = cand
         for p in range(len(ix)):

@@ -226,6 +226,17 @@ class Solver:
         self._atoms[i] = z
         return z
 
+    def knows(self, key: int) -> bool:
+        """Every atom of ``LIN[key]`` has its z3 term already (a query over it would make
+        no new one)."""
+        return all(a in self._atoms for a, _ in self.tab.lins[int(key)])
+
+    def knows_cond(self, cid: int) -> bool:
+        """:meth:`knows` for every condition of condition id ``cid``."""
+        if cid <= 1:
+            return True
+        return all(self.knows(c.key) for c in self.conds.sets[int(cid)])
+
     def lin(self, key: int, conc: int) -> Any:
         """The z3 term of ``LIN[key] + conc`` (kept: a search builds the same terms again
         and again; z3's terms are immutable and hash-consed, so a kept term is the very
