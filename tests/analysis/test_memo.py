@@ -512,3 +512,19 @@ def test_skipped_searches_do_not_change_later_witness_models(incremental, monkey
     monkeypatch.setattr(bounds.BoundsChecker, "_search_knows", lambda self, ob: False)
     slow = analyze(compile_source(_NEW_ATOMS_EACH_PASS, "gather.py").kernels[0], opts)
     assert _summary(fast) == _summary(slow)
+
+
+@pytest.mark.parametrize("name", ["gemm_prologue_short", "moe_weight_not_transposed"])
+def test_no_second_accumulation_check_for_a_violated_chain(name, monkeypatch):
+    """An MMA chain whose accumulation check (AVE206) is violated already is not decided
+    again in later variants (one reduction field: its counts do not depend on the
+    verdict; accumulation.check_chain ``known``): the same report, fewer queries."""
+    from ave_core.analysis import accumulation
+    path = os.path.join(ROOT, "examples", "broken", name + ".py")
+    text = open(path, encoding="utf-8").read()
+    fast = analyze(compile_source(text, path).kernels[0])
+    assert any(d.code == "AVE206" for d in fast.diagnostics)
+    monkeypatch.setattr(accumulation, "_knows_chain", lambda eng, by_field: False)
+    slow = analyze(compile_source(text, path).kernels[0])
+    assert _summary(fast) == _summary(slow)
+    assert fast.timings["solver_queries"] < slow.timings["solver_queries"]
