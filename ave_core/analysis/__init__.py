@@ -145,7 +145,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             if eng is None:
                 continue
             for chk in eng.checks:
-                key = (chk.kind, chk.op.loc.file, chk.op.loc.range)
+                key = chk.location
                 r = results.get(key)
                 if r is None:
                     r = results[key] = AssertionResult(chk.kind, chk.op.loc, "proved",

@@ -191,12 +191,11 @@ def on_consume(eng: Any, op: Any) -> None:
             continue
         first = x.kcov[0][0].op if x.kcov[0] else op
         chk = PairCheck(first, "accumulate", 0)
-        key = ("accumulate", first.loc.file, first.loc.range)
-        r = check_chain(eng, x.kcov, op, known=key in eng.known_violations)
+        r = check_chain(eng, x.kcov, op, known=chk.location in eng.known_violations)
         chk.compared, chk.covered = r["compared"], r["covered"]
         chk.violation, chk.unknown = r["violation"], r["unknown"]
         if chk.violation is not None:
-            eng.known_violations.add(key)
+            eng.known_violations.add(chk.location)
         if chk.compared:
             eng.checks.append(chk)
 
@@ -339,15 +338,13 @@ def _knows_chain(eng: Any, by_field: dict) -> bool:
     reduction fields' domains (tensor extents) and the variant's trip counts have their
     terms (witness models list every atom the solver knew; a skipped query that would
     have made one changes a later witness)."""
-    sv, tab = eng.solver, eng.tab
+    sv = eng.solver
     for calls in by_field.values():
         for c in calls:
             if not all(sv.knows_cond(g) for g in np.unique(c.guard).tolist()):
                 return False
-            if c.domain is not None:
-                a = tab.atom_ids.get(Atom("dim", c.domain))
-                if a is None or tab.lin_ids.get(((a, 1),)) is None or a not in sv._atoms:
-                    return False
+            if c.domain is not None and not sv.knows_dim(c.domain):
+                return False
     # the trip counts as the check's own queries would compute them (this evaluates the
     # bound expressions once per variant, as they do; their forms are the earlier
     # variants' forms, which the violation found there made)
@@ -408,10 +405,6 @@ def _solve_in(eng: Any, build) -> tuple[str, Any, Any]:
             st, m = optimize()
             return m if st == "sat" else first     # budget ran out: the plain model
     return "sat", first, again
-
-
-def _model_dict(eng: Any, m: Any) -> dict:
-    return eng.solver.model_dict(m)
 
 
 def _at_most_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict | None:

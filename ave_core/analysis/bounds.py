@@ -180,18 +180,17 @@ class BoundsChecker:
         return list(found.values())
 
     def _search_knows(self, ob: tuple) -> bool:
-        """Deciding obligation ``ob`` would make no new z3 atom and no new symbolic key:
-        its coordinates' linear forms, the size, its guards' conditions, the assumed
+        """Deciding obligation ``ob`` would make no new z3 atom: its coordinates' linear
+        forms, the size, its guards' conditions, the assumed
         extents and the variant's trip counts have their terms already (the same op was
         searched in an earlier variant: usually so)."""
         from ave_core.analysis.accumulation import _trip_forms
         eng = self.eng
-        sv, tab = eng.solver, eng.tab
+        sv = eng.solver
         _, _, name, d, key, _, guard, _, _, _ = ob
-        for t, dd in [(name, d)] + [(t, dd) for (t, dd, _, _) in self.assumptions]:
-            a = tab.atom_ids.get(Atom("dim", (t, dd)))
-            if a is None or tab.lin_ids.get(((a, 1),)) is None or a not in sv._atoms:
-                return False
+        if not all(sv.knows_dim(dim) for dim in
+                   [(name, d)] + [(t, dd) for (t, dd, _, _) in self.assumptions]):
+            return False
         keys = set(_distinct_keys(key).tolist())
         keys |= {bk for (_, _, bk, _) in self.assumptions}
         keys |= {k for k, _, _, _, _ in _trip_forms(eng)}
@@ -381,21 +380,20 @@ class BoundsChecker:
         return self._result(s.model(), (s, x, size, list(sv._atoms.items())), pid_zero)
 
     def _terms(self, name: str, d: int, k: int, c: int, guard: list,
-               with_guard: bool = True) -> tuple:
+               trips: bool = True) -> tuple:
         """The z3 terms of the query "can ``LIN[k] + c`` be outside ``name``'s dim ``d``
-        under ``guard``": (coordinate, size, constraints: the variant's trip counts, the
-        guard, the assumed extents). Made in this order by every query of the search, so
-        the atoms they create come in the same order (witness models list them)."""
+        under ``guard``": (coordinate, size, constraints: the variant's trip counts unless
+        ``trips`` is false, the guard, the assumed extents). Made in this order by every
+        query of the search, so the atoms they create come in the same order (witness
+        models list them)."""
         eng = self.eng
         sv = eng.solver
         z3 = sv.z3
         from ave_core.analysis.accumulation import _trip_constraints
         x = sv.lin(k, c)
         size = sv.lin(eng.tab.atom(Atom("dim", (name, d))), 0)
-        cons = list(_trip_constraints(eng, z3))
-        g = sv.cond(guard) if guard else z3.BoolVal(True, sv.ctx)
-        if with_guard:
-            cons.append(g)
+        cons = list(_trip_constraints(eng, z3)) if trips else []
+        cons.append(sv.cond(guard) if guard else z3.BoolVal(True, sv.ctx))
         for (t, dd, bk, bc) in self.assumptions:
             cons.append(sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0) == sv.lin(bk, bc))
         return x, size, cons
@@ -432,7 +430,7 @@ class BoundsChecker:
             common = self._implied_by_every(g for (_, g), _ in ordered)
             # first the range alone (kept for every iteration and variant), then under
             # what the guards imply and the variant's trip counts
-            from ave_core.analysis.accumulation import _trip_constraints, _trip_forms
+            from ave_core.analysis.accumulation import _trip_forms
             base = (name, d, k, lo, hi, tuple(self.assumptions))
             for mk in (base, base + (common, tuple(_trip_forms(eng)))):
                 r = self._never_memo.get(mk)
@@ -440,14 +438,10 @@ class BoundsChecker:
                     s = z3.Solver(ctx=sv.ctx)
                     s.set("timeout", sv.timeout_ms)
                     sv.queries += 1
-                    size = sv.lin(eng.tab.atom(Atom("dim", (name, d))), 0)
-                    for (t, dd, bk, bc) in self.assumptions:
-                        s.add(sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0) ==
-                              sv.lin(bk, bc))
-                    if mk is not base:
-                        s.add(*_trip_constraints(eng, z3))
-                        if common:
-                            s.add(sv.cond(list(common)))
+                    later = mk is not base
+                    _, size, cons = self._terms(name, d, k, lo, list(common) if later else [],
+                                                trips=later)
+                    s.add(*cons)
                     s.add(*sv._domain)
                     for i, a in enumerate(eng.tab.atoms):
                         if i in sv._atoms and a.kind == "load":

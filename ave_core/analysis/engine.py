@@ -33,8 +33,8 @@ from ave_core.analysis.bounds import BoundsChecker
 from ave_core.analysis.races import RaceTracker
 from ave_core.analysis.symbolic import (_BIAS, _SHIFT, ABSENT, TOP, Atom, CondTable, SymInt,
                                         all_last, any_last,
-                                        SymTable, code_conc, code_key, sym_binop, sym_compare,
-                                        unpack)
+                                        SymTable, code_conc, code_key, rows_put, rows_take,
+                                        sym_binop, sym_compare, unpack)
 from ave_core.compiler.fragments import broadcast_index
 from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Op, ScalarType, TensorType,
                                   TileType, Value)
@@ -65,34 +65,6 @@ def pack(key: Any, conc: Any) -> np.ndarray:
     if key.size and int(key.max()) >= 1 << (63 - _SHIFT):
         raise AnalysisLimit("more than 2**23 symbolic tag values")
     return (key << _SHIFT) + conc + _BIAS
-
-
-def rows_take(a: np.ndarray, idx: Any) -> np.ndarray:
-    """``a[idx]`` for a row index (integer array or boolean mask) of a 2-D array: numpy's
-    ``take``/``compress`` along axis 0 are several times faster than fancy indexing there
-    (measured: 8192 x 6 int64 rows, 14 us vs 58 us)."""
-    if type(idx) is np.ndarray:
-        if idx.dtype == np.bool_:
-            if idx.ndim == 1 and idx.shape[0] == a.shape[0]:
-                return a.compress(idx, axis=0)
-            return a[idx]
-        if idx.dtype.kind in "iu":
-            return a.take(idx, axis=0)
-    return a[idx]
-
-
-def rows_put(a: np.ndarray, idx: Any, b: np.ndarray) -> None:
-    """``a[idx] = b`` for rows of a 2-D array (through a one-element-per-row view when the
-    rows are contiguous: 2-3x faster than fancy assignment)."""
-    if (type(idx) is np.ndarray and idx.dtype.kind == "i" and idx.ndim == 1 and a.ndim == 2
-            and a.flags.c_contiguous and a.shape[1] > 1):
-        b = np.ascontiguousarray(np.broadcast_to(b, (len(idx.reshape(-1)), a.shape[1]))
-                                 if np.ndim(b) < 2 else b, dtype=a.dtype)
-        if b.shape == (idx.size, a.shape[1]):
-            dt = np.dtype((np.void, a.dtype.itemsize * a.shape[1]))
-            np.put(a.view(dt).reshape(-1), idx.reshape(-1), b.view(dt).reshape(-1))
-            return
-    a[idx] = b
 
 
 @dataclass
@@ -264,6 +236,12 @@ class PairCheck:
     #: some paired values differed, so the verdict also rests on the guards (a clean
     #: verdict then holds for these guards only: see Engine._check_store)
     consulted: bool = False
+
+    @property
+    def location(self) -> tuple:
+        """``(kind, file, range)``: what the analysis reports one result per (the first
+        witness of each is kept)."""
+        return (self.kind, self.op.loc.file, self.op.loc.range)
 
 
 class _NoFingerprint(Exception):
@@ -1665,8 +1643,7 @@ class Engine:
         would have made one would change a later witness. The pairs may still differ:
         ``consulted`` (so a store's verdict is not kept as clean for the next variant:
         see :meth:`_xv_keep_clean`)."""
-        if check.kind not in self._FIRST_ONLY or (
-                check.kind, check.op.loc.file, check.op.loc.range) not in self.known_violations:
+        if check.kind not in self._FIRST_ONLY or check.location not in self.known_violations:
             return False
         tx, ty = X["tags"], Y["tags"]
         ix, iy, vx, vy, topv, diffk, diffc = cand
@@ -1876,8 +1853,7 @@ class Engine:
                     w["__refine"] = self._refiner(op, X, Y, a, b, ff, res.refine, why)
                 check.violation = w
                 if check.kind in self._FIRST_ONLY:
-                    self.known_violations.add((check.kind, check.op.loc.file,
-                                               check.op.loc.range))
+                    self.known_violations.add(check.location)
                 return
 
     def _refiner(self, op: Op, X: dict, Y: dict, ix: int, iy: int, f: int, refine: Any,

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from ave_core.analysis.symbolic import rows_put
+
 
 _MAX = np.iinfo(np.int64).max
 
@@ -40,6 +42,7 @@ class RaceTracker:
     #: the per-granule state, one column each (see __init__)
     COLUMNS = ("w_epoch", "w_thread", "w_at", "r_epoch", "r_lo", "r_hi", "r_at", "pending",
                "p_thread", "p_at")
+    _COL = {name: i for i, name in enumerate(COLUMNS)}
 
     def __init__(self, eng: Any, ngran: int) -> None:
         self.eng = eng
@@ -130,15 +133,17 @@ class RaceTracker:
                 old = rows.copy()
 
                 def undo() -> None:
-                    _put_rows(self.state, ug, old)
+                    rows_put(self.state, ug, old)
                 j.append(undo)
             fresh = r_epoch != self.epoch
-            new = rows                              # a copy (take): updated in place
-            new[:, 4] = np.where(fresh, tmin, np.minimum(r_lo, tmin))
-            new[:, 5] = np.where(fresh, tmax, np.maximum(r_hi, tmax))
-            new[:, 3] = self.epoch
-            new[:, 6] = at
-            _put_rows(self.state, ug, new)          # one scatter
+            lo = np.where(fresh, tmin, np.minimum(r_lo, tmin))
+            hi = np.where(fresh, tmax, np.maximum(r_hi, tmax))
+            c = self._COL
+            rows[:, c["r_lo"]] = lo                 # rows is a copy (take): updated in place
+            rows[:, c["r_hi"]] = hi
+            rows[:, c["r_epoch"]] = self.epoch
+            rows[:, c["r_at"]] = at
+            rows_put(self.state, ug, rows)          # one scatter
             return
         self._read_elements(g, t, op, at)
 
@@ -232,13 +237,6 @@ class RaceTracker:
                                    "barrier_fixes": (other_at < at and
                                                      what != "an asynchronous copy in flight"),
                                    "in_branch": getattr(self.eng, "in_branch", 0) > 0})
-
-
-def _put_rows(a: np.ndarray, idx: np.ndarray, rows: np.ndarray) -> None:
-    """``a[idx] = rows`` for whole rows of a C-contiguous 2-D array, through a
-    one-element-per-row view (``idx`` distinct)."""
-    dt = np.dtype((np.void, a.dtype.itemsize * a.shape[1]))
-    np.put(a.view(dt).reshape(-1), idx, np.ascontiguousarray(rows).view(dt).reshape(-1))
 
 
 def statement_loc(eng: Any, op: Any) -> Any:

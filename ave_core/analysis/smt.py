@@ -231,6 +231,13 @@ class Solver:
         no new one)."""
         return all(a in self._atoms for a, _ in self.tab.lins[int(key)])
 
+    def knows_dim(self, dim: tuple) -> bool:
+        """:meth:`knows` for the extent ``(tensor, d)`` (``T.shape[d]``), without making
+        its symbolic atom or key when it has none."""
+        a = self.tab.atom_ids.get(Atom("dim", tuple(dim)))
+        return a is not None and self.tab.lin_ids.get(((a, 1),)) is not None and \
+            a in self._atoms
+
     def knows_cond(self, cid: int) -> bool:
         """:meth:`knows` for every condition of condition id ``cid``."""
         if cid <= 1:

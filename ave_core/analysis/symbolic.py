@@ -202,6 +202,34 @@ def all_last(x: np.ndarray) -> np.ndarray:
     return _reduce_last(x, np.logical_and, True)
 
 
+def rows_take(a: np.ndarray, idx: Any) -> np.ndarray:
+    """``a[idx]`` for a row index (integer array or boolean mask) of a 2-D array: numpy's
+    ``take``/``compress`` along axis 0 are several times faster than fancy indexing there
+    (measured: 8192 x 6 int64 rows, 14 us vs 58 us)."""
+    if type(idx) is np.ndarray:
+        if idx.dtype == np.bool_:
+            if idx.ndim == 1 and idx.shape[0] == a.shape[0]:
+                return a.compress(idx, axis=0)
+            return a[idx]
+        if idx.dtype.kind in "iu":
+            return a.take(idx, axis=0)
+    return a[idx]
+
+
+def rows_put(a: np.ndarray, idx: Any, b: np.ndarray) -> None:
+    """``a[idx] = b`` for rows of a 2-D array (through a one-element-per-row view when the
+    rows are contiguous: 2-3x faster than fancy assignment)."""
+    if (type(idx) is np.ndarray and idx.dtype.kind == "i" and idx.ndim == 1 and a.ndim == 2
+            and a.flags.c_contiguous and a.shape[1] > 1):
+        b = np.ascontiguousarray(np.broadcast_to(b, (len(idx.reshape(-1)), a.shape[1]))
+                                 if np.ndim(b) < 2 else b, dtype=a.dtype)
+        if b.shape == (idx.size, a.shape[1]):
+            dt = np.dtype((np.void, a.dtype.itemsize * a.shape[1]))
+            np.put(a.view(dt).reshape(-1), idx.reshape(-1), b.view(dt).reshape(-1))
+            return
+    a[idx] = b
+
+
 def _unique_1d(x: np.ndarray, span: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``np.unique(x, return_inverse=True)`` for an int64 array; values within a range
     a few times the array's length take a presence table instead of a sort (a tile's
