@@ -283,6 +283,26 @@ def test_reviewed_kernels(name, bound, want, memos_off):
         assert "(C[" in msg and "(Y[" not in msg, msg
 
 
+# ---------------------------------------------------------------- skipped work
+
+def _broken(name: str) -> tuple[str, str]:
+    """(text, path) of examples/broken/<name>.py."""
+    path = os.path.join(ROOT, "examples", "broken", name + ".py")
+    return open(path, encoding="utf-8").read(), path
+
+
+def _same_without(monkeypatch, text: str, path: str, patches: list, opts=None) -> tuple:
+    """Analyse the first specialization of ``text`` as it is, then with ``patches``
+    (``(object, attribute, value)``: what turns a reuse or a skip off); the two reports
+    must be equal. Returns both analyses (for the caller's further assertions)."""
+    fast = analyze(compile_source(text, path).kernels[0], opts)
+    for obj, attr, value in patches:
+        monkeypatch.setattr(obj, attr, value)
+    slow = analyze(compile_source(text, path).kernels[0], opts)
+    assert _summary(fast) == _summary(slow)
+    return fast, slow
+
+
 # ---------------------------------------------------------------- bounds across variants
 
 _UNMASKED_K = '''
@@ -317,17 +337,14 @@ def test_bounds_findings_of_earlier_variants_are_not_searched_again(monkeypatch)
     those ops' obligations again (BoundsChecker.check ``known``): the same report, with
     the z3 searches of one variant instead of T."""
     from ave_core.analysis import bounds
-    opts = AnalysisOptions(trip_bound=6)
-    k = compile_source(_UNMASKED_K, "unmasked.py").kernels[0]
-    fast = analyze(k, opts)
+    check = bounds.BoundsChecker.check
+    fast, slow = _same_without(
+        monkeypatch, _UNMASKED_K, "unmasked.py",
+        [(bounds.BoundsChecker, "check", lambda self, known=(): check(self))],
+        AnalysisOptions(trip_bound=6))
     codes = sorted(d.code for d in fast.diagnostics)
     assert codes == ["AVE208", "AVE208"], codes
     assert all(d.witness["trip_counts"] == {"kt": 1} for d in fast.diagnostics)
-    check = bounds.BoundsChecker.check
-    monkeypatch.setattr(bounds.BoundsChecker, "check", lambda self, known=(): check(self))
-    k = compile_source(_UNMASKED_K, "unmasked.py").kernels[0]
-    slow = analyze(k, opts)
-    assert _summary(fast) == _summary(slow)
     assert slow.timings["solver_queries"] >= 3 * fast.timings["solver_queries"] > 0
 
 
@@ -361,13 +378,9 @@ def _all_pairs_find(self, check, X, Y, hx, hy, bad, common, op):
 def test_pairing_search_warp_by_warp_matches_all_pairs(name, monkeypatch):
     """A violated pairing check expands its candidate pairs warp by warp and stops at 64
     candidates: the same witnesses as expanding every pair of every slot."""
-    path = os.path.join(ROOT, "examples", "broken", name + ".py")
-    text = open(path, encoding="utf-8").read()
-    fast = analyze(compile_source(text, path).kernels[0])
+    fast, _ = _same_without(monkeypatch, *_broken(name),
+                            [(engine.Engine, "_find_in_slots", _all_pairs_find)])
     assert any(r.status == "violated" for r in fast.assertions)
-    monkeypatch.setattr(engine.Engine, "_find_in_slots", _all_pairs_find)
-    slow = analyze(compile_source(text, path).kernels[0])
-    assert _summary(fast) == _summary(slow)
 
 
 _HEAD_INDEX = '''
@@ -412,10 +425,9 @@ def test_bounds_shortcut_matches_the_search(case, monkeypatch):
         text = _mask_mutant("moe.py", "mask=lambda t, k: (t < T) & (k < K))",
                             "mask=lambda t, k: (t < T) & (k < K + 8))")
         path, opts = os.path.join(ROOT, "examples", "moe.py"), None
-    fast = analyze(compile_source(text, path).kernels[0], opts)
-    monkeypatch.setattr(bounds.BoundsChecker, "_never_out", lambda self, *a: False)
-    slow = analyze(compile_source(text, path).kernels[0], opts)
-    assert _summary(fast) == _summary(slow)
+    fast, slow = _same_without(monkeypatch, text, path,
+                               [(bounds.BoundsChecker, "_never_out", lambda self, *a: False)],
+                               opts)
     found = [d for d in fast.diagnostics if d.code == "AVE208"]
     assert bool(found) == (case != "head_index")
     assert fast.timings["solver_queries"] * 10 < slow.timings["solver_queries"]
@@ -466,12 +478,8 @@ def test_no_second_witness_search_for_a_violated_assertion(name, monkeypatch):
     """The analysis keeps the first witness of an assertion or MMA; later executions and
     variants do not search one again (Engine._violated_before): the same report, fewer
     solver queries."""
-    path = os.path.join(ROOT, "examples", "broken", name + ".py")
-    text = open(path, encoding="utf-8").read()
-    fast = analyze(compile_source(text, path).kernels[0])
-    monkeypatch.setattr(engine.Engine, "_violated_before", lambda self, *a: False)
-    slow = analyze(compile_source(text, path).kernels[0])
-    assert _summary(fast) == _summary(slow)
+    fast, slow = _same_without(monkeypatch, *_broken(name),
+                               [(engine.Engine, "_violated_before", lambda self, *a: False)])
     assert fast.timings["solver_queries"] < slow.timings["solver_queries"]
 
 
@@ -505,13 +513,12 @@ def test_skipped_searches_do_not_change_later_witness_models(incremental, monkey
     on it. A search is skipped only when it would make none (Engine._violated_before,
     BoundsChecker._search_knows): the report equals the one with no skipping at all."""
     from ave_core.analysis import bounds
-    opts = AnalysisOptions(incremental=incremental)
-    fast = analyze(compile_source(_NEW_ATOMS_EACH_PASS, "gather.py").kernels[0], opts)
+    fast, _ = _same_without(
+        monkeypatch, _NEW_ATOMS_EACH_PASS, "gather.py",
+        [(engine.Engine, "_violated_before", lambda self, *a: False),
+         (bounds.BoundsChecker, "_search_knows", lambda self, ob: False)],
+        AnalysisOptions(incremental=incremental))
     assert {d.code for d in fast.diagnostics} >= {"AVE201", "AVE208"}
-    monkeypatch.setattr(engine.Engine, "_violated_before", lambda self, *a: False)
-    monkeypatch.setattr(bounds.BoundsChecker, "_search_knows", lambda self, ob: False)
-    slow = analyze(compile_source(_NEW_ATOMS_EACH_PASS, "gather.py").kernels[0], opts)
-    assert _summary(fast) == _summary(slow)
 
 
 @pytest.mark.parametrize("name", ["gemm_prologue_short", "moe_weight_not_transposed"])
@@ -520,11 +527,7 @@ def test_no_second_accumulation_check_for_a_violated_chain(name, monkeypatch):
     again in later variants (one reduction field: its counts do not depend on the
     verdict; accumulation.check_chain ``known``): the same report, fewer queries."""
     from ave_core.analysis import accumulation
-    path = os.path.join(ROOT, "examples", "broken", name + ".py")
-    text = open(path, encoding="utf-8").read()
-    fast = analyze(compile_source(text, path).kernels[0])
+    fast, slow = _same_without(monkeypatch, *_broken(name),
+                               [(accumulation, "_knows_chain", lambda eng, by_field: False)])
     assert any(d.code == "AVE206" for d in fast.diagnostics)
-    monkeypatch.setattr(accumulation, "_knows_chain", lambda eng, by_field: False)
-    slow = analyze(compile_source(text, path).kernels[0])
-    assert _summary(fast) == _summary(slow)
     assert fast.timings["solver_queries"] < slow.timings["solver_queries"]
