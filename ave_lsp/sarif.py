@@ -165,8 +165,8 @@ def _read_text(path: str) -> str | None:
 def _top_level_defs(text: str) -> list[tuple[int, int, str]]:
     try:
         tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return []
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []            # (the front end reports why the file does not parse)
     out = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):

@@ -19,9 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-import numpy as np
-
-from ave_core.compiler.ir import KernelIR, Op
+from ave_core.compiler.ir import KernelIR
 
 
 @dataclass

@@ -153,6 +153,25 @@ def test_sarif_clean_example(capsys, monkeypatch):
     assert run_["properties"]["summary"]["errors"] == 0
 
 
+def test_sarif_of_a_file_too_deep_for_the_parser(tmp_path, capsys, monkeypatch):
+    """A file Python's parser gives up on (RecursionError, not SyntaxError) is an AVE100
+    in SARIF as in every other format -- the fingerprint's enclosing-function lookup
+    parses the file too, and crashed the whole run (found by a review helper)."""
+    deep = write(tmp_path, "deep.py", "import ave_core.lang as ave\n\nx = " +
+                 "1+" * 30000 + "1\n")
+    monkeypatch.chdir(tmp_path)
+    rc, out, err = run(capsys, "--check", "--format", "sarif", "deep.py", str(
+        ROOT / CLEAN))
+    assert rc == 1, err
+    log = json.loads(out)
+    validate_sarif(log)
+    results = log["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == ["AVE100"]
+    assert results[0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] \
+        == "deep.py"
+    assert deep.exists()
+
+
 def _fingerprints(path: str) -> list[tuple[str, int]]:
     checker = cli.Checker(workspace=None, analyze=True, options=None)
     report = checker.report(checker.check_all([path]))
