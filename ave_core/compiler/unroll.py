@@ -9,8 +9,10 @@ software pipeline goes wrong in its prologue, its steady state or its epilogue.
   for one chosen trip count ``n``; :func:`unrolled_variants` produces one kernel per
   ``n`` in ``1..T`` (``T = STAGES + 2`` by default: a pipeline's prologue, steady state and
   epilogue all appear), so results read "proved for trip counts <= T". When the lower
-  bound and step are constants, the loop's upper-bound value itself is bound to
-  ``lb + n * step`` everywhere in the kernel (so ``if kt + STAGES - 1 < KT`` folds).
+  bound is a constant and the step is 1 (or -1), the loop's upper-bound value itself is
+  bound to ``lb + n * step`` everywhere in the kernel (so ``if kt + STAGES - 1 < KT``
+  folds); with a longer step it stays a runtime value, constrained to the interval that
+  gives ``n`` iterations (``trip_preconditions``).
 * ``scf.if`` with a condition that folds to a constant is replaced by the taken branch.
 
 Every op of the result carries ``attrs["loop_indices"]``: the ``(name, index)`` pairs of
@@ -112,11 +114,16 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
             than :data:`MAX_UNROLLED_OPS` ops.
     """
     ctx = _Ctx({}, {}, {}, dict(trip_counts or {}), (), memo=memo)
-    # bind the upper bounds of runtime loops with constant lb/step
+    # bind the upper bounds of runtime loops with constant lb and a step of +-1: the loop
+    # runs n >= 1 times exactly when the bound is lb + n * step. With a longer step the
+    # bound is only known to lie in (lb + (n-1)*step, lb + n*step] (``range(0, K, BK)``:
+    # K need not be a multiple of BK), so it stays a runtime value: binding it to one
+    # point of that interval made a mask ``k < K`` disagree with the tensor's real extent
+    # (a false AVE208). The variant's preconditions below state the interval.
     consts = _const_values(kernel.body)
     for op, n in ctx.trip_counts.items():
         lb, ub, st = op.operands[:3]
-        if lb in consts and st in consts:
+        if lb in consts and st in consts and consts[st] in (1, -1):
             ctx.bindings[ub] = consts[lb] + n * consts[st]
     body = Block()
     if memo is not None and "__args__" in memo:

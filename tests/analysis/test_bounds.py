@@ -133,3 +133,50 @@ def test_bound_with_an_offset_is_no_shape_precondition():
     # the interpreter, with Y shaped like X as the kernel assumes: the store writes row 1
     dyn = _interp_oob(k, 1, 32)
     assert dyn and "Y[1, 0]" in dyn[0].message
+
+
+STEP = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def step(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    M, N = X.shape
+    m0 = ave.program_id(0) * 32
+    s = ave.alloc((32, 32), ave.f32, space="shared")
+    for n0 in ave.range(0, N, 32):
+        ave.copy(X[m0:m0 + 32, n0:n0 + 32], s, vector_bytes=16, mask={MASK})
+        ave.barrier()
+        ave.copy(s, Y[m0:m0 + 32, n0:n0 + 32], vector_bytes=16,
+                 mask=lambda m, n: (m < M) & (n < N))
+        ave.barrier()
+'''
+
+
+def _step(mask):
+    res = compile_source(STEP.replace("{MASK}", mask), "step.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    return res.kernels[0]
+
+
+def test_loop_with_a_step_does_not_pin_its_bound_to_a_multiple_of_the_step():
+    # `range(0, N, 32)` runs n times for N in (32(n-1), 32n]: N is not 32n. The unroller
+    # used to bind N to 32n everywhere, so `n < N` admitted columns past X.shape[1]
+    # (a false AVE208 from a review helper, the interpreter runs it exactly).
+    k = _step("lambda m, n: (m < M) & (n < N)")
+    assert _oob(k) == []
+    X = np.arange(40 * 70, dtype=np.float32).reshape(40, 70)
+    Y = np.zeros_like(X)
+    res = run(k, (2,), [X, Y])
+    assert [d for d in res.diagnostics if d.code == "AVE301"] == []
+    assert np.array_equal(Y, X)
+
+
+def test_loop_with_a_step_off_by_one_mask_witness():
+    # n <= N admits column N. Trip count 1 (N in 1..32): the smallest N = 1, column 1 of
+    # row 0 is in thread 0's 16-byte vector X[0, 0:4].
+    k = _step("lambda m, n: (m < M) & (n <= N)")
+    (d,) = _oob(k)
+    w = d.witness
+    assert w["threads"][0]["thread"] == 0 and w["coordinates"] == {"X": [0, 1]}
+    assert w["model"]["X.shape[1]"] == 1 and w["trip_counts"] == {"n0": 1}
+    dyn = _interp_oob(k, 32, 1)
+    assert dyn and "X[0, 1]" in dyn[0].message
