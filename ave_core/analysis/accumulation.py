@@ -179,10 +179,49 @@ def chain(prev: Any, new: list[Contribution] | None) -> Any:
     return prev + [new]
 
 
+def summed_chain(eng: Any, op: Any) -> list | None:
+    """The chain an ``arith.add`` of accumulators continues, or None.
+
+    A sum is linear in its terms' products: ``acc + ave.mma(a, b, zeros)`` (a chain of one
+    MMA per step), or two accumulators of the same tiled MMA summed at the end (even and
+    odd k-tiles), receive the union of their terms' contributions. So when every operand
+    of the add is a fragment in the same layout that is either an MMA chain (of the same
+    tiled MMA) or untagged with no chain (``ave.zeros``, a bias), and at least one is a
+    chain, the result continues their chains (concatenated, operands in order) and the add
+    does not end them. Anything else (a scaled or joined accumulator, a tagged value)
+    ends the chains there as any other use does."""
+    from ave_core.analysis.engine import FragVal
+    if op.name != "arith.add" or len(op.operands) != 2:
+        return None
+    xs = [eng.env.get(v) for v in op.operands]
+    if any(type(x) is not FragVal for x in xs) or not any(x.kcov for x in xs):
+        return None
+    lays = {getattr(v.type, "layout", None) for v in op.operands}
+    if len(lays) != 1 or None in lays or \
+            getattr(op.result.type, "layout", None) not in lays:
+        return None
+    out: list = []
+    tiled = None
+    for x in xs:
+        if x.kcov:
+            t = next((c.op.attrs.get("tiled") for step in x.kcov for c in step), None)
+            if t is not None:
+                if tiled is not None and t is not tiled:
+                    return None
+                tiled = t
+            out += x.kcov
+        elif x.kcov is False or x.tags.code.any():
+            return None
+    return out
+
+
 def on_consume(eng: Any, op: Any) -> None:
     """Called before every op: an MMA chain used by anything but the accumulator operand of
-    an ``ave.mma`` ends here and is checked."""
+    an ``ave.mma`` (or a term of a sum that continues it: :func:`summed_chain`) ends here
+    and is checked."""
     from ave_core.analysis.engine import FragVal, PairCheck
+    if op.name == "arith.add" and summed_chain(eng, op) is not None:
+        return
     for i, v in enumerate(op.operands):
         x = eng.env.get(v)
         if type(x) is not FragVal or not x.kcov:

@@ -536,7 +536,11 @@ class Engine:
         a, b = (self.env.get(v) for v in op.operands)
         rt = op.result.type
         if isinstance(rt, FragmentType):
-            self.env[op.result] = self._frag_elementwise(op, [a, b], name)
+            out = self._frag_elementwise(op, [a, b], name)
+            if name == "add":
+                # a sum of accumulators continues their MMA chains (AVE206)
+                out.kcov = accumulation.summed_chain(self, op)
+            self.env[op.result] = out
             return
         if rt.dtype.name == "i1" and name in ("and", "or", "xor"):
             self.env[op.result] = self._bool_op(name, a, b)

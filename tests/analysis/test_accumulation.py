@@ -118,3 +118,76 @@ def test_no_finding_at_any_trip_bound(bound):
     from ave_core.analysis import AnalysisOptions
     a, d = _acc206(_kernel("kt * 32"), options=AnalysisOptions(trip_bound=bound))
     assert d == []
+
+
+# --- sums of accumulators (found by a review helper: both were false AVE206) --------------
+
+MMA_OF = "ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), {C}, tiled)"
+MMA_STMT = "        acc = " + MMA_OF.replace("{C}", "acc")
+
+
+def _summed(body: list[str], before: list[str] = (), after: list[str] = ()):
+    text = KERNEL.replace("{K0}", "kt * 32").replace(MMA_STMT, "\n".join(body))
+    text = text.replace("    for kt in", "\n".join(list(before) + ["    for kt in"]))
+    text = text.replace("    ave.store(", "\n".join(list(after) + ["    ave.store("]))
+    res = compile_source(text, "sum.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    return res.kernels[0]
+
+
+ZEROS = "ave.zeros((64, 64), ave.f32, tiled.c)"
+
+
+def _exact(kernel, K=72):
+    af, bf, c = _run(kernel, K)
+    ref = af @ bf
+    assert np.abs(c - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
+
+
+def test_a_sum_of_one_step_chains_is_one_chain():
+    # acc = acc + mma(a, b, 0): each k-tile's products are added once -- proved, the
+    # output exact; the add does not end a chain of one MMA (which lacks the other tiles)
+    k = _summed(["        acc = acc + " + MMA_OF.replace("{C}", ZEROS)])
+    a, d = _acc206(k)
+    assert d == [] and a.diagnostics == []
+    (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+    assert r.status == "proved" and r.coverage == 1.0
+    _exact(k)
+
+
+def test_a_sum_that_adds_each_tile_twice_is_caught():
+    step = "        acc = acc + " + MMA_OF.replace("{C}", ZEROS)
+    k = _summed([step, step])
+    a, (d,) = _acc206(k)
+    w = d.witness
+    assert w["what"] == "twice" and w["value"] == 0 and w["field"] == "k"
+    assert w["mma_loops"] == {"first": {"kt": 0}, "again": {"kt": 0}}
+    assert w["trip_counts"] == {"kt": 1}
+    assert w["threads"][0]["thread"] == 0 and w["accumulator"] == [0, 0]
+    af, bf, c = _run(k, 40)
+    ref = af @ bf
+    assert abs(float(c[0, 0]) - 2 * ref[0, 0]) < 1e-2 * max(1.0, abs(ref[0, 0]))
+
+
+def test_two_accumulators_summed_at_the_end():
+    # even k-tiles into acc, odd into acc1, acc + acc1 stored: every k once
+    body = ["        if kt % 2 == 0:", "            acc = " + MMA_OF.replace("{C}", "acc"),
+            "        else:", "            acc1 = " + MMA_OF.replace("{C}", "acc1")]
+    k = _summed(body, before=["    acc1 = " + ZEROS], after=["    acc = acc + acc1"])
+    a, d = _acc206(k)
+    assert d == [] and a.diagnostics == []
+    _exact(k)
+    # acc added twice: the even tiles twice (k = 0 first)
+    k2 = _summed(body, before=["    acc1 = " + ZEROS], after=["    acc = acc + acc + acc1"])
+    a2, (d2,) = _acc206(k2)
+    assert d2.witness["what"] == "twice" and d2.witness["value"] == 0
+
+
+def test_a_sum_with_a_tagged_value_still_ends_the_chain():
+    # acc + (a tagged value): not a sum of accumulators -- the MMA chain ends at the add
+    # and is checked there, as before (a chain of one MMA lacks the other tiles)
+    k = _summed(["        acc = acc + " + MMA_OF.replace("{C}", ZEROS)
+                 + " + ave.cast(ave.load(A[0:64, 0:64], tiled.c, "
+                 "mask=lambda m, k: (m < M) & (k < K)), ave.f32)"])
+    a, d = _acc206(k)
+    assert d and d[0].witness["what"] == "never"
