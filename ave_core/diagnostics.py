@@ -138,6 +138,9 @@ CODES: dict[str, CodeInfo] = {
         _c("AVE208", "global access out of bounds", _E,
            "A load, copy or store of a global tensor can touch an element outside its shape "
            "that its mask does not exclude (found statically, for every program id and size)."),
+        _c("AVE209", "divergent barrier", _E,
+           "A barrier that some threads of the workgroup reach and others skip (a branch on "
+           "the thread or warp id around it): a deadlock or undefined behaviour on the GPU."),
         _c("AVE301", "global out-of-bounds access", _E,
            "The interpreter saw a load or store of a global tensor element outside its shape."),
         _c("AVE302", "shared memory outside its allocation", _E,

@@ -102,6 +102,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     bound = opts.trip_bound if opts.trip_bound is not None else default_trip_bound(kernel)
     results: dict[tuple, AssertionResult] = {}
     uninit: dict[tuple, tuple] = {}
+    divergent: dict[tuple, tuple] = {}
     races: dict[tuple, tuple] = {}
     oob: dict[tuple, dict] = {}
     tab, conds = SymTable(), CondTable()
@@ -164,6 +165,9 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             for op, loops, thread, byte in list(eng.uninit):
                 key = (op.loc.file, op.loc.range)
                 uninit.setdefault(key, (op, loops, thread, byte, trips))
+            for op, loops, reach, miss, branch in list(eng.divergent):
+                key = (op.loc.file, op.loc.range)
+                divergent.setdefault(key, (op, loops, reach, miss, branch, trips))
             for f in eng.bounds.check(known=oob):
                 key = (f["op"].loc.file, f["op"].loc.range)
                 if key not in oob:
@@ -192,6 +196,10 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             witness={"block": [0, 0, 0], "threads": [_thr(thread, kernel.warp_size)],
                      "loop_indices": dict(loops), "byte": byte, "trip_counts": trips,
                      "program_points": []}))
+    for (f, rng), (op, loops, reach, miss, branch, trips) in sorted(
+            divergent.items(), key=lambda kv: kv[0][1].start):
+        out.diagnostics.append(_divergent_diagnostic(kernel, op, loops, reach, miss, branch,
+                                                     trips))
     for (f, rng), (rf, w) in sorted(races.items(), key=lambda kv: kv[0][1].start):
         out.diagnostics.append(_race_diagnostic(rf, w))
     for (f, rng), w in sorted(oob.items(), key=lambda kv: kv[0][1].start):
@@ -216,6 +224,36 @@ def _witness_notes(w: dict) -> list[str]:
         notes.append("found with runtime trip counts "
                      + ", ".join(f"{k}={v}" for k, v in w["trip_counts"].items()))
     return notes
+
+def _divergent_diagnostic(kernel: KernelIR, op: Any, loops: tuple, reach: int, miss: int,
+                          branch: Any, trips: dict) -> Diagnostic:
+    """AVE209: a barrier some threads reach and others skip for certain (the lowest of
+    each: ``reach`` and ``miss``), under the branch ``branch`` (an scf.if on the thread or
+    warp id)."""
+    ws = kernel.warp_size
+    where = ", ".join(f"{k}={v}" for k, v in loops)
+    t0, t1 = _thr(reach, ws), _thr(miss, ws)
+    pts = [{"file": op.loc.file, "range": op.loc.range.to_json(), "label": "the barrier"}]
+    related = []
+    if branch is not None:
+        pts.append({"file": branch.loc.file, "range": branch.loc.range.to_json(),
+                    "label": "the branch that only some threads take"})
+        related.append(Related(Location(branch.loc.file, branch.loc.range),
+                               "the branch that only some threads take"))
+    msg = (f"barrier reached by only some threads: thread {reach} (warp {t0['warp']}, lane "
+           f"{t0['lane']}) reaches it, thread {miss} (warp {t1['warp']}, lane {t1['lane']}) "
+           "does not" + (f" ({where})" if where else ""))
+    return Diagnostic(
+        "AVE209", msg, op.loc.file, op.loc.range,
+        notes=["a barrier must be reached by every thread of the workgroup (bar.sync / "
+               "s_barrier count arrivals: the threads that reach it wait for the others)"]
+        + ([f"found with runtime trip counts {', '.join(f'{k}={v}' for k, v in trips.items())}"]
+           if trips else []),
+        related=related,
+        witness={"block": [0, 0, 0], "threads": [t0, t1], "loop_indices": dict(loops),
+                 "trip_counts": dict(trips), "coordinates": {}, "tags": {},
+                 "program_points": pts})
+
 
 def _race_witness(eng: Any, f: dict, trips: dict) -> dict:
     from ave_core.analysis.races import witness

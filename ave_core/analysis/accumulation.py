@@ -168,6 +168,51 @@ def _field_domain(eng: Any, src: int, fname: str) -> tuple | None:
     return None
 
 
+def under_branches(eng: Any, new: list[Contribution] | None) -> list[Contribution] | None:
+    """An MMA under branches on runtime values contributes only when they are taken: their
+    conditions join each slot's guard (``if kt * BK + BK <= K: acc = mma(...)`` skips the
+    last partial tile for some K, and the check finds that K). None (the chain cannot be
+    followed) under an else-region or a condition that differs across the threads: the
+    negation of a condition is no conjunction of conditions."""
+    gs = eng.branch_guards
+    if not gs or new is None:
+        return new
+    if any(g is None for g in gs):
+        return None
+    extra = np.concatenate(gs).astype(np.int32)
+    extra = extra[extra != 0]
+    if not len(extra):
+        return new
+    out = []
+    for c in new:
+        W, K = c.key.shape
+        g = np.concatenate([c.guard, np.broadcast_to(extra, (W, K, len(extra)))], axis=2)
+        out.append(Contribution(c.op, c.loops, c.field, c.key, c.conc, c.live, g, c.domain))
+    return out
+
+
+def join_chains(x: Any, y: Any) -> Any:
+    """The chain of an accumulator after a branch on a runtime value (``x``: the
+    then-region's fragment, ``y``: the else-region's): one region that adds MMAs to the
+    chain the other left as it was (a prefix of it; an untagged accumulator such as
+    ``ave.zeros`` is the empty chain) gives the longer chain -- its MMAs carry the branch's
+    condition in their guards (:func:`under_branches`); the same chain on both sides
+    stays; anything else cannot be followed (False)."""
+    a, b = x.kcov, y.kcov
+    if a is None and b is None:
+        return None
+    if a is None and not x.tags.code.any():
+        a = []
+    if b is None and not y.tags.code.any():
+        b = []
+    if not isinstance(a, list) or not isinstance(b, list):
+        return False
+    short, long_ = (a, b) if len(a) <= len(b) else (b, a)
+    if all(x is y for x, y in zip(short, long_)):
+        return long_
+    return False
+
+
 def chain(prev: Any, new: list[Contribution] | None) -> Any:
     """The contributions of ``mma(a, b, acc)``'s result: acc's chain plus this MMA
     (``prev`` None: acc is not an MMA result, a new chain starts; ``False``: a chain that

@@ -296,6 +296,16 @@ class Engine:
         self.records: list[ExecRecord] = []
         self.checks: list[PairCheck] = []
         self.uninit: list[tuple[Op, tuple, int, int]] = []
+        #: barriers not every thread reaches: (barrier op, loop indices, a thread that
+        #: reaches it, one that does not, the scf.if op that splits them)
+        self.divergent: list[tuple[Op, tuple, int, int, Op]] = []
+        #: the enclosing scf.if ops, and how many of them branch on a runtime value
+        self._ifs: list[Op] = []
+        self.runtime_branch = 0
+        #: per enclosing branch on a runtime value: the guard row (GUARD,) of its condition
+        #: when it is the then-region of a condition every active thread has the same row
+        #: of, else None (an else-region: the negation is no conjunction of conditions)
+        self.branch_guards: list = []
         self._tables: dict[int, np.ndarray] = {}
         self._kept_memo: dict = {}
         self._n_gran = 0
@@ -409,10 +419,10 @@ class Engine:
     def _checkpoint(self) -> tuple:
         return (len(self._jlist), [list(g) for g in self.groups], list(self.open_group),
                 len(self.checks), len(self.uninit), len(self.records), len(self.tag_ops),
-                dict(self.occurrence))
+                dict(self.occurrence), len(self.divergent))
 
     def _restore(self, cp: tuple) -> None:
-        jlen, groups, open_group, nc, nu, nr, nt, occ = cp
+        jlen, groups, open_group, nc, nu, nr, nt, occ, nd = cp
         while len(self._jlist) > jlen:
             e = self._jlist.pop()
             if callable(e):
@@ -425,6 +435,7 @@ class Engine:
         self.open_group = list(open_group)
         del self.checks[nc:]
         del self.uninit[nu:]
+        del self.divergent[nd:]
         del self.records[nr:]
         del self.tag_ops[nt:]
         del self.tag_names[nt:]
@@ -1018,7 +1029,22 @@ class Engine:
                     self.races.retire_async(byts, thr, op, issued, self._differs(byts, t))
                 self._smem_write(byts, t)
 
-    def op_ave_barrier(self, op): self.races.barrier()
+    def op_ave_barrier(self, op):
+        """A barrier ends the race epoch -- when every thread reaches it. One some threads
+        skip for certain (a branch on the thread or warp id) is a divergent barrier (AVE209:
+        a deadlock or undefined behaviour on the GPU), reported with the first thread that
+        reaches it and the first that does not; it still ends the epoch (no cascade of
+        races behind the real finding). One under a branch on a runtime value may not run at
+        all (path-insensitive: the other path has no barrier), so it does not end the epoch:
+        the accesses on either side race unless another barrier separates them."""
+        if not self.active.all():
+            reach = int(np.argmax(self.active))
+            miss = int(np.argmax(~self.active))
+            self.divergent.append((op, self.loops, reach, miss, self._ifs[-1] if self._ifs
+                                   else None))
+        elif self.runtime_branch:
+            return
+        self.races.barrier()
     def op_ave_sched_barrier(self, op): pass
 
     def op_ave_reset(self, op):
@@ -1369,7 +1395,8 @@ class Engine:
         # history that is not an MMA result (scaled, joined) cannot be followed
         prev = c.kcov if c.kcov is not None else (False if c.tags.code.any() else None)
         kcov = False if prev is False else \
-            accumulation.chain(prev, accumulation.contribution(self, op, A, B))
+            accumulation.chain(prev, accumulation.under_branches(
+                self, accumulation.contribution(self, op, A, B)))
         # the result takes A's fields constant along k (row fields) and B's fields constant
         # along k (column fields), per warp: each warp multiplies its own registers
         # A's fields B does not have (row fields) and B's fields A does not have (column
@@ -2060,24 +2087,39 @@ class Engine:
         sym = self.active & (c > 1)
         outs = []
         saved = self.active
-        for mask, region in ((then_m | sym, op.regions[0]), (else_m | sym, op.regions[1])):
+        runtime = int(bool(sym.any()))
+        rows = None
+        if runtime:
+            r = self.conds.rows(self.env.get(op.operands[0]), self.T)[sym]
+            rows = r[0] if (r == r[0]).all() and then_m.sum() == 0 else None
+        for ri, (mask, region) in enumerate(((then_m | sym, op.regions[0]),
+                                             (else_m | sym, op.regions[1]))):
             if not mask.any():
                 outs.append(None)
                 continue
             self.active = mask
             self.in_branch += 1
+            self.runtime_branch += runtime
+            self._ifs.append(op)
+            if runtime:
+                self.branch_guards.append(rows if ri == 0 else None)
             try:
                 outs.append(self.exec_block(region) or [])
             finally:
                 self.active = saved
                 self.in_branch -= 1
+                self.runtime_branch -= runtime
+                self._ifs.pop()
+                if runtime:
+                    self.branch_guards.pop()
         for i, r in enumerate(op.results):
             tv = outs[0][i] if outs[0] is not None else None
             ev = outs[1][i] if outs[1] is not None else None
             if tv is None or ev is None:
                 self.env[r] = tv if ev is None else ev
             elif isinstance(tv, FragVal) and isinstance(ev, FragVal):
-                self.env[r] = FragVal(join(tv.tags, ev.tags, self.conds), tv.V)
+                self.env[r] = FragVal(join(tv.tags, ev.tags, self.conds), tv.V,
+                                      kcov=accumulation.join_chains(tv, ev))
             else:
                 self.env[r] = tv if _same_sym(tv, ev) else None
 

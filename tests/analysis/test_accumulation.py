@@ -191,3 +191,36 @@ def test_a_sum_with_a_tagged_value_still_ends_the_chain():
                  "mask=lambda m, k: (m < M) & (k < K)), ave.f32)"])
     a, d = _acc206(k)
     assert d and d[0].witness["what"] == "never"
+
+
+# --- MMAs under branches on runtime values (found by a review helper: proved before) -------
+
+def _branch(cond: str):
+    body = [f"        if {cond}:", "            acc = " + MMA_OF.replace("{C}", "acc")]
+    return _summed(body)
+
+
+def test_mma_skipped_for_the_last_partial_tile_is_caught():
+    # `if kt * 32 + 32 <= K`: the last tile is skipped unless K is a multiple of 32. Trip
+    # count 1 (K in 1..32): the smallest K = 1 skips tile 0, so k = 0 is never summed
+    # (thread 0, acc[0, 0]); the interpreter's C[0, 0] stays 0 at K = 40 for tile 1...
+    k = _branch("kt * 32 + 32 <= K")
+    a, (d,) = _acc206(k)
+    w = d.witness
+    assert w["what"] == "never" and w["value"] == 0 and w["trip_counts"] == {"kt": 1}
+    assert w["model"]["A.shape[1]"] == 1
+    assert w["threads"][0]["thread"] == 0 and w["accumulator"] == [0, 0]
+    # ... at K = 40 tile 1 (k = 32..39) is skipped: C = A[:, :32] @ B[:32, :]
+    af, bf, c = _run(k, 40)
+    ref = af[:, :32] @ bf[:32, :]
+    assert np.abs(c - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
+
+
+def test_mma_under_a_condition_every_iteration_meets_is_proved():
+    # kt * 32 < K holds in every iteration the loop runs (kt < cdiv(K, 32))
+    k = _branch("kt * 32 < K")
+    a, d = _acc206(k)
+    assert d == [] and a.diagnostics == []
+    (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+    assert r.status == "proved"
+    _exact(k)

@@ -107,3 +107,61 @@ def test_correct_examples_have_no_race():
     for name in ("gemm.py", "flash_attention.py", "moe.py", "mi300x/gemm_mfma.py"):
         for k in compile_file(str(ROOT / "examples" / name)).kernels:
             assert _races(k) == [], name
+
+
+# --- barriers under branches (found by a review helper: both were proved clean) -----------
+
+def _codes(k):
+    return [d.code for d in analyze(k).diagnostics]
+
+
+def test_barrier_under_a_runtime_branch_does_not_end_the_epoch():
+    # `if M > 64: barrier()`: uniform, but for M <= 64 no barrier runs at all -- the same
+    # race as without it (thread 1 reads byte 128, thread 8 wrote it); the interpreter
+    # sees it at M = 32
+    k = _k(TRANSPOSE.replace("{BARRIER}", "    if X.shape[0] > 64:\n        ave.barrier()\n"))
+    (d,) = _races(k)
+    assert [t["thread"] for t in d.witness["threads"]] == [1, 8] and d.witness["byte"] == 128
+    X = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+    res = run(k, (1, 1), [X, np.zeros((32, 32), np.float32)])
+    assert [x for x in res.diagnostics if x.code == "AVE304"]
+    # with a barrier every thread runs after it: clean
+    k2 = _k(TRANSPOSE.replace("{BARRIER}", "    if X.shape[0] > 64:\n        ave.barrier()\n"
+                              "    ave.barrier()\n"))
+    assert _codes(k2) == []
+
+
+def test_divergent_barrier_is_reported_with_both_threads():
+    # warp 0 reaches the barrier, warps 1-3 do not: thread 0 and thread 32 (warp 1, lane 0)
+    k = _k(TRANSPOSE.replace("{BARRIER}", "    if ave.warp_id() == 0:\n        ave.barrier()\n"))
+    a = analyze(k)
+    (d,) = [d for d in a.diagnostics if d.code == "AVE209"]
+    assert [d.code for d in a.diagnostics] == ["AVE209"]
+    assert d.range.start.line == 9
+    assert [t["thread"] for t in d.witness["threads"]] == [0, 32]
+    assert d.witness["threads"][1] == {"thread": 32, "warp": 1, "lane": 0}
+    assert [r.location.range.start.line for r in d.related] == [8]
+    assert "thread 32 (warp 1, lane 0) does not" in d.message
+    res = run(k, (1, 1), [np.ones((32, 32), np.float32), np.zeros((32, 32), np.float32)])
+    assert [x for x in res.diagnostics if x.code == "AVE305"]
+
+
+def test_divergent_barrier_in_a_loop_names_its_iteration_and_lanes():
+    # lanes 0..15 of every warp, in iteration 1 (found at trip count 2): thread 16
+    # (warp 0, lane 16) is the first that skips it
+    text = TRANSPOSE.replace("{BARRIER}", "    for i in ave.range(0, X.shape[1] // 32):\n"
+                             "        ave.barrier()\n"
+                             "        if i == 1 and ave.lane_id() < 16:\n"
+                             "            ave.barrier()\n"
+                             "    ave.barrier()\n")
+    (d,) = [d for d in analyze(_k(text)).diagnostics if d.code == "AVE209"]
+    assert [t["thread"] for t in d.witness["threads"]] == [0, 16]
+    assert d.witness["loop_indices"] == {"i": 1} and d.witness["trip_counts"] == {"i": 2}
+    assert "(i=1)" in d.message
+
+
+def test_barrier_outside_a_warp_specialized_branch_is_clean():
+    text = TRANSPOSE.replace("{BARRIER}", "    if ave.warp_id() == 0:\n"
+                             "        ave.reset(s)\n"
+                             "    ave.barrier()\n")
+    assert "AVE209" not in _codes(_k(text))
