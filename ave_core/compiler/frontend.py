@@ -1380,7 +1380,9 @@ class KernelBuilder:
         attrs = {"pred": op} if op in _CMP_NAMES else {}
         r = self.emit(name, [a, b], [rtype], node, attrs).result
         if isinstance(rtype, ScalarType) and rdt == _dt.i32:
-            r.affine = _affine(op, a.affine, b.affine)
+            # an integer with no affine form (a branch's result, a product of two runtime
+            # values) is an opaque term of its own: `k0:k0 + BK` has extent BK whatever k0
+            r.affine = _affine(op, _opaque(a), _opaque(b))
         return r
 
     def unary(self, op: str, a: Value, node: ast.AST) -> Value:
@@ -2598,6 +2600,16 @@ def _assigned_names(body: list[ast.stmt]) -> set[str]:
 _STATEMENT_NODES = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
+def _opaque(v: Value) -> dict | None:
+    """``v``'s affine form, or ``{v: 1}`` for a scalar integer without one."""
+    if v.affine is not None:
+        return v.affine
+    t = v.type
+    if isinstance(t, ScalarType) and t.dtype.is_int and t.dtype != _dt.i1:
+        return {v: 1}
+    return None
+
+
 def _affine(op: str, a: dict | None, b: dict | None) -> dict | None:
     if a is None or b is None:
         return None
@@ -2619,8 +2631,8 @@ def _affine(op: str, a: dict | None, b: dict | None) -> dict | None:
 def _extent(lo: Any, hi: Any) -> int | None:
     if _is_ct_int(lo) and _is_ct_int(hi):
         return int(hi - lo)
-    fa = {None: int(lo)} if _is_ct_int(lo) else (lo.affine if isinstance(lo, Value) else None)
-    fb = {None: int(hi)} if _is_ct_int(hi) else (hi.affine if isinstance(hi, Value) else None)
+    fa = {None: int(lo)} if _is_ct_int(lo) else (_opaque(lo) if isinstance(lo, Value) else None)
+    fb = {None: int(hi)} if _is_ct_int(hi) else (_opaque(hi) if isinstance(hi, Value) else None)
     if fa is None or fb is None:
         return None
     d = _affine("sub", fb, fa)

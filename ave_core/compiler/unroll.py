@@ -15,8 +15,10 @@ software pipeline goes wrong in its prologue, its steady state or its epilogue.
   gives ``n`` iterations (``trip_preconditions``).
 * ``scf.if`` with a condition that folds to a constant is replaced by the taken branch.
 
-Every op of the result carries ``attrs["loop_indices"]``: the ``(name, index)`` pairs of
-the loops it was unrolled from, outermost first (the witness' "kt=2").
+Every op of the result carries ``attrs["loop_indices"]``: the ``(name, value)`` pairs of
+the loops it was unrolled from, outermost first (the witness' "kt=2"): the loop variable's
+value in that iteration (``ave.range(1, KT + 1)``'s first iteration is ``kt=1``), or the
+0-based iteration number when the loop starts at a value known only at run time.
 """
 
 from __future__ import annotations
@@ -386,7 +388,10 @@ def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
     cur = inits
     for i in range(n):
         saved = ctx.loop_stack
-        ctx.loop_stack = saved + ((name, i),)
+        # the witness' "kt=2": the loop variable's value in this iteration (the 0-based
+        # iteration number when the loop starts at a runtime value)
+        ctx.loop_stack = saved + ((name, ctx.consts[lb] + i * step if lb in ctx.consts
+                                   else i),)
         if lb in ctx.consts:
             iv = _emit_const(out, ctx.consts[lb] + i * step, _dt.i32, op.loc, ctx)
         else:

@@ -1023,15 +1023,14 @@ class Machine:
         cur = [self.val(v) for v in op.operands[3:]]
         body = op.regions[0]
         name = op.attrs.get("iv_name", "i")
-        it = 0
         for i in range(lb, ub, st):
-            self.loop_stack.append((name, it))
+            # the loop variable's value (as the analysis' witnesses name iterations)
+            self.loop_stack.append((name, i))
             self.env[body.args[0]] = np.full(self.T, i, dtype=np.int32)
             for arg, v in zip(body.args[1:], cur):
                 self.env[arg] = v
             cur = self.exec_block(body) or []
             self.loop_stack.pop()
-            it += 1
         for r, v in zip(op.results, cur):
             self.env[r] = v
 

@@ -165,3 +165,21 @@ def test_barrier_outside_a_warp_specialized_branch_is_clean():
                              "        ave.reset(s)\n"
                              "    ave.barrier()\n")
     assert "AVE209" not in _codes(_k(text))
+
+
+def test_witness_loop_indices_are_the_loop_variable_values():
+    # range(1, ...): the second iteration is i = 2 -- in the witness, the message and the
+    # interpreter's report of the same kernel (a review helper saw "i=1"-style iteration
+    # numbers where the variable never takes that value)
+    text = TRANSPOSE.replace("{BARRIER}", "    for i in ave.range(1, 1 + X.shape[1] // 32):\n"
+                             "        ave.barrier()\n"
+                             "        if i == 2 and ave.lane_id() < 16:\n"
+                             "            ave.barrier()\n"
+                             "    ave.barrier()\n")
+    k = _k(text)
+    (d,) = [d for d in analyze(k).diagnostics if d.code == "AVE209"]
+    assert d.witness["loop_indices"] == {"i": 2} and d.witness["trip_counts"] == {"i": 2}
+    assert "(i=2)" in d.message
+    res = run(k, (1, 1), [np.ones((32, 64), np.float32), np.zeros((64, 32), np.float32)])
+    (dyn,) = [x for x in res.diagnostics if x.code == "AVE305"][:1]
+    assert "i=2" in dyn.message

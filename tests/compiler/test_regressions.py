@@ -48,3 +48,18 @@ def test_shared_memory_beyond_the_hardware_is_reported():
             "    b = ave.alloc((128, 256), ave.f32)\n")
     assert _codes(body) == ["AVE121"]
     assert _codes("    a = ave.alloc((128, 256), ave.f32)\n") == []
+
+
+def test_slice_start_from_a_runtime_branch_has_a_constant_extent():
+    # `k0:k0 + 32` with k0 from a runtime `if` (or ave.maximum): the extent is 32 whatever
+    # k0 is -- it was AVE115 "write start:start + EXTENT", which it already was
+    for pick in ("    k0 = ave.program_id(0) * 32\n    if ave.program_id(1) == 1:\n"
+                 "        k0 = X.shape[1] - 32\n",
+                 "    k0 = ave.maximum(X.shape[1] - 32, 0)\n"):
+        body = (pick + "    s = ave.alloc((8, 32), ave.f32)\n"
+                "    ave.copy(X[0:8, k0:k0 + 32], s, vector_bytes=4)\n")
+        assert _codes(body) == [], pick
+    # an extent that does depend on the runtime value is still rejected
+    body = ("    k0 = ave.maximum(X.shape[1] - 32, 0)\n    s = ave.alloc((8, 32), ave.f32)\n"
+            "    ave.copy(X[0:8, k0:2 * k0], s, vector_bytes=4)\n")
+    assert _codes(body) == ["AVE115"]
