@@ -79,10 +79,48 @@ def cpu_count() -> int:
 
 def resolve_jobs(jobs: int | None) -> int:
     """Worker processes for the setting ``jobs``: ``0``/``None`` -> one per CPU, else
-    ``jobs`` itself (``1`` means: no workers, analyze in the checking process)."""
+    ``jobs`` itself, at most one per CPU (the analysis is CPU-bound: more workers only
+    take memory, ~0.2-0.7 GB each; ``jobs = 100000`` started workers until the machine
+    ran out of memory). ``1`` means: no workers, analyze in the checking process."""
     if jobs is None or jobs <= 0:
         return cpu_count()
-    return jobs
+    return min(jobs, cpu_count())
+
+
+#: How often (seconds) a worker checks that the process that started its pool is alive.
+PARENT_POLL_S = 0.5
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (Linux: /proc; else kill 0)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return stat[stat.rindex(b")") + 2:][:1] not in (b"Z", b"X")
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError):
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        pass
+    return True
+
+
+def _watch_parent(pid: int) -> None:
+    """Worker initializer: exit when process ``pid`` (the language server or ``--check``
+    that started the pool) is gone. A worker's parent is the fork server, and it holds
+    pipes that keep it from seeing the checking process die: killed (SIGKILL, an editor
+    that gives up after ``shutdown``), the server used to leave its workers and fork
+    server running for good."""
+    def watch() -> None:
+        while _alive(pid):
+            time.sleep(PARENT_POLL_S)
+        os._exit(0)
+    threading.Thread(target=watch, name="ave-parent-watch", daemon=True).start()
 
 
 class CheckCancelled(Exception):
@@ -130,7 +168,8 @@ class AnalysisPool:
                 # it can deadlock the executor, CPython gh-115634; the workers release
                 # their memory after each unit instead, release_memory)
                 self._executor = ProcessPoolExecutor(
-                    max_workers=self.workers, mp_context=_context())
+                    max_workers=self.workers, mp_context=_context(),
+                    initializer=_watch_parent, initargs=(os.getpid(),))
                 for _ in range(self.workers):    # spawn them all now, importing the analysis
                     self._executor.submit(run_unit, {"kind": "warm"})
             return self._executor

@@ -25,7 +25,9 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -249,9 +251,12 @@ def test_one_specialization_stays_in_the_checking_process(tmp_path):
         p.shutdown()
 
 
-def test_jobs_resolution_and_shared_pool():
+def test_jobs_resolution_and_shared_pool(monkeypatch):
+    monkeypatch.setattr(pool_mod, "cpu_count", lambda: 4)
     assert resolve_jobs(1) == 1 and resolve_jobs(3) == 3
-    assert resolve_jobs(0) == resolve_jobs(None) == pool_mod.cpu_count() >= 1
+    assert resolve_jobs(0) == resolve_jobs(None) == 4
+    # at most one worker per CPU (jobs = 100000 started workers until memory ran out)
+    assert resolve_jobs(5) == resolve_jobs(100000) == 4
     # the memory workers keep between units: a shared budget, a floor per worker
     assert pool_mod.retain_mib(2) == pool_mod.RETAIN_TOTAL_MIB / 2
     assert pool_mod.retain_mib(10**6) == pool_mod.RELEASE_MIN_MIB
@@ -262,8 +267,41 @@ def test_jobs_resolution_and_shared_pool():
         assert two is not None and two.workers == 2 and shared.get(2) is two
         three = shared.get(3)
         assert three is not two and three.workers == 3
+        assert shared.get(10**5).workers == 4
     finally:
         shared.shutdown()
+
+
+def test_workers_exit_when_the_process_that_started_them_is_killed(tmp_path):
+    """A checking process killed with SIGKILL (no cleanup at all) must not leave its pool
+    behind: the workers watch it and exit (found by a review helper: the fork server and
+    the workers stayed up for good)."""
+    import signal
+    import subprocess
+
+    script = tmp_path / "owner.py"
+    script.write_text(
+        "import os, sys, time\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from ave_core.pool import AnalysisPool\n"
+        "if __name__ == '__main__':\n"
+        "    ex = AnalysisPool(2).executor()\n"
+        "    futs = [ex.submit(os.getpid) for _ in range(8)]\n"
+        "    print(' '.join(sorted({str(f.result()) for f in futs})), flush=True)\n"
+        "    time.sleep(60)\n", "utf-8")
+    owner = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        pids = [int(x) for x in owner.stdout.readline().split()]
+        assert pids and all(pool_mod._alive(p) for p in pids)
+        owner.send_signal(signal.SIGKILL)
+        owner.wait(10)
+        deadline = time.time() + 10
+        while time.time() < deadline and any(pool_mod._alive(p) for p in pids):
+            time.sleep(0.1)
+        assert not any(pool_mod._alive(p) for p in pids)
+    finally:
+        if owner.poll() is None:
+            owner.kill()
 
 
 class _Recorder:
