@@ -176,8 +176,8 @@ def validate(values: Any, where: str, base_dir: str | None = None,
             ok = _is_int(v) and v >= 0
             want = "an integer >= 0 (0: automatic)"
         else:  # baseline
-            ok = isinstance(v, str) and v != ""
-            want = "a path (string)"
+            ok = isinstance(v, str) and v != "" and "\x00" not in v
+            want = "a path (string, no NUL character)"
             if ok:
                 v = os.path.abspath(os.path.join(base_dir or os.getcwd(),
                                                  os.path.expanduser(v)))
@@ -213,7 +213,7 @@ def read_pyproject(path: str) -> tuple[dict[str, Any], list[str]]:
     try:
         st = os.stat(path)
         stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
-    except OSError:
+    except (OSError, ValueError):     # (ValueError: a NUL in the path)
         stamp = None
     hit = _cache.get(path)
     if hit is not None and hit[0] == stamp:
@@ -359,7 +359,7 @@ def load_baseline_cached(path: str) -> tuple[Baseline | None, str | None]:
     try:
         st = os.stat(path)
         stamp: tuple[int, int] | None = (st.st_mtime_ns, st.st_size)
-    except OSError:
+    except (OSError, ValueError):     # (ValueError: a NUL in the path)
         stamp = None
     hit = _baselines.get(path)
     if hit is not None and hit[0] == stamp:

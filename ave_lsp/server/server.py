@@ -36,9 +36,10 @@ import threading
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -67,12 +68,41 @@ SETTINGS_WAIT_S = 5.0
 
 # ----------------------------------------------------------------------------- protocol
 
+#: A request ``structure_message`` answered already (its params did not deserialize).
+_ANSWERED = object()
+
+
 class AveProtocol(LanguageServerProtocol):
     """pygls' protocol, negotiating UTF-16 positions whatever the client prefers.
 
     Ave's ranges are UTF-16 (LSP's default, which every client must support); pygls
     would otherwise pick the client's first preference (e.g. UTF-8).
     """
+
+    def structure_message(self, data: dict) -> Any:
+        """pygls' deserialization, but a request whose params do not fit its method
+        (``"params": null``, a position without ``line``, ``line: -1``) is answered with
+        the error (InvalidParams, -32602) instead of being dropped: JSON-RPC answers every
+        request, and a client would wait for it forever."""
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as e:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                self._send_response(data["id"], error=e.to_response_error())
+                return _ANSWERED
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        if message is _ANSWERED:
+            return
+        if self._shutdown and getattr(message, "method", None) not in (None, types.EXIT) \
+                and getattr(message, "id", None) is not None:
+            # after `shutdown` a request is an error (LSP: InvalidRequest), not silence
+            self._send_response(message.id, error=types.ResponseError(
+                code=types.ErrorCodes.InvalidRequest,
+                message=f"{message.method}: the server is shut down"))
+            return
+        super().handle_message(message)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):
@@ -249,6 +279,24 @@ def _lsp_lines(source: str) -> tuple[str, ...]:
     return tuple(_LSP_LINE.findall(source))
 
 
+def _offset(lines: Sequence[str], pos: Any, codec: Any) -> int:
+    """The code-point offset in the document (``lines``: :func:`_lsp_lines`) of an LSP
+    position in the negotiated encoding's code units: a line past the last is the end of
+    the document, a character past the end of its line's text (before its line end) is
+    that end."""
+    line = max(0, pos.line)
+    if line >= len(lines):
+        return sum(len(x) for x in lines)
+    base = sum(len(x) for x in lines[:line])
+    text = lines[line].rstrip("\r\n")
+    units = 0
+    for i, ch in enumerate(text):
+        if units >= pos.character:
+            return base + i
+        units += codec.impl.code_units_for_char(ch)
+    return base + len(text)
+
+
 def _use_lsp_line_ends(workspace: Any) -> None:
     """Make the workspace create documents that apply incremental edits by LSP lines.
 
@@ -261,6 +309,19 @@ def _use_lsp_line_ends(workspace: Any) -> None:
         @property
         def lines(self):  # type: ignore[override]
             return _lsp_lines(self.source)
+
+        def _apply_incremental_change(self, change: Any) -> None:
+            # pygls 2.1 clamps a character past the end of a line to its length - 1 (it
+            # counts the line end): on a last line without one, an insertion at
+            # (0, 1000) landed one character early; a character just past the line end
+            # landed after it (inside a CRLF). LSP: past the end means at the end.
+            src = self.source
+            lines = _lsp_lines(src)
+            start = _offset(lines, change.range.start, self._position_codec)
+            end = _offset(lines, change.range.end, self._position_codec)
+            if end < start:
+                start, end = end, start
+            self._source = src[:start] + change.text + src[end:]
 
     def create(doc_uri: str, source: str | None = None, version: int | None = None,
                language_id: str | None = None) -> TextDocument:
@@ -578,7 +639,9 @@ class AveLanguageServer(LanguageServer):
         uri = params.text_document.uri
         while True:
             st = self.docs.get(uri)
-            if st is None:
+            if st is None or self.workspace.text_documents.get(uri) is None:
+                # not open (never, or closed): nothing to report -- and no check to wait
+                # for (one would find no text and end without a result: this loop spun)
                 return types.RelatedFullDocumentDiagnosticReport(items=[])
             version = self.current_version(uri)
             r = st.result
@@ -811,10 +874,13 @@ def create_server() -> AveLanguageServer:
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: AveLanguageServer, params: types.DidSaveTextDocumentParams) -> None:
         uri = params.text_document.uri
-        if uri not in ls.docs:
-            ls.docs[uri] = _Doc(uri)
-        if not ls.checking_current(uri):
-            ls.schedule(uri, 0.0)
+        # (a save of a file the client did not open -- a helper -- re-checks only the open
+        # files built from it: there is no text of it to check)
+        if ls.workspace.text_documents.get(uri) is not None:
+            if uri not in ls.docs:
+                ls.docs[uri] = _Doc(uri)
+            if not ls.checking_current(uri):
+                ls.schedule(uri, 0.0)
         for dep in ls.dependents(uri):       # kernels built from the saved helper
             ls.schedule(dep, 0.0)
 

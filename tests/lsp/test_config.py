@@ -112,11 +112,13 @@ def test_cli_jobs_from_pyproject_and_flag(tmp_path, monkeypatch, capsys):
             super().__init__(workers, target)
 
     monkeypatch.setattr(pool_mod, "AnalysisPool", Spy)
+    monkeypatch.setattr(pool_mod, "cpu_count", lambda: 4)    # jobs is capped at the CPUs
     assert cli.main(["--check", str(f)]) == 0 and made == [3]
     assert cli.main(["--check", str(f), "--jobs", "2"]) == 0 and made == [3, 2]
     assert cli.main(["--check", str(f), "-j", "1"]) == 0 and made == [3, 2]   # serial
     assert cli.main(["--check", str(f), "--jobs", "0"]) == 0
-    assert made[-1] == pool_mod.cpu_count() or pool_mod.cpu_count() == 1
+    assert made[-1] == 4
+    assert cli.main(["--check", str(f), "--jobs", "100000"]) == 0 and made[-1] == 4
     assert cli.main(["--check", str(f), "--jobs", "-1"]) == 2
     assert "--jobs must be >= 0" in capsys.readouterr().err
 
@@ -138,6 +140,19 @@ def test_bad_value_keeps_the_pyproject_value_under_the_editor(tmp_path):
     s, w = Settings.from_json({"solverTimeoutMs": "x"})
     assert len(w) == 1
     assert s.config_for(str(tmp_path / "k.py"), str(tmp_path))[0].solver_timeout_ms == 111
+
+
+def test_baseline_path_with_a_nul_is_ignored_with_a_warning(broken):
+    # (from a review helper: every check of the file became AVE900 "embedded null byte")
+    from ave_lsp.server.server import _check_in_worker
+
+    s, w = Settings.from_json({"baseline": "base\x00.json"})
+    assert len(w) == 1 and "baseline" in w[0] and "NUL" in w[0]
+    k = broken / "kernel.py"
+    out = _check_in_worker(k.as_uri(), str(k), k.read_text(), str(broken), s)
+    assert any(d.code == "AVE201" for d in out.items)
+    assert not any(d.code == "AVE900" for d in out.items)
+    assert config.load_baseline_cached("/tmp/x\x00.json")[0] is None
 
 
 def test_unparsable_pyproject_is_a_warning(tmp_path):

@@ -729,3 +729,47 @@ def test_utf16_columns_with_non_bmp_text(tmp_path: Path):
         assert rng["start"]["character"] == utf16(src[:src.index(construct)]), (rng, src)
         assert rng["end"]["line"] == line and \
             rng["end"]["character"] == utf16(src.rstrip()), (rng, src)
+
+
+# ----------------------------------------------------------------------------- every request answered
+
+def test_malformed_requests_and_requests_after_shutdown_are_answered(tmp_path: Path):
+    """JSON-RPC answers every request: params that do not fit the method get InvalidParams
+    (-32602), a request after ``shutdown`` InvalidRequest (-32600). pygls dropped both
+    silently (a client waits forever; found by a review helper)."""
+    server = RpcServer(tmp_path, tmp_path / "stderr.log")
+
+    def raw(rid: int, method: str, params: Any) -> dict:
+        server._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        return server.wait_for(lambda: server.responses.pop(rid, None), method)
+    try:
+        server.request("initialize", {"processId": os.getpid(), "rootUri": tmp_path.as_uri(),
+                                      "capabilities": _capabilities()})
+        server.notify("initialized", {})
+        uri = (tmp_path / "k.py").as_uri()
+        server.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": AVE_IMPORT}})
+        bad = [("textDocument/hover", {"textDocument": {"uri": uri}}),
+               ("textDocument/hover", None),
+               ("textDocument/hover", {"textDocument": {"uri": uri},
+                                       "position": {"line": -1, "character": 0}}),
+               ("textDocument/codeAction", None)]
+        for i, (method, params) in enumerate(bad):
+            r = raw(100 + i, method, params)
+            assert r.get("error", {}).get("code") == -32602, (method, params, r)
+        ok = raw(200, "textDocument/hover", {"textDocument": {"uri": uri},
+                                             "position": {"line": 0, "character": 0}})
+        assert "error" not in ok
+        assert "result" in raw(201, "shutdown", None)
+        for rid, method, params in ((202, "textDocument/hover", {
+                "textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}),
+                (203, "shutdown", None)):
+            r = raw(rid, method, params)
+            assert r.get("error", {}).get("code") == -32600, (method, r)
+        server.notify("exit", None)
+        assert server.proc.wait(timeout=30) == 0
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait(timeout=30)
+        server.stderr_file.close()

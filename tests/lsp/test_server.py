@@ -609,6 +609,15 @@ async def test_pull_diagnostics(pull_client: LanguageClient, workspace: Path):
     assert client.publishes == []
     did_close(client, uri)
     did_close(client, plain_uri)
+    # a document that is not open (closed, or saved but never opened): an empty report at
+    # once (the pull used to wait, spinning, for a check that could never run)
+    never = (workspace / "never_opened.py").as_uri()
+    did_save(client, never)
+    for u in (uri, never):
+        gone = await asyncio.wait_for(client.text_document_diagnostic_async(
+            types.DocumentDiagnosticParams(text_document=types.TextDocumentIdentifier(uri=u))),
+            TIMEOUT)
+        assert gone.kind == "full" and list(gone.items) == []
 
 
 # ----------------------------------------------------------------------------- internal error

@@ -220,3 +220,37 @@ def test_stdio_server_refuses_streams_that_are_not_files(capsys):
     assert cli.main([]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "not files" in err
+
+
+# ----------------------------------------------------------------------------- incremental edits
+
+@pytest.mark.parametrize("src, rng, text, want", [
+    # past the end of a last line without a line end: at its end (pygls put it one early)
+    ("x = 1  # ave: ignore[AVE100]", (0, 1000, 0, 1000), " # tail",
+     "x = 1  # ave: ignore[AVE100] # tail"),
+    # one past a CRLF line's text: before the CRLF, not inside it
+    ("ab\r\ncd\r\n", (0, 3, 0, 3), "X", "abX\r\ncd\r\n"),
+    ("ab\r\ncd\r\n", (0, 1, 1, 1), "X", "aXd\r\n"),
+    ("ab\rcd", (0, 9, 1, 0), "", "abcd"),
+    # UTF-16 units: the emoji is two
+    ("a\U0001F60Bb\nc", (0, 3, 0, 4), "", "a\U0001F60B\nc"),
+    # lines past the end: the end of the document
+    ("ab\ncd", (5, 0, 5, 0), "Z", "ab\ncdZ"),
+    ("ab\ncd\n", (2, 0, 2, 0), "Z", "ab\ncd\nZ"),
+    # a form feed does not end an LSP line
+    ("a\fb\nc", (1, 0, 1, 1), "D", "a\fb\nD"),
+])
+def test_incremental_edits_follow_lsp_positions(src, rng, text, want):
+    from pygls.workspace import Workspace
+
+    from ave_lsp.server.server import _use_lsp_line_ends
+
+    ws = Workspace(None, sync_kind=types.TextDocumentSyncKind.Incremental)
+    _use_lsp_line_ends(ws)
+    ws.put_text_document(types.TextDocumentItem(uri="file:///w/a.py", language_id="python",
+                                                version=1, text=src))
+    doc = ws.get_text_document("file:///w/a.py")
+    sl, sc, el, ec = rng
+    doc.apply_change(types.TextDocumentContentChangePartial(
+        range=types.Range(types.Position(sl, sc), types.Position(el, ec)), text=text))
+    assert doc.source == want
