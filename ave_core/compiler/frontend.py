@@ -191,54 +191,69 @@ class ModuleContext:
 
     def _scan(self) -> None:
         for node in self.tree.body:
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.name in DSL_MODULES:
-                        self.uses_ave = True
-                        if a.asname:
-                            self.imports[a.asname] = DSLModule()
-                        else:
-                            self.imports[a.name.split(".")[0]] = PackageRef(a.name.split(".")[0])
-                    elif a.name == "ave_core" and a.asname:
-                        self.imports[a.asname] = PackageRef("ave_core")
-                    else:
-                        bound = a.asname or a.name.split(".")[0]
-                        self.imports[bound] = ExternalModule(a.name if a.asname else bound)
-                    self.import_nodes[a.asname or a.name.split(".")[0]] = node
-            elif isinstance(node, ast.ImportFrom):
-                mod = node.module or ""
-                if node.level == 0 and mod in DSL_MODULES:
-                    self.uses_ave = True
-                    for a in node.names:
-                        if a.name == "*":
-                            from ave_core import lang
-                            for n in getattr(lang, "__all__", []):
-                                self.imports[n] = DSLName(n)
-                        else:
-                            self.imports[a.asname or a.name] = DSLName(a.name)
-                            self.import_nodes[a.asname or a.name] = node
-                elif node.level == 0 and mod == "ave_core":
-                    for a in node.names:
-                        if a.name == "lang":
-                            self.uses_ave = True
-                            self.imports[a.asname or a.name] = DSLModule()
-                        else:
-                            self.imports[a.asname or a.name] = ExternalModule("ave_core." + a.name)
-                        self.import_nodes[a.asname or a.name] = node
-                else:
-                    for a in node.names:
-                        self.imports[a.asname or a.name] = ("from", node.level, mod, a.name)
-                        self.import_nodes[a.asname or a.name] = node
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                before = dict(self.imports)
+                self._scan_import(node)
+                # the last binding of a module-level name wins (as in Python): an import
+                # after a def or an assignment of the name replaces it, and vice versa
+                for k, v in self.imports.items():
+                    if before.get(k) is not v:
+                        self.functions.pop(k, None)
+                        self.assigns.pop(k, None)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.functions[node.name] = node  # type: ignore[assignment]
                 self.assigns.pop(node.name, None)
+                self.imports.pop(node.name, None)
             elif isinstance(node, ast.Assign):
                 for t in node.targets:
                     if isinstance(t, ast.Name):
                         self.assigns[t.id] = node.value
                         self.functions.pop(t.id, None)
+                        self.imports.pop(t.id, None)
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value:
                 self.assigns[node.target.id] = node.value
+                self.functions.pop(node.target.id, None)
+                self.imports.pop(node.target.id, None)
+
+    def _scan_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name in DSL_MODULES:
+                    self.uses_ave = True
+                    if a.asname:
+                        self.imports[a.asname] = DSLModule()
+                    else:
+                        self.imports[a.name.split(".")[0]] = PackageRef(a.name.split(".")[0])
+                elif a.name == "ave_core" and a.asname:
+                    self.imports[a.asname] = PackageRef("ave_core")
+                else:
+                    bound = a.asname or a.name.split(".")[0]
+                    self.imports[bound] = ExternalModule(a.name if a.asname else bound)
+                self.import_nodes[a.asname or a.name.split(".")[0]] = node
+        elif isinstance(node, ast.ImportFrom):
+            mod = node.module or ""
+            if node.level == 0 and mod in DSL_MODULES:
+                self.uses_ave = True
+                for a in node.names:
+                    if a.name == "*":
+                        from ave_core import lang
+                        for n in getattr(lang, "__all__", []):
+                            self.imports[n] = DSLName(n)
+                    else:
+                        self.imports[a.asname or a.name] = DSLName(a.name)
+                        self.import_nodes[a.asname or a.name] = node
+            elif node.level == 0 and mod == "ave_core":
+                for a in node.names:
+                    if a.name == "lang":
+                        self.uses_ave = True
+                        self.imports[a.asname or a.name] = DSLModule()
+                    else:
+                        self.imports[a.asname or a.name] = ExternalModule("ave_core." + a.name)
+                    self.import_nodes[a.asname or a.name] = node
+            else:
+                for a in node.names:
+                    self.imports[a.asname or a.name] = ("from", node.level, mod, a.name)
+                    self.import_nodes[a.asname or a.name] = node
 
     def range_of(self, node: ast.AST) -> Range:
         return self.source.range_of(node)
@@ -374,6 +389,8 @@ class KernelBuilder:
         self.config_index = config_index
         self.block = Block()
         self.call_stack: list[tuple[ast.AST, ModuleContext]] = []
+        #: (file, name) of the imported names being resolved (a cycle is AVE113)
+        self._resolving: set[tuple[str, str]] = set()
         #: where a new statement can go before the statement being executed (Loc.stmt:
         #: its line and indentation, see ModuleContext.statement_anchor), and the same for
         #: each inlined call node (by id: the nodes live as long as the compile)
@@ -812,7 +829,15 @@ class KernelBuilder:
         if name in module.imports:
             v = module.imports[name]
             if isinstance(v, tuple) and v and v[0] == "from":
-                v = self.resolve_from_import(module, v, node)
+                key = (module.path, name)
+                if key in self._resolving:
+                    raise self.err("AVE113", f"cannot import `{name}`: its imports lead back "
+                                   "to it (a circular import)", node)
+                self._resolving.add(key)
+                try:
+                    v = self.resolve_from_import(module, v, node)
+                finally:
+                    self._resolving.discard(key)
             elif isinstance(v, DSLName):
                 if not hasattr(self.lang, v.name):
                     raise self.err("AVE102", f"`{v.name}` is not part of the DSL", node)

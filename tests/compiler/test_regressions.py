@@ -63,3 +63,35 @@ def test_slice_start_from_a_runtime_branch_has_a_constant_extent():
     body = ("    k0 = ave.maximum(X.shape[1] - 32, 0)\n    s = ave.alloc((8, 32), ave.f32)\n"
             "    ave.copy(X[0:8, k0:2 * k0], s, vector_bytes=4)\n")
     assert _codes(body) == ["AVE115"]
+
+
+def test_later_module_level_binding_wins_and_circular_imports_are_reported(tmp_path):
+    # (from a review helper: a file importing a name from itself and then defining it
+    # recursed in the front end until "the kernel is nested too deeply to compile")
+    main = tmp_path / "selfimp.py"
+    text = ("import ave_core.lang as ave\nfrom selfimp import helper\n\n"
+            "def helper(s):\n    return helper(s)\n\n"
+            "@ave.kernel(threads=32)\ndef k(X: ave.Tensor[ave.f32, 1]):\n"
+            "    s = ave.alloc((32,), ave.f32)\n    helper(s)\n")
+    main.write_text(text)
+    ds = compile_source(text, str(main), workspace=str(tmp_path)).diagnostics
+    assert [d.code for d in ds] == ["AVE114"] and ds[0].range.start.line == 4
+    # the def after the import is the binding (as in Python): a helper that does not
+    # recurse compiles
+    ok = text.replace("    return helper(s)", "    return s")
+    assert compile_source(ok, str(main), workspace=str(tmp_path)).diagnostics == []
+    # an import after a def replaces it
+    (tmp_path / "lib.py").write_text("def helper(s):\n    return s\n")
+    later = ("import ave_core.lang as ave\n\ndef helper(s):\n    return helper(s)\n\n"
+             "from lib import helper\n\n@ave.kernel(threads=32)\n"
+             "def k(X: ave.Tensor[ave.f32, 1]):\n    s = ave.alloc((32,), ave.f32)\n"
+             "    helper(s)\n")
+    assert compile_source(later, str(tmp_path / "m.py"),
+                          workspace=str(tmp_path)).diagnostics == []
+    # a cycle of imports: AVE113 at the call
+    (tmp_path / "a.py").write_text("from b import h\n")
+    (tmp_path / "b.py").write_text("from a import h\n")
+    cyc = ("import ave_core.lang as ave\nfrom a import h\n\n@ave.kernel(threads=32)\n"
+           "def k(X: ave.Tensor[ave.f32, 1]):\n    h(X)\n")
+    (d,) = compile_source(cyc, str(tmp_path / "c.py"), workspace=str(tmp_path)).diagnostics
+    assert d.code == "AVE113" and "circular import" in d.message and d.range.start.line == 5
