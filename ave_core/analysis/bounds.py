@@ -130,8 +130,8 @@ class BoundsChecker:
             at = tab.atoms[a]
             if at.kind in ("pid", "load"):
                 return True
-            if at.kind == "op":
-                _, (ka, _), (kb, _) = at.args
+            if at.kind in ("op", "select"):
+                (ka, _), (kb, _) = at.args[1:3]
                 if self._runtime_index(ka) or self._runtime_index(kb):
                     return True
         return False
@@ -149,8 +149,9 @@ class BoundsChecker:
                 ok = False
             elif at.kind in _NONNEG:
                 continue
-            elif at.kind == "op" and at.args[0] in ("floordiv", "mod", "mul", "min", "max"):
-                _, (ka, ca), (kb, cb) = at.args
+            elif (at.kind == "op" and at.args[0] in ("floordiv", "mod", "mul", "min", "max")
+                  or at.kind == "select"):
+                (ka, ca), (kb, cb) = at.args[1:3]
                 ok = ok and ca >= 0 and cb >= 0 and self._nonneg(ka) and self._nonneg(kb)
             else:
                 ok = False

@@ -1985,6 +1985,12 @@ class Engine:
             if not isinstance(x, int) or not isinstance(y, int):
                 return None
             return _eval_opaque(name, x, y)
+        if at.kind == "select":
+            # both arms the same under the model: that value (else it depends on the
+            # branch condition: unknown here)
+            (ka, ca), (kb, cb) = at.args[1:3]
+            x, y = self._concretize(ka, ca, model), self._concretize(kb, cb, model)
+            return x if isinstance(x, int) and x == y else None
         name = str(at)
         if name not in model:
             if at.kind != "pid":
@@ -2088,9 +2094,10 @@ class Engine:
         outs = []
         saved = self.active
         runtime = int(bool(sym.any()))
-        rows = None
+        rows = crows = None
         if runtime:
-            r = self.conds.rows(self.env.get(op.operands[0]), self.T)[sym]
+            crows = self.conds.rows(self.env.get(op.operands[0]), self.T)
+            r = crows[sym]
             rows = r[0] if (r == r[0]).all() and then_m.sum() == 0 else None
         for ri, (mask, region) in enumerate(((then_m | sym, op.regions[0]),
                                              (else_m | sym, op.regions[1]))):
@@ -2120,8 +2127,40 @@ class Engine:
             elif isinstance(tv, FragVal) and isinstance(ev, FragVal):
                 self.env[r] = FragVal(join(tv.tags, ev.tags, self.conds), tv.V,
                                       kcov=accumulation.join_chains(tv, ev))
+            elif _same_sym(tv, ev):
+                self.env[r] = tv
             else:
-                self.env[r] = tv if _same_sym(tv, ev) else None
+                self.env[r] = self._select(op, r, tv, ev, crows, else_m, sym)
+
+    def _select(self, op: Op, r: Value, tv: Any, ev: Any, crows: np.ndarray | None,
+                else_m: np.ndarray, sym: np.ndarray) -> Any:
+        """The integer a branch's arms assign differently (``k0 = ...`` in both arms):
+        per thread, the then-arm's value where the condition holds for certain, the
+        else-arm's where it fails for certain, and where it depends on runtime values a
+        ``select`` term (``If(condition, a, b)`` in z3) -- so ``A[:, k0:k0 + BK]`` stays
+        an access the analysis follows. None (not followed) for non-integers or more than
+        64 distinct (condition, a, b) triples."""
+        if not (isinstance(tv, SymInt) and isinstance(ev, SymInt)) or \
+                tv.key.shape != (self.T,) or ev.key.shape != (self.T,):
+            return None
+        key = np.where(else_m, ev.key, tv.key).astype(tv.key.dtype)
+        conc = np.where(else_m, ev.conc, tv.conc).astype(np.int64)
+        diff = sym & ((tv.key != ev.key) | (tv.conc != ev.conc))
+        if diff.any():
+            groups: dict[tuple, list[int]] = {}
+            for t in np.nonzero(diff)[0].tolist():
+                cids = tuple(int(x) for x in crows[t] if x != 0)
+                groups.setdefault((cids, int(tv.key[t]), int(tv.conc[t]), int(ev.key[t]),
+                                   int(ev.conc[t])), []).append(t)
+            if len(groups) > 64:
+                return None
+            label = f"{r.name or 'value'}@{op.loc.range.start.line + 1}" + "".join(
+                f",{k}={v}" for k, v in self.loops)
+            for (cids, ka, ca, kb, cb), ts in groups.items():
+                k = self.tab.atom(Atom("select", (cids, (ka, ca), (kb, cb), label)))
+                key[ts] = k
+                conc[ts] = 0
+        return SymInt(key, conc)
 
     def op_scf_for(self, op):
         raise AnalysisLimit("a loop survived unrolling", op)

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ave_core.analysis.symbolic import Atom, Cond, CondTable, SymTable
+from ave_core.analysis.symbolic import DERIVED, Atom, Cond, CondTable, SymTable
 
 
 class _FreshContexts:
@@ -152,7 +152,7 @@ class Solver:
             o.minimize(t)
         items = sorted((self._RANK.get(a.kind, 9), str(a), self._atoms[i])
                        for i, a in enumerate(self.tab.atoms)
-                       if i in self._atoms and a.kind != "op")
+                       if i in self._atoms and a.kind not in DERIVED)
         for _, _, z in items:
             o.minimize(z3.If(z >= 0, z, -z))
         if o.check() == z3.sat:
@@ -177,7 +177,7 @@ class Solver:
         query when the model is read later, after other queries made more)."""
         out = {}
         for i, z in (self._atoms.items() if atoms is None else atoms):
-            if self.tab.atoms[i].kind != "op":
+            if self.tab.atoms[i].kind not in DERIVED:
                 try:
                     out[str(self.tab.atoms[i])] = m.eval(z, model_completion=True).as_long()
                 except Exception:
@@ -212,6 +212,9 @@ class Solver:
                 z = z3.If(x > y, x, y)
             else:
                 z = z3.Int(f"t{i}", self.ctx)
+        elif a.kind == "select":
+            cids, (ka, ca), (kb, cb), _ = a.args
+            z = z3.If(self.cond(list(cids)), self.lin(ka, ca), self.lin(kb, cb))
         else:
             z = z3.Int(str(a), self.ctx)
             if a.kind in ("dim", "stride", "nprog"):

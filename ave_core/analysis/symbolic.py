@@ -30,7 +30,11 @@ class Atom:
     ``"dim"``/``"stride"`` (tensor name, axis), ``"load"`` (op id, element index: a value
     read from global memory), ``"op"`` (name, (key_a, conc_a), (key_b, conc_b)): an integer
     operation the linear forms cannot express (``floordiv``, ``mod``, ``mul`` of two
-    unknowns...).
+    unknowns...), ``"select"`` (condition ids, (key_a, conc_a), (key_b, conc_b), label): the
+    value after a branch on a runtime value, ``a`` when the conjunction of the conditions
+    holds, else ``b`` (``k0`` assigned in both arms of an ``if``; label: its name and line).
+    ``"op"`` and ``"select"`` are terms over other atoms (*derived*), not unknowns of their
+    own.
     """
 
     kind: str
@@ -47,7 +51,13 @@ class Atom:
             return f"{self.args[0]}.{'shape' if self.kind == 'dim' else 'stride'}[{self.args[1]}]"
         if self.kind == "load":
             return f"loaded[{self.args[0]}:{self.args[1]}]"
+        if self.kind == "select":
+            return str(self.args[3])
         return f"{self.kind}{self.args}"
+
+
+#: Atom kinds that are terms over other atoms, not unknowns (see :class:`Atom`).
+DERIVED = frozenset({"op", "select"})
 
 
 class SymTable:

@@ -180,3 +180,38 @@ def test_loop_with_a_step_off_by_one_mask_witness():
     assert w["model"]["X.shape[1]"] == 1 and w["trip_counts"] == {"n0": 1}
     dyn = _interp_oob(k, 32, 1)
     assert dyn and "X[0, 1]" in dyn[0].message
+
+
+SELECT = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def tail(A: ave.Tensor[ave.f32, 2], C: ave.Tensor[ave.f32, 2]):
+    K = A.shape[1]
+    s = ave.alloc((64, 32), ave.f32, space="shared")
+    k0 = ave.program_id(0) * 32
+    if ave.program_id(1) == 1:
+        k0 = {TAIL}
+    ave.copy(A[0:64, k0:k0 + 32], s, vector_bytes=4, mask=lambda m, k: k < K)
+'''
+
+
+def test_offset_chosen_by_a_runtime_branch_is_followed():
+    # program 1 reads the last 32 columns, k0 = K - 32: below column 0 when K < 32. The
+    # analysis follows k0 as If(program_id(1) == 1, K - 32, 32 * program_id(0)) (it was
+    # "a tile offset is not an integer the analysis can follow", AVE205). Witness: block
+    # (0, 1, 0), the smallest K = 1 -> k0 = -31, thread 0's first element A[0, -31].
+    res = compile_source(SELECT.replace("{TAIL}", "K - 32"), "tail.py")
+    assert res.diagnostics == []
+    k = res.kernels[0]
+    (d,) = analyze(k).diagnostics
+    w = d.witness
+    assert d.code == "AVE208" and w["block"] == [0, 1, 0]
+    assert w["threads"][0]["thread"] == 0 and w["coordinates"] == {"A": [0, -31]}
+    assert w["model"]["A.shape[1]"] == 1 and w["model"]["program_id(1)"] == 1
+    dyn = [x for x in run(k, (1, 2), [np.ones((64, 1), np.float32),
+                                      np.zeros((64, 1), np.float32)]).diagnostics
+           if x.code == "AVE301"]
+    assert dyn and "A[0, -31]" in dyn[0].message
+    # clamped at 0: in bounds for every K and program
+    ok = compile_source(SELECT.replace("{TAIL}", "ave.maximum(K - 32, 0)"), "tail.py")
+    assert analyze(ok.kernels[0]).diagnostics == []

@@ -219,3 +219,25 @@ def test_copy_from_shared_into_tagged_tensor_is_checked():
     ga, ba = analyze(good.kernels[0]), analyze(bad.kernels[0])
     assert [r.status for r in ga.assertions if r.kind == "store"] == ["proved"]
     assert [r.status for r in ba.assertions if r.kind == "store"] == ["violated"]
+
+
+def test_operands_at_an_offset_a_runtime_branch_chooses():
+    # k0 is 0 or 16 depending on a runtime size (a select term, shown as k0@<line>): A and
+    # B at the same k0 pair; B at k0 + 16 never does, whichever k0 is (no size needed)
+    body = '''
+        k0 = 0
+        if B.shape[1] > 64:
+            k0 = 16
+        acc = ave.zeros((64, 64), ave.f32, tiled.c)
+        acc = ave.mma(ave.load(A[0:64, k0:k0 + 16], tiled.a),
+                      ave.load(B[{BK}:{BK} + 16, 0:64], tiled.b), acc, tiled)
+    '''
+    src, a = _analyze(body.replace("{BK}", "k0"), tag=True)
+    assert [(r.kind, r.status) for r in a.assertions] == [("mma", "proved")]
+    src, a = _analyze(body.replace("{BK}", "(k0 + 16)"), tag=True)
+    (r,) = a.assertions
+    assert r.status == "violated" and r.witness["field"] == "k"
+    line = _line(src, "k0 = 16")              # the if's line (0-based) is the one before
+    x, y = r.witness["operands"]["x"]["tags"]["k"], r.witness["operands"]["y"]["tags"]["k"]
+    assert (x, y) == (f"k0@{line}", f"k0@{line} + 16")
+    assert r.witness["threads"][0]["thread"] == 0
