@@ -607,13 +607,22 @@ class Engine:
             self.env[op.result] = FragVal(join(fa.tags, fb.tags, self.conds), fa.V)
             return
         if isinstance(a, SymInt) and isinstance(b, SymInt) and isinstance(c, np.ndarray):
-            tr = self.conds.truth(c)
+            rows = self.conds.rows(c, self.T)
+            tr = self.conds.truth(rows)
             if np.all(tr == 0):
                 self.env[op.result] = a
             elif np.all(tr == 1):
                 self.env[op.result] = b
             else:
-                self.env[op.result] = sym_binop(self.tab, "select", a, b)
+                # per thread: a, b, or If(c, a, b) where c depends on runtime values (was
+                # an unconstrained unknown for every thread)
+                T = self.T
+                a2 = SymInt(np.broadcast_to(a.key, (T,)), np.broadcast_to(a.conc, (T,))) \
+                    if a.key.shape != (T,) else a
+                b2 = SymInt(np.broadcast_to(b.key, (T,)), np.broadcast_to(b.conc, (T,))) \
+                    if b.key.shape != (T,) else b
+                self.env[op.result] = self._select(op, op.result, a2, b2, rows, tr == 1,
+                                                   tr > 1)
         else:
             self.env[op.result] = None
 

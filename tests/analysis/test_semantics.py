@@ -221,6 +221,24 @@ def test_copy_from_shared_into_tagged_tensor_is_checked():
     assert [r.status for r in ba.assertions if r.kind == "store"] == ["violated"]
 
 
+def test_operands_at_an_offset_ave_where_chooses():
+    # ave.where on a runtime condition: the same select term (it was an unconstrained
+    # unknown): A and B at k0 pair, B at k0 + 16 never does
+    body = '''
+        k0 = ave.where(B.shape[1] > 64, 16, 0)
+        acc = ave.zeros((64, 64), ave.f32, tiled.c)
+        acc = ave.mma(ave.load(A[0:64, k0:k0 + 16], tiled.a),
+                      ave.load(B[{BK}:{BK} + 16, 0:64], tiled.b), acc, tiled)
+    '''
+    src, a = _analyze(body.replace("{BK}", "k0"), tag=True)
+    assert [(r.kind, r.status) for r in a.assertions] == [("mma", "proved")]
+    src, a = _analyze(body.replace("{BK}", "(k0 + 16)"), tag=True)
+    (r,) = a.assertions
+    line = _line(src, "k0 = ave.where")
+    assert r.status == "violated"
+    assert r.witness["operands"]["y"]["tags"]["k"] == f"k0@{line + 1} + 16"
+
+
 def test_operands_at_an_offset_a_runtime_branch_chooses():
     # k0 is 0 or 16 depending on a runtime size (a select term, shown as k0@<line>): A and
     # B at the same k0 pair; B at k0 + 16 never does, whichever k0 is (no size needed)
