@@ -370,7 +370,10 @@ def _diagnose_accumulate(r: AssertionResult, w: dict) -> Diagnostic:
     acc = w.get("accumulator")
     chain = w.get("chain") or []
     loops = sorted({k for c in chain for k in c})
-    span = ", ".join(f"{k}=0..{max(c.get(k, 0) for c in chain)}" for k in loops)
+    # the values the loop variables took over the chain (in execution order: a loop with a
+    # negative step counts down)
+    span = ", ".join(
+        f"{k}={vals[0]}..{vals[-1]}" for k in loops for vals in [[c[k] for c in chain if k in c]])
     if w.get("what") == "twice":
         a, b = w["mma_loops"].get("first", {}), w["mma_loops"].get("again", {})
         fa = ", ".join(f"{k}={x}" for k, x in a.items()) or "once"

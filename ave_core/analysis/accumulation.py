@@ -309,16 +309,33 @@ def _trip_forms(eng: Any) -> list[tuple[int, int, int, int, int]]:
             val = eng.env.get(v)
         if not isinstance(val, SymInt):
             continue
+        if not isinstance(lb, (int, np.integer)):
+            # a start known at run time (``range(KT - 1, -1, -1)``): the form of ub - lb
+            lv = eng.env.get(lb)
+            if not isinstance(lv, SymInt):
+                continue
+            from ave_core.analysis.symbolic import sym_binop
+            val = sym_binop(eng.tab, "sub", SymInt(np.asarray(val.key).reshape(-1)[:1],
+                                                   np.asarray(val.conc).reshape(-1)[:1]),
+                            SymInt(np.asarray(lv.key).reshape(-1)[:1],
+                                   np.asarray(lv.conc).reshape(-1)[:1]))
+            lb = 0
         k, c = int(np.asarray(val.key).reshape(-1)[0]), int(np.asarray(val.conc).reshape(-1)[0])
         out.append((k, c, int(lb), int(st), int(n)))
     return out
 
 
 def _trip_constraints(eng: Any, z3: Any) -> list:
+    """The variant's trip counts as z3 constraints on the loops' bounds: ``range(lb, ub,
+    st)`` runs ``n`` times iff ``(n-1)*st < ub - lb <= n*st`` (``st > 0``), ``n*st <= ub -
+    lb < (n-1)*st`` (``st < 0``)."""
     out = []
     for k, c, lb, st, n in _trip_forms(eng):
         d = eng.solver.lin(k, c) - lb
-        out += [d > (n - 1) * st, d <= n * st]
+        if st > 0:
+            out += [d > (n - 1) * st, d <= n * st]
+        else:
+            out += [d < (n - 1) * st, d >= n * st]
     return out
 
 

@@ -141,18 +141,22 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
     out = replace(kernel, body=body, params=params)
     # Trip-count preconditions of this variant: (value, lb, step, n) per runtime loop with
     # constant lb and step -- the loop runs n times iff lb + (n-1)*step < value <= lb + n*step
-    # (step > 0). ``value`` is an op outside the body computing the bound from unrolled
-    # values (evaluate it after them), or a kernel argument.
+    # (step > 0; mirrored for step < 0). ``value`` is an op outside the body computing a
+    # bound that was bound to a constant (step +-1: evaluate it after the unrolled values),
+    # or the bound's own value in the unrolled kernel (a longer step: computed before the
+    # loop), or a kernel argument.
     pres = []
     defs = {orig: pre for pre, orig in ctx.preconditions}
     for op, n in ctx.trip_counts.items():
         lb, ub, st = op.operands[:3]
-        if lb in consts and st in consts and consts[st] > 0:
+        if st in consts and consts[st] != 0 and (lb in consts or lb in ctx.vmap):
             v = defs.get(ub)
-            if v is None and ub in ctx.vmap and not isinstance(ub.owner, Op):
+            if v is None and ub in ctx.vmap and (not isinstance(ub.owner, Op)
+                                                 or ub not in ctx.bindings):
                 v = ctx.vmap[ub]
             if v is not None:
-                pres.append((v, consts[lb], consts[st], n))
+                # (a start known only at run time: its value in the unrolled kernel)
+                pres.append((v, consts[lb] if lb in consts else ctx.vmap[lb], consts[st], n))
     out.trip_preconditions = pres
     return out
 

@@ -224,3 +224,42 @@ def test_mma_under_a_condition_every_iteration_meets_is_proved():
     (r,) = [r for r in a.assertions if r.kind == "accumulate"]
     assert r.status == "proved"
     _exact(k)
+
+
+# --- loops with other steps and starts (from a review helper: false AVE206/AVE208) --------
+
+LOOP = "    for kt in ave.range(0, (K + 31) // 32):\n        k0 = {K0}\n"
+STEPS = {
+    "range(0, K, 32)": ("    for k0 in ave.range(0, K, 32):\n", True),
+    "range(0, 2 * KT, 2)": ("    for kt2 in ave.range(0, (K + 31) // 32 * 2, 2):\n"
+                            "        k0 = kt2 * 16\n", True),
+    "range(0, -K, -32)": ("    for j in ave.range(0, -K, -32):\n        k0 = -j\n", True),
+    "range(KT - 1, -1, -1)": ("    for j in ave.range((K + 31) // 32 - 1, -1, -1):\n"
+                              "        k0 = j * 32\n", True),
+    "range(32, K, 32)": ("    for k0 in ave.range(32, K, 32):\n", False),
+    "range(0, K, 64)": ("    for k0 in ave.range(0, K, 64):\n", False),
+}
+
+
+@pytest.mark.parametrize("loop", list(STEPS))
+def test_loops_with_any_step_and_start(loop):
+    # the trip count of range(lb, ub, st) constrains ub - lb to ((n-1)*st, n*st] (mirrored
+    # for st < 0), whether the start is a constant or not: the correct loops are proved
+    # (and exact in the interpreter); a loop that starts one tile late or steps over every
+    # other tile misses k = 0 or k = 32
+    head, correct = STEPS[loop]
+    text = KERNEL.replace(LOOP, head).replace("{K0}", "kt * 32")
+    res = compile_source(text, "steps.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    k = res.kernels[0]
+    a, d = _acc206(k)
+    if correct:
+        assert a.diagnostics == [] and d == []
+        for K in (8, 40, 96):
+            af, bf, c = _run(k, K)
+            ref = af @ bf
+            assert np.abs(c - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
+    else:
+        (x,) = d
+        assert x.witness["what"] == "never"
+        assert x.witness["value"] == (0 if loop.startswith("range(32") else 32)
