@@ -53,6 +53,8 @@ class Contribution:
     live: np.ndarray           # (W, K) bool: the slot contributes under some guard
     guard: np.ndarray          # (W, K, 2 * GUARD) atomic condition ids (their conjunction; 0 none)
     domain: Any                # (tensor name, dim) of the field's coordinate, or None
+    #: the runtime branches (Engine.branch_tokens) the MMA ran under
+    branches: tuple = ()
 
 
 def contribution(eng: Any, op: Any, A: dict, B: dict) -> list[Contribution] | None:
@@ -181,23 +183,27 @@ def under_branches(eng: Any, new: list[Contribution] | None) -> list[Contributio
         return None
     extra = np.concatenate(gs).astype(np.int32)
     extra = extra[extra != 0]
-    if not len(extra):
-        return new
+    tokens = tuple(eng.branch_tokens)
     out = []
     for c in new:
         W, K = c.key.shape
-        g = np.concatenate([c.guard, np.broadcast_to(extra, (W, K, len(extra)))], axis=2)
-        out.append(Contribution(c.op, c.loops, c.field, c.key, c.conc, c.live, g, c.domain))
+        g = np.concatenate([c.guard, np.broadcast_to(extra, (W, K, len(extra)))], axis=2) \
+            if len(extra) else c.guard
+        out.append(Contribution(c.op, c.loops, c.field, c.key, c.conc, c.live, g, c.domain,
+                                tokens))
     return out
 
 
-def join_chains(x: Any, y: Any) -> Any:
+def join_chains(x: Any, y: Any, token: Any) -> Any:
     """The chain of an accumulator after a branch on a runtime value (``x``: the
-    then-region's fragment, ``y``: the else-region's): one region that adds MMAs to the
-    chain the other left as it was (a prefix of it; an untagged accumulator such as
+    then-region's fragment, ``y``: the else-region's; ``token``: the branch's, see
+    ``Engine.branch_tokens``): one region that adds MMAs *inside this branch* to the chain
+    the other left as it was (a prefix of it; an untagged accumulator such as
     ``ave.zeros`` is the empty chain) gives the longer chain -- its MMAs carry the branch's
     condition in their guards (:func:`under_branches`); the same chain on both sides
-    stays; anything else cannot be followed (False)."""
+    stays; anything else cannot be followed (False): e.g. an arm that resets the
+    accumulator (``acc = ave.zeros(...)``: the other arm's chain is not an extension of
+    that one, it was made before the branch)."""
     a, b = x.kcov, y.kcov
     if a is None and b is None:
         return None
@@ -208,9 +214,37 @@ def join_chains(x: Any, y: Any) -> Any:
     if not isinstance(a, list) or not isinstance(b, list):
         return False
     short, long_ = (a, b) if len(a) <= len(b) else (b, a)
-    if all(x is y for x, y in zip(short, long_)):
+    if all(p is q for p, q in zip(short, long_)) and all(
+            token in c.branches for call in long_[len(short):] for c in call):
         return long_
     return False
+
+
+def lost_chain(eng: Any, branch: Any, x: Any, y: Any, at: Any = None) -> None:
+    """An MMA chain the analysis cannot follow through a branch on a runtime value (an
+    MMA in an else-arm, an arm that resets the accumulator, a condition that differs across
+    threads): AVE205 (unknown) at the chain's first MMA -- never a silent pass."""
+    from ave_core.analysis.engine import PairCheck
+    first = at
+    if first is None:
+        if any(getattr(v, "kcov", None) is False for v in (x, y)):
+            return          # an arm's chain was lost already (and reported there)
+        for v in (x, y):
+            k = getattr(v, "kcov", None)
+            if isinstance(k, list) and k and k[0]:
+                first = k[0][0].op
+                break
+        if first is None:
+            return
+        where = f"the branch at line {branch.loc.range.start.line + 1}"
+    else:
+        where = "a branch on a runtime value around it"
+    chk = PairCheck(first, "accumulate", 0)
+    chk.compared = 1
+    chk.unknown = (f"the accumulator's MMA chain cannot be followed through {where} (an "
+                   "MMA in an else-arm or under a condition that differs across threads, or "
+                   "an arm that resets the accumulator)")
+    eng.checks.append(chk)
 
 
 def chain(prev: Any, new: list[Contribution] | None) -> Any:

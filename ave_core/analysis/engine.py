@@ -306,6 +306,9 @@ class Engine:
         #: when it is the then-region of a condition every active thread has the same row
         #: of, else None (an else-region: the negation is no conjunction of conditions)
         self.branch_guards: list = []
+        #: one token per enclosing branch on a runtime value (what accumulation's chains
+        #: record, to tell an MMA made inside a branch from one made before it)
+        self.branch_tokens: list = []
         self._tables: dict[int, np.ndarray] = {}
         self._kept_memo: dict = {}
         self._n_gran = 0
@@ -554,24 +557,81 @@ class Engine:
             self.env[op.result] = out
             return
         if rt.dtype.name == "i1" and name in ("and", "or", "xor"):
-            self.env[op.result] = self._bool_op(name, a, b)
+            self.env[op.result] = self._bool_op(name, a, b, op)
             return
         if isinstance(a, SymInt) and isinstance(b, SymInt):
             self.env[op.result] = sym_binop(self.tab, name, a, b)
         else:
             self.env[op.result] = None
 
-    def _bool_op(self, name: str, a: Any, b: Any) -> Any:
+    def _bool_op(self, name: str, a: Any, b: Any, op: Op) -> Any:
+        """``and``/``or``/``xor`` (``not x`` is ``x xor true``) of conditions (guard rows,
+        per thread or per element). A conjunction is a guard row; the others are exact
+        where the operands' truth is known, pass one operand's condition through where
+        the other decides nothing (``x or false``), and otherwise become one atomic
+        condition over a ``select`` term (``If(a, 1, If(b, 1, 0)) > 0`` for ``a or b``),
+        which z3 decides exactly. (They used to be "true" whenever a runtime value was
+        involved: a barrier, a select or a mask under ``not``/``or`` was taken for
+        certain.)"""
         if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
             return None
         if name == "and":
             return self.conds.conj_arrays(a, b)
-        ta, tb = self.conds.truth(a), self.conds.truth(b)
+        ct = self.conds
+        ra, rb = ct.rows(a), ct.rows(b)
+        n = max(ra.shape[0], rb.shape[0])
+        ra, rb = ct.rows(ra, n), ct.rows(rb, n)
+        ta, tb = ct.truth(ra), ct.truth(rb)
+        out = np.zeros((n, ct.GUARD), np.int32)
         if name == "or":
-            # true if either is true; false if both false; otherwise "may be true"
-            return np.where((ta == 1) & (tb == 1), 1, 0).astype(np.int32)
-        # xor with a constant true (a negation): only concrete truth values negate exactly
-        return np.where(tb == 0, np.where(ta == 0, 1, 0), ta).astype(np.int32)
+            out[(ta == 1) & (tb == 1), 0] = 1
+            pa, pb = (ta == 2) & (tb == 1), (tb == 2) & (ta == 1)      # x or false = x
+            out[pa], out[pb] = ra[pa], rb[pb]
+            opaque = (ta == 2) & (tb == 2)
+        else:
+            concrete = (ta < 2) & (tb < 2)
+            out[concrete & (ta == tb), 0] = 1                         # equal: false
+            pa, pb = (ta == 2) & (tb == 1), (tb == 2) & (ta == 1)      # x xor false = x
+            out[pa], out[pb] = ra[pa], rb[pb]
+            opaque = ((ta == 2) & (tb != 1)) | ((tb == 2) & (ta != 1))
+        if opaque.any():
+            memo: dict = {}
+            for i in np.nonzero(opaque)[0].tolist():
+                k = (ta[i], tb[i], ra[i].tobytes(), rb[i].tobytes())
+                c = memo.get(k)
+                if c is None:
+                    c = memo[k] = self._opaque_cond(name, ra[i], rb[i], ta[i], tb[i], op)
+                out[i, 0] = c
+        return out
+
+    def _cond_ids(self, row: np.ndarray) -> tuple | None:
+        """The atomic conditions of a guard row, or None when it may have been cut to
+        GUARD conjuncts (the first GUARD are kept: weaker, which a guard may be, but not
+        a value that a select or a negation depends on)."""
+        ids = tuple(int(x) for x in row if x != 0)
+        return None if len(ids) >= self.conds.GUARD else ids
+
+    def _free_cond(self, op: Op, what: str) -> int:
+        """A condition the analysis cannot state: a fresh unknown ``cond@line > 0`` (z3
+        may make it true or false: a sound over-approximation)."""
+        label = f"{what}@{op.loc.range.start.line + 1}" + "".join(
+            f",{k}={v}" for k, v in self.loops)
+        return self.conds.atomic("gt", self.tab.atom(Atom("param", (label,))), 0)
+
+    def _opaque_cond(self, name: str, ra: np.ndarray, rb: np.ndarray, ta: int, tb: int,
+                     op: Op) -> int:
+        ca, cb = self._cond_ids(ra), self._cond_ids(rb)
+        if (ta == 2 and ca is None) or (tb == 2 and cb is None):
+            return self._free_cond(op, "cond")
+        label = f"cond@{op.loc.range.start.line + 1}"
+        sel = lambda c, x, y: self.tab.atom(Atom("select", (c, x, y, label)))  # noqa: E731
+        if name == "or":                        # If(a, 1, If(b, 1, 0))
+            s = sel(ca, (0, 1), (sel(cb, (0, 1), (0, 0)), 0))
+        elif ta == 2 and tb == 2:               # a xor b: If(a, If(b, 0, 1), If(b, 1, 0))
+            s = sel(ca, (sel(cb, (0, 0), (0, 1)), 0), (sel(cb, (0, 1), (0, 0)), 0))
+        else:                                   # not x: If(x, 0, 1)
+            s = sel(ca if ta == 2 else cb, (0, 0), (0, 1))
+        return self.conds.atomic("gt", s, 0)
 
     for _n in ("add", "sub", "mul", "div", "floordiv", "mod", "pow", "and", "or", "xor", "shl",
                "shr", "min", "max"):
@@ -586,7 +646,9 @@ class Engine:
         if isinstance(a, SymInt) and isinstance(b, SymInt):
             self.env[op.result] = sym_compare(self.tab, self.conds, op.attrs["pred"], a, b)
         else:
-            self.env[op.result] = np.zeros(self.T, np.int32)   # unknown: may be true
+            # a comparison of values the analysis does not follow (floats, loaded data):
+            # may be true or false (it was taken as true)
+            self.env[op.result] = np.full(self.T, self._free_cond(op, "cmp"), np.int32)
 
     def _unary(self, op):
         x = self.env.get(op.operands[0])
@@ -1403,9 +1465,13 @@ class Engine:
         # a chain starts at an untagged (⊥) accumulator (ave.zeros); an accumulator with
         # history that is not an MMA result (scaled, joined) cannot be followed
         prev = c.kcov if c.kcov is not None else (False if c.tags.code.any() else None)
-        kcov = False if prev is False else \
-            accumulation.chain(prev, accumulation.under_branches(
-                self, accumulation.contribution(self, op, A, B)))
+        kcov = False
+        if prev is not False:
+            contrib = accumulation.contribution(self, op, A, B)
+            kept = accumulation.under_branches(self, contrib)
+            if kept is None and contrib is not None:
+                accumulation.lost_chain(self, op, None, None, at=op)
+            kcov = accumulation.chain(prev, kept)
         # the result takes A's fields constant along k (row fields) and B's fields constant
         # along k (column fields), per warp: each warp multiplies its own registers
         # A's fields B does not have (row fields) and B's fields A does not have (column
@@ -2119,6 +2185,7 @@ class Engine:
             self._ifs.append(op)
             if runtime:
                 self.branch_guards.append(rows if ri == 0 else None)
+                self.branch_tokens.append((id(op), ri))
             try:
                 outs.append(self.exec_block(region) or [])
             finally:
@@ -2128,14 +2195,17 @@ class Engine:
                 self._ifs.pop()
                 if runtime:
                     self.branch_guards.pop()
+                    self.branch_tokens.pop()
         for i, r in enumerate(op.results):
             tv = outs[0][i] if outs[0] is not None else None
             ev = outs[1][i] if outs[1] is not None else None
             if tv is None or ev is None:
                 self.env[r] = tv if ev is None else ev
             elif isinstance(tv, FragVal) and isinstance(ev, FragVal):
-                self.env[r] = FragVal(join(tv.tags, ev.tags, self.conds), tv.V,
-                                      kcov=accumulation.join_chains(tv, ev))
+                kcov = accumulation.join_chains(tv, ev, (id(op), 0) if runtime else None)
+                if kcov is False and runtime:
+                    accumulation.lost_chain(self, op, tv, ev)
+                self.env[r] = FragVal(join(tv.tags, ev.tags, self.conds), tv.V, kcov=kcov)
             elif _same_sym(tv, ev):
                 self.env[r] = tv
             else:

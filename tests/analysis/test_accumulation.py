@@ -263,3 +263,21 @@ def test_loops_with_any_step_and_start(loop):
         (x,) = d
         assert x.witness["what"] == "never"
         assert x.witness["value"] == (0 if loop.startswith("range(32") else 32)
+
+
+def test_chains_a_branch_does_not_extend_are_unknown_not_proved():
+    # (from a review helper) an arm that resets the accumulator: the other arm's chain was
+    # made before the branch, it is no extension of the reset one -- was "proved" while C
+    # is 0 for K > 64; an MMA in an else-arm (the negated condition is no conjunction):
+    # was unchecked. Both are AVE205 now, at the chain's first MMA / the MMA
+    reset = _summed([MMA_STMT, "        if K > 64:", "            acc = " + ZEROS])
+    a, d = _acc206(reset)
+    (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+    assert r.status == "unknown" and "resets" in r.reason and d == []
+    assert [x.code for x in a.diagnostics] == ["AVE205"]
+    af, bf, c = _run(reset, 96)
+    assert np.abs(c).max() == 0.0              # (the bug the analysis must not prove away)
+    other = _summed(["        if kt * 32 + 32 <= K:", "            acc = acc",
+                     "        else:", "            acc = " + MMA_OF.replace("{C}", "acc")])
+    a, d = _acc206(other)
+    assert [r.status for r in a.assertions if r.kind == "accumulate"] == ["unknown"]

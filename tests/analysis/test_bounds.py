@@ -215,3 +215,24 @@ def test_offset_chosen_by_a_runtime_branch_is_followed():
     # clamped at 0: in bounds for every K and program
     ok = compile_source(SELECT.replace("{TAIL}", "ave.maximum(K - 32, 0)"), "tail.py")
     assert analyze(ok.kernels[0]).diagnostics == []
+
+
+def test_offset_chosen_under_or_and_not_of_runtime_conditions():
+    # (from a review helper) `not`/`or` of runtime conditions were "true": the tail offset
+    # was missed under `not`, and under `or` the witness (K = 1) was one the interpreter
+    # runs cleanly. Now: under `not (K >= 32)` the smallest K, 1, reads A[0, -31]; under
+    # `(K > 4) | (K > 64)` the smallest K that takes the branch, 5, reads A[0, -27]
+    for cond, K, col in (("not (K >= 32)", 1, -31), ("(K > 4) | (K > 64)", 5, -27)):
+        text = SELECT.replace("    if ave.program_id(1) == 1:\n        k0 = {TAIL}\n",
+                              f"    if {cond}:\n        k0 = K - 32\n")
+        res = compile_source(text, "tail.py")
+        assert res.diagnostics == []
+        k = res.kernels[0]
+        (d,) = analyze(k).diagnostics
+        w = d.witness
+        assert d.code == "AVE208" and w["model"]["A.shape[1]"] == K, cond
+        assert w["coordinates"] == {"A": [0, col]}, cond
+        dyn = [x for x in run(k, (1, 1), [np.ones((64, K), np.float32),
+                                          np.zeros((64, K), np.float32)]).diagnostics
+               if x.code == "AVE301"]
+        assert dyn and f"A[0, {col}]" in dyn[0].message, cond

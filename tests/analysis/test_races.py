@@ -183,3 +183,13 @@ def test_witness_loop_indices_are_the_loop_variable_values():
     res = run(k, (1, 1), [np.ones((32, 64), np.float32), np.zeros((64, 32), np.float32)])
     (dyn,) = [x for x in res.diagnostics if x.code == "AVE305"][:1]
     assert "i=2" in dyn.message
+
+
+def test_barrier_under_not_or_or_of_runtime_conditions_does_not_end_the_epoch():
+    # `not c` and `a | b` of runtime conditions were taken as true for certain (a barrier
+    # under them ended the epoch; from a review helper): the race behind it is reported
+    for cond in ("not (X.shape[0] > 64)", "(X.shape[0] > 64) | (X.shape[1] > 64)",
+                 "(ave.warp_id() == 0) | (X.shape[0] > 64)"):
+        k = _k(TRANSPOSE.replace("{BARRIER}", f"    if {cond}:\n        ave.barrier()\n"))
+        (d,) = _races(k)
+        assert [t["thread"] for t in d.witness["threads"]] == [1, 8], cond
