@@ -575,12 +575,34 @@ class Engine:
         certain.)"""
         if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
             return None
-        if name == "and":
-            return self.conds.conj_arrays(a, b)
         ct = self.conds
         ra, rb = ct.rows(a), ct.rows(b)
         n = max(ra.shape[0], rb.shape[0])
         ra, rb = ct.rows(ra, n), ct.rows(rb, n)
+        if name == "and":
+            out = ct.conj_arrays(ra, rb)
+            # a conjunction of more than GUARD conditions: guard rows keep GUARD of them
+            # (weaker: fine for a guard), but a condition a branch, a select or a negation
+            # depends on must be exact -- the rest become one condition, If(rest, 1, 0) > 0
+            over = (_nonzero_count(ra) + _nonzero_count(rb) > ct.GUARD) & \
+                (out[:, 0] != 1)
+            if over.any():
+                memo: dict = {}
+                for i in np.nonzero(over)[0].tolist():
+                    ids = sorted({int(x) for x in ra[i] if x} | {int(x) for x in rb[i] if x},
+                                 reverse=True)
+                    if len(ids) <= ct.GUARD:
+                        continue
+                    k = tuple(ids)
+                    row = memo.get(k)
+                    if row is None:
+                        keep, rest = ids[:ct.GUARD - 1], tuple(ids[ct.GUARD - 1:])
+                        s = self.tab.atom(Atom("select", (rest, (0, 1), (0, 0),
+                                                          f"cond@{op.loc.range.start.line + 1}")))
+                        keep.append(ct.atomic("gt", s, 0))
+                        row = memo[k] = np.array(sorted(keep, reverse=True), np.int32)
+                    out[i] = row
+            return out
         ta, tb = ct.truth(ra), ct.truth(rb)
         out = np.zeros((n, ct.GUARD), np.int32)
         if name == "or":
@@ -604,12 +626,11 @@ class Engine:
                 out[i, 0] = c
         return out
 
-    def _cond_ids(self, row: np.ndarray) -> tuple | None:
-        """The atomic conditions of a guard row, or None when it may have been cut to
-        GUARD conjuncts (the first GUARD are kept: weaker, which a guard may be, but not
-        a value that a select or a negation depends on)."""
-        ids = tuple(int(x) for x in row if x != 0)
-        return None if len(ids) >= self.conds.GUARD else ids
+    @staticmethod
+    def _cond_ids(row: np.ndarray) -> tuple:
+        """The atomic conditions of a condition's row (exact for a scalar condition:
+        :meth:`_bool_op` keeps conjunctions exact)."""
+        return tuple(int(x) for x in row if x != 0)
 
     def _free_cond(self, op: Op, what: str) -> int:
         """A condition the analysis cannot state: a fresh unknown ``cond@line > 0`` (z3
@@ -621,8 +642,6 @@ class Engine:
     def _opaque_cond(self, name: str, ra: np.ndarray, rb: np.ndarray, ta: int, tb: int,
                      op: Op) -> int:
         ca, cb = self._cond_ids(ra), self._cond_ids(rb)
-        if (ta == 2 and ca is None) or (tb == 2 and cb is None):
-            return self._free_cond(op, "cond")
         label = f"cond@{op.loc.range.start.line + 1}"
         sel = lambda c, x, y: self.tab.atom(Atom("select", (c, x, y, label)))  # noqa: E731
         if name == "or":                        # If(a, 1, If(b, 1, 0))
@@ -2228,7 +2247,7 @@ class Engine:
         if diff.any():
             groups: dict[tuple, list[int]] = {}
             for t in np.nonzero(diff)[0].tolist():
-                cids = tuple(int(x) for x in crows[t] if x != 0)
+                cids = self._cond_ids(crows[t])
                 groups.setdefault((cids, int(tv.key[t]), int(tv.conc[t]), int(ev.key[t]),
                                    int(ev.conc[t])), []).append(t)
             if len(groups) > 64:
@@ -2324,6 +2343,11 @@ def _eval_opaque(name: str, x: int, y: int) -> int | None:
     if name == "shr":
         return _i32(ux >> uy) if uy < 32 else 0
     return None
+
+
+def _nonzero_count(rows: np.ndarray) -> np.ndarray:
+    """Per row, how many atomic conditions (non-zero ids) a guard row holds."""
+    return (rows != 0).sum(axis=1)
 
 
 def _same_sym(a: Any, b: Any) -> bool:

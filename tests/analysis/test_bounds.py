@@ -236,3 +236,21 @@ def test_offset_chosen_under_or_and_not_of_runtime_conditions():
                                           np.zeros((64, K), np.float32)]).diagnostics
                if x.code == "AVE301"]
         assert dyn and f"A[0, {col}]" in dyn[0].message, cond
+
+
+def test_offset_under_a_conjunction_of_more_than_four_conditions():
+    # guard rows keep four conditions; a branch condition of six (from a review helper: cut
+    # to four, a correct kernel got a false AVE208) stays exact: clean when every K that
+    # takes the branch is >= 32, and the smallest K that takes it otherwise (K = 8 ->
+    # A[0, -24])
+    for first, witness in (("K >= 40", None), ("K >= 5", (8, -24))):
+        cond = f"({first}) & (K > 7) & (K > 0) & (K > 1) & (K > 2) & (K > 3)"
+        text = SELECT.replace("    if ave.program_id(1) == 1:\n        k0 = {TAIL}\n",
+                              f"    if {cond}:\n        k0 = K - 32\n")
+        ds = analyze(compile_source(text, "tail.py").kernels[0]).diagnostics
+        if witness is None:
+            assert ds == [], cond
+        else:
+            (d,) = ds
+            assert d.witness["model"]["A.shape[1]"] == witness[0]
+            assert d.witness["coordinates"] == {"A": [0, witness[1]]}
