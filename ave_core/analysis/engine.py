@@ -2188,6 +2188,12 @@ class Engine:
         outs = []
         saved = self.active
         runtime = int(bool(sym.any()))
+        # a barrier in one arm may not run: it does not end the race epoch. When both arms
+        # hold one (every path passes a barrier) they do end it, as before (the else-arm's
+        # accesses before its barrier are then not compared with those before the branch:
+        # an imprecision of the one-pass, path-insensitive race state)
+        epoch_ends = bool(runtime) and all(
+            any(o.name == "ave.barrier" for o in reg.ops) for reg in op.regions)
         rows = crows = None
         if runtime:
             crows = self.conds.rows(self.env.get(op.operands[0]), self.T)
@@ -2200,7 +2206,7 @@ class Engine:
                 continue
             self.active = mask
             self.in_branch += 1
-            self.runtime_branch += runtime
+            self.runtime_branch += runtime and not epoch_ends
             self._ifs.append(op)
             if runtime:
                 self.branch_guards.append(rows if ri == 0 else None)
@@ -2210,7 +2216,7 @@ class Engine:
             finally:
                 self.active = saved
                 self.in_branch -= 1
-                self.runtime_branch -= runtime
+                self.runtime_branch -= runtime and not epoch_ends
                 self._ifs.pop()
                 if runtime:
                     self.branch_guards.pop()

@@ -193,3 +193,16 @@ def test_barrier_under_not_or_or_of_runtime_conditions_does_not_end_the_epoch():
         k = _k(TRANSPOSE.replace("{BARRIER}", f"    if {cond}:\n        ave.barrier()\n"))
         (d,) = _races(k)
         assert [t["thread"] for t in d.witness["threads"]] == [1, 8], cond
+
+
+def test_barriers_in_both_arms_of_a_runtime_branch_end_the_epoch():
+    # every path passes a barrier: no race (from a review helper: the barriers were taken
+    # as "may not run" and the copy after the branch raced); the interpreter agrees
+    body = ("    if X.shape[0] > 64:\n        ave.barrier()\n"
+            "    else:\n        ave.barrier()\n")
+    k = _k(TRANSPOSE.replace("{BARRIER}", body))
+    assert _codes(k) == []
+    for n in (32, 96):
+        X = np.arange(n * n, dtype=np.float32).reshape(n, n)
+        res = run(k, (n // 32, n // 32), [X, np.zeros((n, n), np.float32)])
+        assert not [x for x in res.diagnostics if x.code == "AVE304"]
