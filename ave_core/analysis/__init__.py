@@ -165,9 +165,9 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             for op, loops, thread, byte in list(eng.uninit):
                 key = (op.loc.file, op.loc.range)
                 uninit.setdefault(key, (op, loops, thread, byte, trips))
-            for op, loops, reach, miss, branch in list(eng.divergent):
+            for op, loops, reach, miss, branch, model in list(eng.divergent):
                 key = (op.loc.file, op.loc.range)
-                divergent.setdefault(key, (op, loops, reach, miss, branch, trips))
+                divergent.setdefault(key, (op, loops, reach, miss, branch, model, trips))
             for f in eng.bounds.check(known=oob):
                 key = (f["op"].loc.file, f["op"].loc.range)
                 if key not in oob:
@@ -196,10 +196,10 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             witness={"block": [0, 0, 0], "threads": [_thr(thread, kernel.warp_size)],
                      "loop_indices": dict(loops), "byte": byte, "trip_counts": trips,
                      "program_points": []}))
-    for (f, rng), (op, loops, reach, miss, branch, trips) in sorted(
+    for (f, rng), (op, loops, reach, miss, branch, model, trips) in sorted(
             divergent.items(), key=lambda kv: kv[0][1].start):
         out.diagnostics.append(_divergent_diagnostic(kernel, op, loops, reach, miss, branch,
-                                                     trips))
+                                                     trips, model))
     for (f, rng), (rf, w) in sorted(races.items(), key=lambda kv: kv[0][1].start):
         out.diagnostics.append(_race_diagnostic(rf, w))
     for (f, rng), w in sorted(oob.items(), key=lambda kv: kv[0][1].start):
@@ -226,10 +226,11 @@ def _witness_notes(w: dict) -> list[str]:
     return notes
 
 def _divergent_diagnostic(kernel: KernelIR, op: Any, loops: tuple, reach: int, miss: int,
-                          branch: Any, trips: dict) -> Diagnostic:
-    """AVE209: a barrier some threads reach and others skip for certain (the lowest of
-    each: ``reach`` and ``miss``), under the branch ``branch`` (an scf.if on the thread or
-    warp id)."""
+                          branch: Any, trips: dict, model: dict | None = None
+                          ) -> Diagnostic:
+    """AVE209: a barrier some threads reach and others skip: for certain (the lowest of
+    each: ``reach`` and ``miss``; a branch on the thread or warp id), or for the sizes of
+    ``model`` (a runtime condition that differs across threads)."""
     ws = kernel.warp_size
     where = ", ".join(f"{k}={v}" for k, v in loops)
     t0, t1 = _thr(reach, ws), _thr(miss, ws)
@@ -242,17 +243,21 @@ def _divergent_diagnostic(kernel: KernelIR, op: Any, loops: tuple, reach: int, m
                                "the branch that only some threads take"))
     msg = (f"barrier reached by only some threads: thread {reach} (warp {t0['warp']}, lane "
            f"{t0['lane']}) reaches it, thread {miss} (warp {t1['warp']}, lane {t1['lane']}) "
-           "does not" + (f" ({where})" if where else ""))
+           "does not" + (f" ({where})" if where else "")
+           + (", for some sizes" if model is not None else ""))
     return Diagnostic(
         "AVE209", msg, op.loc.file, op.loc.range,
         notes=["a barrier must be reached by every thread of the workgroup (bar.sync / "
                "s_barrier count arrivals: the threads that reach it wait for the others)"]
+        + ([("for " + ", ".join(f"{k} = {v}" for k, v in model.items())) if model else
+            "for any sizes"] if model is not None else [])
         + ([f"found with runtime trip counts {', '.join(f'{k}={v}' for k, v in trips.items())}"]
            if trips else []),
         related=related,
-        witness={"block": [0, 0, 0], "threads": [t0, t1], "loop_indices": dict(loops),
+        witness={"block": [int((model or {}).get(f"program_id({a})", 0)) for a in range(3)],
+                 "threads": [t0, t1], "loop_indices": dict(loops),
                  "trip_counts": dict(trips), "coordinates": {}, "tags": {},
-                 "program_points": pts})
+                 "program_points": pts, "model": dict(model or {})})
 
 
 def _race_witness(eng: Any, f: dict, trips: dict) -> dict:

@@ -309,6 +309,9 @@ class Engine:
         #: one token per enclosing branch on a runtime value (what accumulation's chains
         #: record, to tell an MMA made inside a branch from one made before it)
         self.branch_tokens: list = []
+        #: the enclosing branches on runtime values: (scf.if, arm, condition rows (T, GUARD),
+        #: threads taking the arm for certain, threads for which it depends on runtime values)
+        self._rt_ifs: list = []
         self._tables: dict[int, np.ndarray] = {}
         self._kept_memo: dict = {}
         self._n_gran = 0
@@ -1131,10 +1134,50 @@ class Engine:
             reach = int(np.argmax(self.active))
             miss = int(np.argmax(~self.active))
             self.divergent.append((op, self.loops, reach, miss, self._ifs[-1] if self._ifs
-                                   else None))
-        elif self.runtime_branch:
-            return
+                                   else None, None))
+        elif self._rt_ifs and not self._may_diverge(op):
+            if self.runtime_branch:
+                return
         self.races.barrier()
+
+    def _may_diverge(self, op: Op) -> bool:
+        """A barrier every thread may reach, under branches on runtime values whose
+        condition differs across threads (``if ave.thread_id() < M``): z3 looks for sizes
+        for which one thread takes the branch and another does not (per distinct
+        condition, the lowest threads first). Found: an AVE209 with that model (True)."""
+        sv = self.solver
+        z3 = sv.z3
+        from ave_core.analysis.accumulation import _trip_constraints
+        for iff, ri, crows, certain, sym in reversed(self._rt_ifs):
+            firsts: dict = {}
+            for t in np.nonzero(certain | sym)[0].tolist():
+                k = b"" if certain[t] else crows[t].tobytes()
+                firsts.setdefault(k, t)
+            if len(firsts) < 2:
+                continue                       # one condition for every thread: uniform
+            groups = sorted(firsts.items(), key=lambda kv: kv[1])[:16]
+
+            def takes(k: bytes) -> Any:
+                if not k:
+                    return z3.BoolVal(True, sv.ctx)
+                c = sv.cond(list(self._cond_ids(np.frombuffer(k, np.int32))))
+                return c if ri == 0 else z3.Not(c)
+            for ka, ta in groups:
+                for kb, tb in groups:
+                    if ka == kb or not kb:
+                        continue
+                    with sv.timed():
+                        sv.queries += 1
+                        s = z3.Solver(ctx=sv.ctx)
+                        s.set("timeout", sv.timeout_ms)
+                        q = [takes(ka), z3.Not(takes(kb))]
+                        s.add(*sv._domain, *_trip_constraints(self, z3), *q)
+                        r = s.check()
+                        model = sv.model_dict(s.model()) if r == z3.sat else None
+                    if model is not None:
+                        self.divergent.append((op, self.loops, ta, tb, iff, model))
+                        return True
+        return False
     def op_ave_sched_barrier(self, op): pass
 
     def op_ave_reset(self, op):
@@ -2211,6 +2254,7 @@ class Engine:
             if runtime:
                 self.branch_guards.append(rows if ri == 0 else None)
                 self.branch_tokens.append((id(op), ri))
+                self._rt_ifs.append((op, ri, crows, then_m if ri == 0 else else_m, sym))
             try:
                 outs.append(self.exec_block(region) or [])
             finally:
@@ -2221,6 +2265,7 @@ class Engine:
                 if runtime:
                     self.branch_guards.pop()
                     self.branch_tokens.pop()
+                    self._rt_ifs.pop()
         for i, r in enumerate(op.results):
             tv = outs[0][i] if outs[0] is not None else None
             ev = outs[1][i] if outs[1] is not None else None
