@@ -579,11 +579,13 @@ class Engine:
         if not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
             return None
         ct = self.conds
-        ra, rb = ct.rows(a), ct.rows(b)
-        n = max(ra.shape[0], rb.shape[0])
-        ra, rb = ct.rows(ra, n), ct.rows(rb, n)
         if name == "and":
-            out = ct.conj_arrays(ra, rb)
+            out = ct.conj_arrays(a, b)
+            if _cond_width(a) + _cond_width(b) <= ct.GUARD:
+                return out                  # (the usual mask: no row can hold more)
+            ra, rb = ct.rows(a), ct.rows(b)
+            n = max(ra.shape[0], rb.shape[0])
+            ra, rb = ct.rows(ra, n), ct.rows(rb, n)
             # a conjunction of more than GUARD conditions: guard rows keep GUARD of them
             # (weaker: fine for a guard), but a condition a branch, a select or a negation
             # depends on must be exact -- the rest become one condition, If(rest, 1, 0) > 0
@@ -606,6 +608,9 @@ class Engine:
                         row = memo[k] = np.array(sorted(keep, reverse=True), np.int32)
                     out[i] = row
             return out
+        ra, rb = ct.rows(a), ct.rows(b)
+        n = max(ra.shape[0], rb.shape[0])
+        ra, rb = ct.rows(ra, n), ct.rows(rb, n)
         ta, tb = ct.truth(ra), ct.truth(rb)
         out = np.zeros((n, ct.GUARD), np.int32)
         if name == "or":
@@ -2394,6 +2399,17 @@ def _eval_opaque(name: str, x: int, y: int) -> int | None:
     if name == "shr":
         return _i32(ux >> uy) if uy < 32 else 0
     return None
+
+
+def _cond_width(x: np.ndarray) -> int:
+    """How many leading columns of a condition (cond ids per row, or one id per row)
+    hold an atomic condition: at most that many per row."""
+    if x.ndim < 2:
+        return 1 if x.any() else 0
+    for j in range(x.shape[1] - 1, -1, -1):
+        if x[:, j].any():
+            return j + 1
+    return 0
 
 
 def _nonzero_count(rows: np.ndarray) -> np.ndarray:
