@@ -572,10 +572,13 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict |
     dom = next((c.domain for c in calls if c.domain is not None), None)
     if dom is None:
         return None
-    if any(k != 0 for k, _, _, _, _ in items):
-        return None                   # symbolic reduction indices: not followed (sound: no claim)
+    # symbolic reduction indices (a loop that starts at a runtime value: kt = KT - 1 - j):
+    # z3 compares k0 with their forms (they used to be skipped: a missing k-tile was
+    # "proved", from a review helper)
+    sym = [it for it in items if it[0] != 0]
+    items = [it for it in items if it[0] == 0]
     dkey = eng.tab.atom(Atom("dim", dom))
-    unguarded = all(not g for _, _, g, _, _ in items)
+    unguarded = all(not g for _, _, g, _, _ in items + sym)
     maxk = max((c for _, c, _, _, _ in items), default=-1)
     # Indices received under no guard, or under exactly `c < size` (a mask on this very
     # extent): for k0 == c with k0 < size they are received. Their contiguous prefix
@@ -595,8 +598,8 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict |
     R = 0
     while R in good:
         R += 1
-    rest = [it for it in items if it[1] >= R]
-    if unguarded and R > maxk:
+    rest = [it for it in items if it[1] >= R] + sym
+    if unguarded and R > maxk and not sym:
         return None          # k0 >= R and k0 <= maxk < R: every index is received (no solver)
     if not rest:
         # every index below R is received: a missing one needs size > R, which the trip
@@ -610,9 +613,11 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict |
         k0 = z3.Int("__k0", eng.solver.ctx)
         cons = [k0 >= R, k0 < size]
         if unguarded:
-            cons.append(k0 <= maxk)
-        for _, c, g, _, _ in rest:
-            hit = k0 == c
+            # (an unmasked extent is what the kernel reads: k0 at most the largest index)
+            cons.append(z3.Or(*[k0 <= eng.solver.lin(k, c) for k, c, _, _, _ in sym],
+                              k0 <= maxk) if sym else k0 <= maxk)
+        for k, c, g, _, _ in rest:
+            hit = k0 == (eng.solver.lin(k, c) if k else c)
             cons.append(z3.Not(z3.And(hit, eng.solver.cond(list(g)))) if g else z3.Not(hit))
         build.k0 = k0
         return cons, k0

@@ -237,6 +237,10 @@ STEPS = {
     "range(KT - 1, -1, -1)": ("    for j in ave.range((K + 31) // 32 - 1, -1, -1):\n"
                               "        k0 = j * 32\n", True),
     "range(32, K, 32)": ("    for k0 in ave.range(32, K, 32):\n", False),
+    # a start known only at run time makes the k indices symbolic: z3 compares them (they
+    # were skipped, and this one, missing tile 0, was proved; from a review helper)
+    "range(KT - 1, 0, -1)": ("    for j in ave.range((K + 31) // 32 - 1, 0, -1):\n"
+                             "        k0 = j * 32\n", False),
     "range(0, K, 64)": ("    for k0 in ave.range(0, K, 64):\n", False),
 }
 
@@ -262,7 +266,7 @@ def test_loops_with_any_step_and_start(loop):
     else:
         (x,) = d
         assert x.witness["what"] == "never"
-        assert x.witness["value"] == (0 if loop.startswith("range(32") else 32)
+        assert x.witness["value"] == (32 if loop == "range(0, K, 64)" else 0)
 
 
 def test_chains_a_branch_does_not_extend_are_unknown_not_proved():
