@@ -2237,11 +2237,14 @@ class Engine:
         saved = self.active
         runtime = int(bool(sym.any()))
         # a barrier in one arm may not run: it does not end the race epoch. When both arms
-        # hold one (every path passes a barrier) they do end it, as before (the else-arm's
-        # accesses before its barrier are then not compared with those before the branch:
-        # an imprecision of the one-pass, path-insensitive race state)
+        # hold one and nothing else but arithmetic (every path passes a barrier, and no
+        # access sits between them), they end it. Arms that also access memory keep it
+        # open: the one-pass race state runs the arms one after the other, so an else-arm
+        # barrier would close the epoch of the then-arm's accesses (a missed race, found by
+        # a review helper)
         epoch_ends = bool(runtime) and all(
-            any(o.name == "ave.barrier" for o in reg.ops) for reg in op.regions)
+            any(o.name == "ave.barrier" for o in reg.ops) and
+            all(_barrier_or_arith(o) for o in reg.ops) for reg in op.regions)
         rows = crows = None
         if runtime:
             crows = self.conds.rows(self.env.get(op.operands[0]), self.T)
@@ -2399,6 +2402,14 @@ def _eval_opaque(name: str, x: int, y: int) -> int | None:
     if name == "shr":
         return _i32(ux >> uy) if uy < 32 else 0
     return None
+
+
+def _barrier_or_arith(op: Op) -> bool:
+    """A barrier, or an op that touches no memory (integer/float arithmetic, a yield)."""
+    if op.regions:
+        return False
+    return op.name in ("ave.barrier", "ave.sched_barrier", "scf.yield", "ave.yield") or \
+        op.name.startswith(("arith.", "math."))
 
 
 def _cond_width(x: np.ndarray) -> int:

@@ -202,7 +202,9 @@ def test_barrier_under_not_or_or_of_runtime_conditions_does_not_end_the_epoch():
 
 def test_barriers_in_both_arms_of_a_runtime_branch_end_the_epoch():
     # every path passes a barrier: no race (from a review helper: the barriers were taken
-    # as "may not run" and the copy after the branch raced); the interpreter agrees
+    # as "may not run" and the copy after the branch raced); the interpreter agrees. With
+    # a write in one arm after its barrier, the else-arm's barrier must not close that
+    # write's epoch: the read after the branch races with it (a second review helper)
     body = ("    if X.shape[0] > 64:\n        ave.barrier()\n"
             "    else:\n        ave.barrier()\n")
     k = _k(TRANSPOSE.replace("{BARRIER}", body))
@@ -228,3 +230,9 @@ def test_barrier_under_a_thread_dependent_runtime_condition_may_diverge():
     # a uniform runtime condition is no divergence (the race behind it is reported)
     k2 = _k(TRANSPOSE.replace("{BARRIER}", "    if 0 < X.shape[0]:\n        ave.barrier()\n"))
     assert "AVE209" not in _codes(k2)
+
+    body = ("    if X.shape[0] > 64:\n        ave.barrier()\n"
+            "        ave.copy(X[m0:m0 + 32, n0:n0 + 32], s, vector_bytes=16)\n"
+            "    else:\n        ave.barrier()\n")
+    (d,) = _races(_k(TRANSPOSE.replace("{BARRIER}", body)))
+    assert d.witness["threads"][0]["thread"] == 1
