@@ -202,9 +202,7 @@ def test_barrier_under_not_or_or_of_runtime_conditions_does_not_end_the_epoch():
 
 def test_barriers_in_both_arms_of_a_runtime_branch_end_the_epoch():
     # every path passes a barrier: no race (from a review helper: the barriers were taken
-    # as "may not run" and the copy after the branch raced); the interpreter agrees. With
-    # a write in one arm after its barrier, the else-arm's barrier must not close that
-    # write's epoch: the read after the branch races with it (a second review helper)
+    # as "may not run" and the copy after the branch raced); the interpreter agrees
     body = ("    if X.shape[0] > 64:\n        ave.barrier()\n"
             "    else:\n        ave.barrier()\n")
     k = _k(TRANSPOSE.replace("{BARRIER}", body))
@@ -231,7 +229,12 @@ def test_barrier_under_a_thread_dependent_runtime_condition_may_diverge():
     k2 = _k(TRANSPOSE.replace("{BARRIER}", "    if 0 < X.shape[0]:\n        ave.barrier()\n"))
     assert "AVE209" not in _codes(k2)
 
-    body = ("    if X.shape[0] > 64:\n        ave.barrier()\n"
+
+def test_an_else_arm_barrier_does_not_close_the_then_arms_write():
+    # then: barrier, write s; else: barrier. The read after the branch races with the
+    # then-arm's write (no barrier between them on that path); the one-pass race state ran
+    # the else-arm's barrier after it and closed its epoch (a second review helper)
+    body = ("    ave.barrier()\n    if X.shape[0] > 64:\n        ave.barrier()\n"
             "        ave.copy(X[m0:m0 + 32, n0:n0 + 32], s, vector_bytes=16)\n"
             "    else:\n        ave.barrier()\n")
     (d,) = _races(_k(TRANSPOSE.replace("{BARRIER}", body)))
