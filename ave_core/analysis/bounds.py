@@ -38,6 +38,38 @@ from ave_core.analysis.symbolic import (Atom, SymInt, _uniform, _unique_1d, _uni
 _NONNEG = ("pid", "nprog", "dim", "stride", "load")
 
 
+def _lt_conjuncts(region: Any, env: dict) -> list:
+    """The ``(lhs, rhs)`` of the mask's conjuncts that say ``lhs < rhs``: ``c < E`` or
+    ``not (c >= E)``, joined by ``&`` at the top of the yielded condition -- a comparison
+    under ``|`` or ``not`` states no extent."""
+    y = next((o for o in reversed(region.ops) if o.name in ("ave.yield", "scf.yield")), None)
+    if y is None or not y.operands:
+        return []
+    out, todo = [], [y.operands[0]]
+    while todo:
+        v = todo.pop()
+        d = v.owner if hasattr(v, "owner") else None
+        if d is None or not hasattr(d, "name"):
+            continue
+        if d.name == "arith.and":
+            todo += list(d.operands)
+        elif d.name == "arith.cmp" and d.attrs.get("pred") == "lt":
+            out.append(tuple(d.operands))
+        elif d.name == "arith.xor":
+            # not x is x xor true
+            a, b = d.operands
+            for x, t in ((a, b), (b, a)):
+                c = getattr(t, "owner", None)
+                xo = getattr(x, "owner", None)
+                if c is not None and getattr(c, "name", "") == "arith.constant" and \
+                        c.attrs.get("value") in (True, 1) and xo is not None and \
+                        getattr(xo, "name", "") == "arith.cmp" and \
+                        xo.attrs.get("pred") == "ge":
+                    out.append(tuple(xo.operands))
+                    break
+    return out[::-1]
+
+
 class BoundsChecker:
     def __init__(self, eng: Any) -> None:
         self.eng = eng
@@ -62,10 +94,7 @@ class BoundsChecker:
             return
         eng = self.eng
         name = tile.tensor.name
-        for rop in region.ops:
-            if rop.name != "arith.cmp" or rop.attrs.get("pred") != "lt":
-                continue
-            lhs, rhs = rop.operands
+        for lhs, rhs in _lt_conjuncts(region, env):
             d = next((i for i, a in enumerate(region.args) if a is lhs), None)
             if d is None:
                 continue

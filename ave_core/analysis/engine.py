@@ -312,6 +312,8 @@ class Engine:
         #: the enclosing branches on runtime values: (scf.if, arm, condition rows (T, GUARD),
         #: threads taking the arm for certain, threads for which it depends on runtime values)
         self._rt_ifs: list = []
+        self._free_labels: dict = {}
+        self._keep_ops: list = []
         self._tables: dict[int, np.ndarray] = {}
         self._kept_memo: dict = {}
         self._n_gran = 0
@@ -634,6 +636,20 @@ class Engine:
                 out[i, 0] = c
         return out
 
+    _NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq"}
+
+    def _negated(self, ids: tuple) -> int | None:
+        """The atomic condition that negates a single one (``k >= K`` for ``k < K``: masks
+        keep their plain form, which the bounds check reads as a size statement), or
+        None for a conjunction."""
+        if len(ids) != 1:
+            return None
+        conds = self.conds.sets[ids[0]]
+        if conds is None or len(conds) != 1:
+            return None
+        (c,) = tuple(conds)
+        return self.conds.atomic(self._NEGATE[c.pred], c.key, c.conc)
+
     @staticmethod
     def _cond_ids(row: np.ndarray) -> tuple:
         """The atomic conditions of a condition's row (exact for a scalar condition:
@@ -643,13 +659,25 @@ class Engine:
     def _free_cond(self, op: Op, what: str) -> int:
         """A condition the analysis cannot state: a fresh unknown ``cond@line > 0`` (z3
         may make it true or false: a sound over-approximation)."""
-        label = f"{what}@{op.loc.range.start.line + 1}" + "".join(
+        # one unknown per op (two comparisons on one line, a helper inlined twice: two)
+        r = op.loc.range.start
+        where = f"{what}@{r.line + 1}:{r.character + 1}" + "".join(
             f",{k}={v}" for k, v in self.loops)
+        seen = self._free_labels.setdefault(where, [])
+        if id(op) not in seen:
+            seen.append(id(op))
+            self._keep_ops.append(op)           # (ids stay unique while it lives)
+        n = seen.index(id(op))
+        label = where + (f"#{n + 1}" if n else "")
         return self.conds.atomic("gt", self.tab.atom(Atom("param", (label,))), 0)
 
     def _opaque_cond(self, name: str, ra: np.ndarray, rb: np.ndarray, ta: int, tb: int,
                      op: Op) -> int:
         ca, cb = self._cond_ids(ra), self._cond_ids(rb)
+        if name == "xor" and not (ta == 2 and tb == 2):
+            neg = self._negated(ca if ta == 2 else cb)
+            if neg is not None:
+                return neg                      # not (e < 0) is e >= 0: one condition
         label = f"cond@{op.loc.range.start.line + 1}"
         sel = lambda c, x, y: self.tab.atom(Atom("select", (c, x, y, label)))  # noqa: E731
         if name == "or":                        # If(a, 1, If(b, 1, 0))
@@ -1147,9 +1175,10 @@ class Engine:
 
     def _may_diverge(self, op: Op) -> bool:
         """A barrier every thread may reach, under branches on runtime values whose
-        condition differs across threads (``if ave.thread_id() < M``): z3 looks for sizes
-        for which one thread takes the branch and another does not (per distinct
-        condition, the lowest threads first). Found: an AVE209 with that model (True)."""
+        condition differs across threads (``if ave.thread_id() < M``): one z3 query asks
+        for sizes under which some thread takes the branch and another does not; from the
+        (canonical) model, the lowest thread that reaches the barrier and the lowest that
+        does not. Found: an AVE209 with that model (True)."""
         sv = self.solver
         z3 = sv.z3
         from ave_core.analysis.accumulation import _trip_constraints
@@ -1160,28 +1189,39 @@ class Engine:
                 firsts.setdefault(k, t)
             if len(firsts) < 2:
                 continue                       # one condition for every thread: uniform
-            groups = sorted(firsts.items(), key=lambda kv: kv[1])[:16]
+            groups = sorted(firsts.items(), key=lambda kv: kv[1])
 
             def takes(k: bytes) -> Any:
                 if not k:
                     return z3.BoolVal(True, sv.ctx)
                 c = sv.cond(list(self._cond_ids(np.frombuffer(k, np.int32))))
                 return c if ri == 0 else z3.Not(c)
-            for ka, ta in groups:
-                for kb, tb in groups:
-                    if ka == kb or not kb:
-                        continue
-                    with sv.timed():
-                        sv.queries += 1
-                        s = z3.Solver(ctx=sv.ctx)
-                        s.set("timeout", sv.timeout_ms)
-                        q = [takes(ka), z3.Not(takes(kb))]
-                        s.add(*sv._domain, *_trip_constraints(self, z3), *q)
-                        r = s.check()
-                        model = sv.model_dict(s.model()) if r == z3.sat else None
-                    if model is not None:
-                        self.divergent.append((op, self.loops, ta, tb, iff, model))
-                        return True
+            terms = [takes(k) for k, _ in groups]
+            with sv.timed():
+                sv.queries += 1
+                s = z3.Solver(ctx=sv.ctx)
+                s.set("timeout", sv.timeout_ms)
+                s.add(*sv._domain, *_trip_constraints(self, z3), z3.Or(*terms),
+                      z3.Or(*[z3.Not(t) for t in terms]))
+                if s.check() != z3.sat:
+                    continue
+            m = sv.canonical_model(s)
+            took = [z3.is_true(m.eval(t, model_completion=True)) for t in terms]
+            # the threads of each condition group: the lowest of each side
+            per = {k: i for i, (k, _) in enumerate(groups)}
+            reach = miss = None
+            for t in np.nonzero(certain | sym)[0].tolist():
+                i = per[b"" if certain[t] else crows[t].tobytes()]
+                if took[i] and reach is None:
+                    reach = t
+                elif not took[i] and miss is None:
+                    miss = t
+                if reach is not None and miss is not None:
+                    break
+            if reach is None or miss is None:
+                continue
+            self.divergent.append((op, self.loops, reach, miss, iff, sv.model_dict(m)))
+            return True
         return False
     def op_ave_sched_barrier(self, op): pass
 

@@ -254,3 +254,49 @@ def test_offset_under_a_conjunction_of_more_than_four_conditions():
             (d,) = ds
             assert d.witness["model"]["A.shape[1]"] == witness[0]
             assert d.witness["coordinates"] == {"A": [0, witness[1]]}
+
+
+def test_unfollowed_comparisons_are_unknowns_of_their_own():
+    # float comparisons the analysis does not follow: each its own unknown condition (two
+    # on one line shared one, so `(alpha > 1) ^ (beta > 1)` was always false: the negative
+    # offset was missed; a review helper) -- the interpreter hits A[0, -32] at alpha = 2
+    text = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.f32, 2], C: ave.Tensor[ave.f32, 2], alpha: ave.f32, beta: ave.f32):
+    s = ave.alloc((64, 32), ave.f32, space="shared")
+    k0 = 0
+    if (alpha > 1) ^ (beta > 1):
+        k0 = -32
+    ave.copy(A[0:64, k0:k0 + 32], s, vector_bytes=4,
+             mask=lambda m, k: (m < A.shape[0]) & (k < A.shape[1]))
+'''
+    k = compile_source(text, "cmp.py").kernels[0]
+    (d,) = analyze(k).diagnostics
+    assert d.code == "AVE208" and d.witness["coordinates"] == {"A": [0, -32]}
+    assert set(d.witness["model"]) >= {"cmp@7:9", "cmp@7:23"}
+    dyn = [x for x in run(k, (1,), [np.ones((64, 32), np.float32), np.zeros((64, 32),
+                                    np.float32), 2.0, 0.0]).diagnostics if x.code == "AVE301"]
+    assert dyn and "A[0, -32]" in dyn[0].message
+
+
+def test_a_negated_mask_states_the_extent_and_an_or_does_not():
+    # B is masked by A's extent K: `k < K` states B.shape[0] == K (the kernel's
+    # precondition), and so does `not (k >= K)` (it was a false AVE208, from a review
+    # helper); a comparison under `|` states nothing (it used to count as one)
+    text = """import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.f32, 2], B: ave.Tensor[ave.f32, 2]):
+    M, K = A.shape
+    sB = ave.alloc((32, 64), ave.f32, space="shared")
+    for kt in ave.range(0, (K + 31) // 32):
+        k0 = kt * 32
+        ave.copy(B[k0:k0 + 32, 0:64], sB, mask=lambda k, n: {MASK})
+        ave.barrier()
+"""
+    for mask, clean in (("k < K", True), ("not (k >= K)", True),
+                        ("(k < K) | (n > 1000)", False)):
+        res = compile_source(text.replace("{MASK}", mask), "bm.py")
+        assert res.diagnostics == []
+        assert (_oob(res.kernels[0]) == []) == clean, mask
