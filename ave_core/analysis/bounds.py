@@ -39,34 +39,44 @@ _NONNEG = ("pid", "nprog", "dim", "stride", "load")
 
 
 def _lt_conjuncts(region: Any, env: dict) -> list:
-    """The ``(lhs, rhs)`` of the mask's conjuncts that say ``lhs < rhs``: ``c < E`` or
-    ``not (c >= E)``, joined by ``&`` at the top of the yielded condition -- a comparison
-    under ``|`` or ``not`` states no extent."""
+    """The ``(lhs, rhs)`` of the mask's conjuncts that say ``lhs < rhs``: ``c < E``, or
+    ``not (c >= E)`` (any number of negations; ``not (a | b)`` as ``not a & not b``),
+    joined by ``&`` at the top of the yielded condition -- a comparison under ``|``
+    states no extent."""
     y = next((o for o in reversed(region.ops) if o.name in ("ave.yield", "scf.yield")), None)
     if y is None or not y.operands:
         return []
-    out, todo = [], [y.operands[0]]
+
+    def owner(v: Any) -> Any:
+        d = getattr(v, "owner", None)
+        return d if d is not None and hasattr(d, "name") else None
+
+    def negation_of(d: Any) -> Any:
+        """``x`` when ``d`` is ``x xor true`` (how ``not x`` is compiled), else None."""
+        if d.name != "arith.xor":
+            return None
+        a, b = d.operands
+        for x, t in ((a, b), (b, a)):
+            c = owner(t)
+            if c is not None and c.name == "arith.constant" and c.attrs.get("value") in (True, 1):
+                return x
+        return None
+
+    out, todo = [], [(y.operands[0], False)]
     while todo:
-        v = todo.pop()
-        d = v.owner if hasattr(v, "owner") else None
-        if d is None or not hasattr(d, "name"):
+        v, neg = todo.pop()
+        d = owner(v)
+        if d is None:
             continue
-        if d.name == "arith.and":
-            todo += list(d.operands)
-        elif d.name == "arith.cmp" and d.attrs.get("pred") == "lt":
+        inner = negation_of(d)
+        if inner is not None:
+            todo.append((inner, not neg))
+        elif d.name == "arith.and" and not neg:
+            todo += [(x, False) for x in d.operands]
+        elif d.name == "arith.or" and neg:       # not (a | b) is (not a) & (not b)
+            todo += [(x, True) for x in d.operands]
+        elif d.name == "arith.cmp" and d.attrs.get("pred") == ("ge" if neg else "lt"):
             out.append(tuple(d.operands))
-        elif d.name == "arith.xor":
-            # not x is x xor true
-            a, b = d.operands
-            for x, t in ((a, b), (b, a)):
-                c = getattr(t, "owner", None)
-                xo = getattr(x, "owner", None)
-                if c is not None and getattr(c, "name", "") == "arith.constant" and \
-                        c.attrs.get("value") in (True, 1) and xo is not None and \
-                        getattr(xo, "name", "") == "arith.cmp" and \
-                        xo.attrs.get("pred") == "ge":
-                    out.append(tuple(xo.operands))
-                    break
     return out[::-1]
 
 

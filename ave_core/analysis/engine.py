@@ -1175,54 +1175,58 @@ class Engine:
 
     def _may_diverge(self, op: Op) -> bool:
         """A barrier every thread may reach, under branches on runtime values whose
-        condition differs across threads (``if ave.thread_id() < M``): one z3 query asks
-        for sizes under which some thread takes the branch and another does not; from the
-        (canonical) model, the lowest thread that reaches the barrier and the lowest that
-        does not. Found: an AVE209 with that model (True)."""
+        conditions differ across threads (``if ave.thread_id() < M``): a thread reaches it
+        when every enclosing branch's arm is taken (their conditions together: an outer
+        ``if M >= 128`` rules out the sizes an inner one would diverge for). One z3 query
+        asks for sizes under which some thread reaches it and another does not; from the
+        (canonical) model, the lowest thread on each side. Found: an AVE209 with that model
+        (True)."""
         sv = self.solver
         z3 = sv.z3
         from ave_core.analysis.accumulation import _trip_constraints
-        for iff, ri, crows, certain, sym in reversed(self._rt_ifs):
-            firsts: dict = {}
-            for t in np.nonzero(certain | sym)[0].tolist():
-                k = b"" if certain[t] else crows[t].tobytes()
-                firsts.setdefault(k, t)
-            if len(firsts) < 2:
-                continue                       # one condition for every thread: uniform
-            groups = sorted(firsts.items(), key=lambda kv: kv[1])
+        if not self._rt_ifs:
+            return False
+        keys = []
+        for t in range(self.T):
+            keys.append(tuple(b"" if certain[t] else crows[t].tobytes()
+                              for _, _, crows, certain, _ in self._rt_ifs))
+        firsts: dict = {}
+        for t, k in enumerate(keys):
+            firsts.setdefault(k, t)
+        if len(firsts) < 2:
+            return False                       # the same conditions for every thread
+        groups = sorted(firsts.items(), key=lambda kv: kv[1])
 
-            def takes(k: bytes) -> Any:
-                if not k:
-                    return z3.BoolVal(True, sv.ctx)
-                c = sv.cond(list(self._cond_ids(np.frombuffer(k, np.int32))))
-                return c if ri == 0 else z3.Not(c)
-            terms = [takes(k) for k, _ in groups]
-            with sv.timed():
-                sv.queries += 1
-                s = z3.Solver(ctx=sv.ctx)
-                s.set("timeout", sv.timeout_ms)
-                s.add(*sv._domain, *_trip_constraints(self, z3), z3.Or(*terms),
-                      z3.Or(*[z3.Not(t) for t in terms]))
-                if s.check() != z3.sat:
+        def reaches(k: tuple) -> Any:
+            parts = []
+            for (iff, ri, _, _, _), row in zip(self._rt_ifs, k):
+                if not row:
                     continue
-            m = sv.canonical_model(s)
-            took = [z3.is_true(m.eval(t, model_completion=True)) for t in terms]
-            # the threads of each condition group: the lowest of each side
-            per = {k: i for i, (k, _) in enumerate(groups)}
-            reach = miss = None
-            for t in np.nonzero(certain | sym)[0].tolist():
-                i = per[b"" if certain[t] else crows[t].tobytes()]
-                if took[i] and reach is None:
-                    reach = t
-                elif not took[i] and miss is None:
-                    miss = t
-                if reach is not None and miss is not None:
-                    break
-            if reach is None or miss is None:
-                continue
-            self.divergent.append((op, self.loops, reach, miss, iff, sv.model_dict(m)))
-            return True
-        return False
+                c = sv.cond(list(self._cond_ids(np.frombuffer(row, np.int32))))
+                parts.append(c if ri == 0 else z3.Not(c))
+            return z3.And(*parts) if parts else z3.BoolVal(True, sv.ctx)
+        terms = [reaches(k) for k, _ in groups]
+        with sv.timed():
+            sv.queries += 1
+            s = z3.Solver(ctx=sv.ctx)
+            s.set("timeout", sv.timeout_ms)
+            s.add(*sv._domain, *_trip_constraints(self, z3), z3.Or(*terms),
+                  z3.Or(*[z3.Not(t) for t in terms]))
+            if s.check() != z3.sat:
+                return False
+        m = sv.canonical_model(s)
+        took = {k: z3.is_true(m.eval(t, model_completion=True))
+                for (k, _), t in zip(groups, terms)}
+        reach = next((t for t, k in enumerate(keys) if took[k]), None)
+        miss = next((t for t, k in enumerate(keys) if not took[k]), None)
+        if reach is None or miss is None:
+            return False
+        # the branch that splits them: the innermost whose arm the two take differently
+        split = next((iff for (iff, ri, crows, certain, _), a, b in zip(
+            reversed(self._rt_ifs), reversed(keys[reach]), reversed(keys[miss]))
+            if a != b), self._rt_ifs[-1][0])
+        self.divergent.append((op, self.loops, reach, miss, split, sv.model_dict(m)))
+        return True
     def op_ave_sched_barrier(self, op): pass
 
     def op_ave_reset(self, op):
@@ -2276,15 +2280,15 @@ class Engine:
         outs = []
         saved = self.active
         runtime = int(bool(sym.any()))
-        # a barrier in one arm may not run: it does not end the race epoch. When both arms
-        # hold one and nothing else but arithmetic (every path passes a barrier, and no
-        # access sits between them), they end it. Arms that also access memory keep it
-        # open: the one-pass race state runs the arms one after the other, so an else-arm
-        # barrier would close the epoch of the then-arm's accesses (a missed race, found by
-        # a review helper)
-        epoch_ends = bool(runtime) and all(
-            any(o.name == "ave.barrier" for o in reg.ops) and
-            all(_barrier_or_arith(o) for o in reg.ops) for reg in op.regions)
+        # A barrier in one arm may not run: it does not end the race epoch (the arms run
+        # one after the other on one race state, so letting an else-arm barrier end it
+        # would close the epoch of the then-arm's accesses: a missed race, found by a
+        # review helper). When both arms *begin* with a barrier (only arithmetic before
+        # it), every path passes one before any access: it is the barrier before the
+        # branch, and ends the epoch there (the arms' own barriers then end nothing more).
+        if runtime and self.active.all() and all(
+                _leading_barrier(reg) for reg in op.regions):
+            self.races.barrier()
         rows = crows = None
         if runtime:
             crows = self.conds.rows(self.env.get(op.operands[0]), self.T)
@@ -2297,7 +2301,7 @@ class Engine:
                 continue
             self.active = mask
             self.in_branch += 1
-            self.runtime_branch += runtime and not epoch_ends
+            self.runtime_branch += runtime
             self._ifs.append(op)
             if runtime:
                 self.branch_guards.append(rows if ri == 0 else None)
@@ -2308,7 +2312,7 @@ class Engine:
             finally:
                 self.active = saved
                 self.in_branch -= 1
-                self.runtime_branch -= runtime and not epoch_ends
+                self.runtime_branch -= runtime
                 self._ifs.pop()
                 if runtime:
                     self.branch_guards.pop()
@@ -2444,12 +2448,14 @@ def _eval_opaque(name: str, x: int, y: int) -> int | None:
     return None
 
 
-def _barrier_or_arith(op: Op) -> bool:
-    """A barrier, or an op that touches no memory (integer/float arithmetic, a yield)."""
-    if op.regions:
-        return False
-    return op.name in ("ave.barrier", "ave.sched_barrier", "scf.yield", "ave.yield") or \
-        op.name.startswith(("arith.", "math."))
+def _leading_barrier(region: Any) -> bool:
+    """The region's first op that is not arithmetic (touches no memory) is a barrier."""
+    for o in region.ops:
+        if o.name == "ave.barrier":
+            return True
+        if o.regions or not o.name.startswith(("arith.", "math.")):
+            return False
+    return False
 
 
 def _cond_width(x: np.ndarray) -> int:

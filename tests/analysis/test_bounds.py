@@ -296,7 +296,8 @@ def k(A: ave.Tensor[ave.f32, 2], B: ave.Tensor[ave.f32, 2]):
         ave.barrier()
 """
     for mask, clean in (("k < K", True), ("not (k >= K)", True),
-                        ("(k < K) | (n > 1000)", False)):
+                        ("not (not (k < K))", True), ("not ((k >= K) | (n >= 64))", True),
+                        ("(k < K) | (n > 1000)", False), ("not ((k < K) & (n < 64))", False)):
         res = compile_source(text.replace("{MASK}", mask), "bm.py")
         assert res.diagnostics == []
         assert (_oob(res.kernels[0]) == []) == clean, mask

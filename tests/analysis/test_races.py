@@ -239,3 +239,33 @@ def test_an_else_arm_barrier_does_not_close_the_then_arms_write():
             "    else:\n        ave.barrier()\n")
     (d,) = _races(_k(TRANSPOSE.replace("{BARRIER}", body)))
     assert d.witness["threads"][0]["thread"] == 1
+
+
+def test_arms_that_begin_with_a_barrier_synchronize_before_either_arm():
+    # a barrier at the top of both arms is the barrier before the branch: the reads in the
+    # arms and after them see the copy's data (a false AVE207 since the arms kept the
+    # epoch open; a third review helper); the interpreter agrees
+    read = "ave.copy(ave.transpose(s), Y[n0:n0 + 32, m0:m0 + 32], vector_bytes=4)"
+    for body in ("    if X.shape[0] > 64:\n        ave.barrier()\n        " + read + "\n"
+                 "    else:\n        ave.barrier()\n        " + read + "\n",
+                 "    if X.shape[0] > 64:\n        ave.barrier()\n        " + read + "\n"
+                 "    else:\n        ave.barrier()\n"):
+        k = _k(TRANSPOSE.replace("{BARRIER}", body))
+        assert _codes(k) == [], body
+        for n in (32, 96):
+            X = np.arange(n * n, dtype=np.float32).reshape(n, n)
+            res = run(k, (n // 32, n // 32), [X, np.zeros((n, n), np.float32)])
+            assert not [x for x in res.diagnostics if x.code == "AVE304"]
+
+
+def test_nested_runtime_branches_around_a_barrier_diverge_only_together():
+    # a thread reaches the barrier when both enclosing branches are taken (a third review
+    # helper: each was asked alone, giving impossible witnesses and false findings)
+    ok = ("    if X.shape[0] >= 128:\n        if ave.thread_id() < X.shape[0]:\n"
+          "            ave.barrier()\n    ave.barrier()\n")
+    assert _codes(_k(TRANSPOSE.replace("{BARRIER}", ok))) == []
+    bug = ("    if ave.thread_id() < X.shape[0]:\n        if X.shape[0] > 5:\n"
+           "            ave.barrier()\n    ave.barrier()\n")
+    (d,) = analyze(_k(TRANSPOSE.replace("{BARRIER}", bug))).diagnostics
+    assert d.code == "AVE209" and [t["thread"] for t in d.witness["threads"]] == [0, 6]
+    assert d.witness["model"]["X.shape[0]"] == 6
