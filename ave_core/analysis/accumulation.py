@@ -53,7 +53,7 @@ class Contribution:
     live: np.ndarray           # (W, K) bool: the slot contributes under some guard
     guard: np.ndarray          # (W, K, 2 * GUARD) atomic condition ids (their conjunction; 0 none)
     domain: Any                # (tensor name, dim) of the field's coordinate, or None
-    #: the runtime branches (Engine.branch_tokens) the MMA ran under
+    #: the runtime branches the MMA ran under (``RuntimeBranch.token``)
     branches: tuple = ()
 
 
@@ -176,14 +176,14 @@ def under_branches(eng: Any, new: list[Contribution] | None) -> list[Contributio
     last partial tile for some K, and the check finds that K). None (the chain cannot be
     followed) under an else-region or a condition that differs across the threads: the
     negation of a condition is no conjunction of conditions."""
-    gs = eng.branch_guards
-    if not gs or new is None:
+    branches = eng.runtime_branches
+    if not branches or new is None:
         return new
-    if any(g is None for g in gs):
+    if any(b.guard is None for b in branches):
         return None
-    extra = np.concatenate(gs).astype(np.int32)
+    extra = np.concatenate([b.guard for b in branches]).astype(np.int32)
     extra = extra[extra != 0]
-    tokens = tuple(eng.branch_tokens)
+    tokens = tuple(b.token for b in branches)
     out = []
     for c in new:
         W, K = c.key.shape
@@ -196,8 +196,8 @@ def under_branches(eng: Any, new: list[Contribution] | None) -> list[Contributio
 
 def join_chains(x: Any, y: Any, token: Any) -> Any:
     """The chain of an accumulator after a branch on a runtime value (``x``: the
-    then-region's fragment, ``y``: the else-region's; ``token``: the branch's, see
-    ``Engine.branch_tokens``): one region that adds MMAs *inside this branch* to the chain
+    then-region's fragment, ``y``: the else-region's; ``token``: its then-arm's
+    ``RuntimeBranch.token``): one region that adds MMAs *inside this branch* to the chain
     the other left as it was (a prefix of it; an untagged accumulator such as
     ``ave.zeros`` is the empty chain) gives the longer chain -- its MMAs carry the branch's
     condition in their guards (:func:`under_branches`); the same chain on both sides

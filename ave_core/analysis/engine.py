@@ -24,7 +24,7 @@ Comparisons whose symbolic parts differ, and guards over runtime sizes, go to z3
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from ave_core.analysis import accumulation
 from ave_core.analysis.bounds import BoundsChecker
 from ave_core.analysis.races import RaceTracker
 from ave_core.analysis.symbolic import (_BIAS, _SHIFT, ABSENT, TOP, Atom, CondTable, SymInt,
+                                        _used_columns,
                                         all_last, any_last,
                                         SymTable, code_conc, code_key, rows_put, rows_take,
                                         sym_binop, sym_compare, unpack)
@@ -214,6 +215,22 @@ class FragVal:
     kcov: Any = None                    # MMA chain contributions (analysis.accumulation)
 
 
+class RuntimeBranch(NamedTuple):
+    """An enclosing arm of a branch on a runtime value (see ``Engine.op_scf_if``)."""
+
+    op: Op                  # the scf.if
+    arm: int                # 0 then, 1 else
+    rows: np.ndarray        # (T, GUARD) the condition's guard row per thread
+    certain: np.ndarray     # (T,) threads that take this arm for certain
+    guard: np.ndarray | None  # (GUARD,) the condition every thread of the then-arm has
+    # (for MMA contributions under it); None: an else-arm (no conjunction negates it) or a
+    # condition that differs across threads
+
+    @property
+    def token(self) -> tuple:
+        return (id(self.op), self.arm)
+
+
 @dataclass
 class ExecRecord:
     op: Op
@@ -299,19 +316,9 @@ class Engine:
         #: barriers not every thread reaches: (barrier op, loop indices, a thread that
         #: reaches it, one that does not, the scf.if op that splits them)
         self.divergent: list[tuple[Op, tuple, int, int, Op]] = []
-        #: the enclosing scf.if ops, and how many of them branch on a runtime value
+        #: the enclosing scf.if ops, and those of them that branch on a runtime value
         self._ifs: list[Op] = []
-        self.runtime_branch = 0
-        #: per enclosing branch on a runtime value: the guard row (GUARD,) of its condition
-        #: when it is the then-region of a condition every active thread has the same row
-        #: of, else None (an else-region: the negation is no conjunction of conditions)
-        self.branch_guards: list = []
-        #: one token per enclosing branch on a runtime value (what accumulation's chains
-        #: record, to tell an MMA made inside a branch from one made before it)
-        self.branch_tokens: list = []
-        #: the enclosing branches on runtime values: (scf.if, arm, condition rows (T, GUARD),
-        #: threads taking the arm for certain, threads for which it depends on runtime values)
-        self._rt_ifs: list = []
+        self.runtime_branches: list[RuntimeBranch] = []
         self._free_labels: dict = {}
         self._keep_ops: list = []
         self._tables: dict[int, np.ndarray] = {}
@@ -1168,9 +1175,8 @@ class Engine:
             miss = int(np.argmax(~self.active))
             self.divergent.append((op, self.loops, reach, miss, self._ifs[-1] if self._ifs
                                    else None, None))
-        elif self._rt_ifs and not self._may_diverge(op):
-            if self.runtime_branch:
-                return
+        elif self.runtime_branches and not self._may_diverge(op):
+            return
         self.races.barrier()
 
     def _may_diverge(self, op: Op) -> bool:
@@ -1184,12 +1190,9 @@ class Engine:
         sv = self.solver
         z3 = sv.z3
         from ave_core.analysis.accumulation import _trip_constraints
-        if not self._rt_ifs:
-            return False
-        keys = []
-        for t in range(self.T):
-            keys.append(tuple(b"" if certain[t] else crows[t].tobytes()
-                              for _, _, crows, certain, _ in self._rt_ifs))
+        branches = self.runtime_branches
+        keys = [tuple(b"" if b.certain[t] else b.rows[t].tobytes() for b in branches)
+                for t in range(self.T)]
         firsts: dict = {}
         for t, k in enumerate(keys):
             firsts.setdefault(k, t)
@@ -1199,11 +1202,11 @@ class Engine:
 
         def reaches(k: tuple) -> Any:
             parts = []
-            for (iff, ri, _, _, _), row in zip(self._rt_ifs, k):
+            for b, row in zip(branches, k):
                 if not row:
                     continue
                 c = sv.cond(list(self._cond_ids(np.frombuffer(row, np.int32))))
-                parts.append(c if ri == 0 else z3.Not(c))
+                parts.append(c if b.arm == 0 else z3.Not(c))
             return z3.And(*parts) if parts else z3.BoolVal(True, sv.ctx)
         terms = [reaches(k) for k, _ in groups]
         with sv.timed():
@@ -1222,9 +1225,9 @@ class Engine:
         if reach is None or miss is None:
             return False
         # the branch that splits them: the innermost whose arm the two take differently
-        split = next((iff for (iff, ri, crows, certain, _), a, b in zip(
-            reversed(self._rt_ifs), reversed(keys[reach]), reversed(keys[miss]))
-            if a != b), self._rt_ifs[-1][0])
+        split = next((b.op for b, x, y in zip(reversed(branches), reversed(keys[reach]),
+                                              reversed(keys[miss])) if x != y),
+                     branches[-1].op)
         self.divergent.append((op, self.loops, reach, miss, split, sv.model_dict(m)))
         return True
     def op_ave_sched_barrier(self, op): pass
@@ -2301,29 +2304,25 @@ class Engine:
                 continue
             self.active = mask
             self.in_branch += 1
-            self.runtime_branch += runtime
             self._ifs.append(op)
             if runtime:
-                self.branch_guards.append(rows if ri == 0 else None)
-                self.branch_tokens.append((id(op), ri))
-                self._rt_ifs.append((op, ri, crows, then_m if ri == 0 else else_m, sym))
+                self.runtime_branches.append(RuntimeBranch(
+                    op, ri, crows, then_m if ri == 0 else else_m, rows if ri == 0 else None))
             try:
                 outs.append(self.exec_block(region) or [])
             finally:
                 self.active = saved
                 self.in_branch -= 1
-                self.runtime_branch -= runtime
                 self._ifs.pop()
                 if runtime:
-                    self.branch_guards.pop()
-                    self.branch_tokens.pop()
-                    self._rt_ifs.pop()
+                    self.runtime_branches.pop()
         for i, r in enumerate(op.results):
             tv = outs[0][i] if outs[0] is not None else None
             ev = outs[1][i] if outs[1] is not None else None
             if tv is None or ev is None:
                 self.env[r] = tv if ev is None else ev
             elif isinstance(tv, FragVal) and isinstance(ev, FragVal):
+                # (id(op), 0): the then-arm's RuntimeBranch.token
                 kcov = accumulation.join_chains(tv, ev, (id(op), 0) if runtime else None)
                 if kcov is False and runtime:
                     accumulation.lost_chain(self, op, tv, ev)
@@ -2463,10 +2462,7 @@ def _cond_width(x: np.ndarray) -> int:
     hold an atomic condition: at most that many per row."""
     if x.ndim < 2:
         return 1 if x.any() else 0
-    for j in range(x.shape[1] - 1, -1, -1):
-        if x[:, j].any():
-            return j + 1
-    return 0
+    return _used_columns(x)
 
 
 def _nonzero_count(rows: np.ndarray) -> np.ndarray:

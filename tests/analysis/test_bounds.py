@@ -135,20 +135,11 @@ def test_bound_with_an_offset_is_no_shape_precondition():
     assert dyn and "Y[1, 0]" in dyn[0].message
 
 
-STEP = '''import ave_core.lang as ave
-
-@ave.kernel(threads=128)
-def step(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
-    M, N = X.shape
-    m0 = ave.program_id(0) * 32
-    s = ave.alloc((32, 32), ave.f32, space="shared")
-    for n0 in ave.range(0, N, 32):
-        ave.copy(X[m0:m0 + 32, n0:n0 + 32], s, vector_bytes=16, mask={MASK})
-        ave.barrier()
-        ave.copy(s, Y[m0:m0 + 32, n0:n0 + 32], vector_bytes=16,
-                 mask=lambda m, n: (m < M) & (n < N))
-        ave.barrier()
-'''
+#: ROWS with the column loop written over the offset itself, with a step
+STEP = ROWS.replace("def rows(", "def step(").replace(
+    "    for nt in ave.range(0, (N + 31) // 32):\n        n0 = nt * 32\n",
+    "    for n0 in ave.range(0, N, 32):\n")
+assert STEP != ROWS and "ave.range(0, N, 32)" in STEP
 
 
 def _step(mask):

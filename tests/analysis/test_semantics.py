@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from ave_core.analysis import AnalysisOptions, analyze
 from ave_core.compiler.frontend import compile_source
 
@@ -221,31 +223,16 @@ def test_copy_from_shared_into_tagged_tensor_is_checked():
     assert [r.status for r in ba.assertions if r.kind == "store"] == ["violated"]
 
 
-def test_operands_at_an_offset_ave_where_chooses():
-    # ave.where on a runtime condition: the same select term (it was an unconstrained
-    # unknown): A and B at k0 pair, B at k0 + 16 never does
-    body = '''
-        k0 = ave.where(B.shape[1] > 64, 16, 0)
-        acc = ave.zeros((64, 64), ave.f32, tiled.c)
-        acc = ave.mma(ave.load(A[0:64, k0:k0 + 16], tiled.a),
-                      ave.load(B[{BK}:{BK} + 16, 0:64], tiled.b), acc, tiled)
-    '''
-    src, a = _analyze(body.replace("{BK}", "k0"), tag=True)
-    assert [(r.kind, r.status) for r in a.assertions] == [("mma", "proved")]
-    src, a = _analyze(body.replace("{BK}", "(k0 + 16)"), tag=True)
-    (r,) = a.assertions
-    line = _line(src, "k0 = ave.where")
-    assert r.status == "violated"
-    assert r.witness["operands"]["y"]["tags"]["k"] == f"k0@{line + 1} + 16"
-
-
-def test_operands_at_an_offset_a_runtime_branch_chooses():
-    # k0 is 0 or 16 depending on a runtime size (a select term, shown as k0@<line>): A and
-    # B at the same k0 pair; B at k0 + 16 never does, whichever k0 is (no size needed)
-    body = '''
-        k0 = 0
-        if B.shape[1] > 64:
-            k0 = 16
+@pytest.mark.parametrize("pick, at", [
+    ("k0 = 0\nif B.shape[1] > 64:\n    k0 = 16\n", "if B.shape[1] > 64"),
+    ("k0 = ave.where(B.shape[1] > 64, 16, 0)\n", "k0 = ave.where"),
+])
+def test_operands_at_an_offset_a_runtime_choice_makes(pick, at):
+    # k0 is 0 or 16 depending on a runtime size -- a runtime `if` (which made it "not an
+    # integer the analysis can follow") or ave.where (an unconstrained unknown): a select
+    # term, shown as k0@<line of the choice>. A and B at the same k0 pair; B at k0 + 16
+    # never does, whichever k0 is (no size needed)
+    body = textwrap.indent(pick, "        ") + '''
         acc = ave.zeros((64, 64), ave.f32, tiled.c)
         acc = ave.mma(ave.load(A[0:64, k0:k0 + 16], tiled.a),
                       ave.load(B[{BK}:{BK} + 16, 0:64], tiled.b), acc, tiled)
@@ -255,7 +242,7 @@ def test_operands_at_an_offset_a_runtime_branch_chooses():
     src, a = _analyze(body.replace("{BK}", "(k0 + 16)"), tag=True)
     (r,) = a.assertions
     assert r.status == "violated" and r.witness["field"] == "k"
-    line = _line(src, "k0 = 16")              # the if's line (0-based) is the one before
+    label = f"k0@{_line(src, at) + 1}"
     x, y = r.witness["operands"]["x"]["tags"]["k"], r.witness["operands"]["y"]["tags"]["k"]
-    assert (x, y) == (f"k0@{line}", f"k0@{line} + 16")
+    assert (x, y) == (label, f"{label} + 16")
     assert r.witness["threads"][0]["thread"] == 0
