@@ -244,7 +244,8 @@ def _divergent_diagnostic(kernel: KernelIR, op: Any, loops: tuple, reach: int, m
     msg = (f"barrier reached by only some threads: thread {reach} (warp {t0['warp']}, lane "
            f"{t0['lane']}) reaches it, thread {miss} (warp {t1['warp']}, lane {t1['lane']}) "
            "does not" + (f" ({where})" if where else "")
-           + (", for some sizes" if model is not None else ""))
+           + ((", for some values" if any(",thread=" in a for a in model) else
+               ", for some sizes") if model is not None else ""))
     return Diagnostic(
         "AVE209", msg, op.loc.file, op.loc.range,
         notes=["a barrier must be reached by every thread of the workgroup (bar.sync / "

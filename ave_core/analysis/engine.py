@@ -225,6 +225,7 @@ class RuntimeBranch(NamedTuple):
     guard: np.ndarray | None  # (GUARD,) the condition every thread of the then-arm has
     # (for MMA contributions under it); None: an else-arm (no conjunction negates it) or a
     # condition that differs across threads
+    forked: bool = False    # the arms run on forked race states (see Engine.op_scf_if)
 
     @property
     def token(self) -> tuple:
@@ -321,6 +322,9 @@ class Engine:
         self.runtime_branches: list[RuntimeBranch] = []
         self._free_labels: dict = {}
         self._keep_ops: list = []
+        #: scalars the analysis does not follow (floats) that may differ across threads:
+        #: computed from a per-thread integer (``ave.cast(ave.thread_id(), f32)``)
+        self._varying: set = set()
         self._tables: dict[int, np.ndarray] = {}
         self._kept_memo: dict = {}
         self._n_gran = 0
@@ -575,6 +579,16 @@ class Engine:
             self.env[op.result] = sym_binop(self.tab, name, a, b)
         else:
             self.env[op.result] = None
+            self._mark_varying(op)
+
+    def _mark_varying(self, op: Op) -> None:
+        """An untracked scalar result may differ across threads when an operand does."""
+        for v in op.operands:
+            x = self.env.get(v)
+            if v in self._varying or (isinstance(x, SymInt) and x.key.shape == (self.T,) and (
+                    (x.key != x.key[0]).any() or (x.conc != x.conc[0]).any())):
+                self._varying.add(op.result)
+                return
 
     def _bool_op(self, name: str, a: Any, b: Any, op: Op) -> Any:
         """``and``/``or``/``xor`` (``not x`` is ``x xor true``) of conditions (guard rows,
@@ -663,13 +677,15 @@ class Engine:
         :meth:`_bool_op` keeps conjunctions exact)."""
         return tuple(int(x) for x in row if x != 0)
 
-    def _free_cond(self, op: Op, what: str) -> int:
+    def _free_cond(self, op: Op, what: str, thread: int | None = None) -> int:
         """A condition the analysis cannot state: a fresh unknown ``cond@line > 0`` (z3
-        may make it true or false: a sound over-approximation)."""
+        may make it true or false: a sound over-approximation); ``thread``: one of its own
+        for that thread (a condition that may differ across threads)."""
         # one unknown per op (two comparisons on one line, a helper inlined twice: two)
         r = op.loc.range.start
         where = f"{what}@{r.line + 1}:{r.character + 1}" + "".join(
-            f",{k}={v}" for k, v in self.loops)
+            f",{k}={v}" for k, v in self.loops) + (
+            f",thread={thread}" if thread is not None else "")
         seen = self._free_labels.setdefault(where, [])
         if id(op) not in seen:
             seen.append(id(op))
@@ -709,8 +725,15 @@ class Engine:
             self.env[op.result] = sym_compare(self.tab, self.conds, op.attrs["pred"], a, b)
         else:
             # a comparison of values the analysis does not follow (floats, loaded data):
-            # may be true or false (it was taken as true)
-            self.env[op.result] = np.full(self.T, self._free_cond(op, "cmp"), np.int32)
+            # may be true or false (it was taken as true); of values that may differ
+            # across threads (a float computed from the thread id), an unknown per thread
+            # (one for all made a barrier under it look uniform: no AVE209)
+            self._mark_varying(op)
+            if op.result in self._varying:
+                self.env[op.result] = np.array([self._free_cond(op, "cmp", t)
+                                                for t in range(self.T)], np.int32)
+            else:
+                self.env[op.result] = np.full(self.T, self._free_cond(op, "cmp"), np.int32)
 
     def _unary(self, op):
         x = self.env.get(op.operands[0])
@@ -720,6 +743,7 @@ class Engine:
             self.env[op.result] = sym_binop(self.tab, "mul", x, SymInt.const(-1))
         else:
             self.env[op.result] = None
+            self._mark_varying(op)
 
     op_arith_neg = op_math_exp = op_math_exp2 = op_math_log = op_math_log2 = _unary
     op_math_sqrt = op_math_rsqrt = op_math_abs = op_arith_cast = _unary
@@ -749,6 +773,7 @@ class Engine:
                                                    tr > 1)
         else:
             self.env[op.result] = None
+            self._mark_varying(op)
 
     # ------------------------------------------------------------------ ids
 
@@ -1167,15 +1192,19 @@ class Engine:
         skip for certain (a branch on the thread or warp id) is a divergent barrier (AVE209:
         a deadlock or undefined behaviour on the GPU), reported with the first thread that
         reaches it and the first that does not; it still ends the epoch (no cascade of
-        races behind the real finding). One under a branch on a runtime value may not run at
-        all (path-insensitive: the other path has no barrier), so it does not end the epoch:
-        the accesses on either side race unless another barrier separates them."""
+        races behind the real finding). Under a branch on a runtime value that every thread
+        takes the same way, arms that touch shared memory run on forked race states (see
+        :meth:`op_scf_if`): the barrier ends the epoch of its own path. Under any other
+        branch on a runtime value it may not run at all (the race state is one for both
+        paths, and the other has no barrier), so it does not end the epoch: the accesses on
+        either side race unless another barrier separates them."""
         if not self.active.all():
             reach = int(np.argmax(self.active))
             miss = int(np.argmax(~self.active))
             self.divergent.append((op, self.loops, reach, miss, self._ifs[-1] if self._ifs
                                    else None, None))
-        elif self.runtime_branches and not self._may_diverge(op):
+        elif self.runtime_branches and not all(b.forked for b in self.runtime_branches) \
+                and not self._may_diverge(op):
             return
         self.races.barrier()
 
@@ -1217,18 +1246,28 @@ class Engine:
                   z3.Or(*[z3.Not(t) for t in terms]))
             if s.check() != z3.sat:
                 return False
-        m = sv.canonical_model(s)
+        # the lowest reaching thread first, then the lowest one that does not reach it
+        big = z3.IntVal(self.T, sv.ctx)
+        first_reach, first_miss = big, big
+        for (k, t0), term in reversed(list(zip(groups, terms))):
+            first_reach = z3.If(term, z3.IntVal(t0, sv.ctx), first_reach)
+            first_miss = z3.If(term, first_miss, z3.IntVal(t0, sv.ctx))
+        m = sv.canonical_model(s, first=(first_reach, first_miss))
         took = {k: z3.is_true(m.eval(t, model_completion=True))
                 for (k, _), t in zip(groups, terms)}
         reach = next((t for t, k in enumerate(keys) if took[k]), None)
         miss = next((t for t, k in enumerate(keys) if not took[k]), None)
         if reach is None or miss is None:
             return False
+        model = sv.model_dict(m)
+        # per-thread unknowns (comparisons of per-thread floats): those of the two threads
+        other = tuple(f",thread={t}" for t in range(self.T) if t not in (reach, miss))
+        model = {a: v for a, v in model.items() if not a.endswith(other)}
         # the branch that splits them: the innermost whose arm the two take differently
         split = next((b.op for b, x, y in zip(reversed(branches), reversed(keys[reach]),
                                               reversed(keys[miss])) if x != y),
                      branches[-1].op)
-        self.divergent.append((op, self.loops, reach, miss, split, sv.model_dict(m)))
+        self.divergent.append((op, self.loops, reach, miss, split, model))
         return True
     def op_ave_sched_barrier(self, op): pass
 
@@ -2289,25 +2328,38 @@ class Engine:
         # review helper). When both arms *begin* with a barrier (only arithmetic before
         # it), every path passes one before any access: it is the barrier before the
         # branch, and ends the epoch there (the arms' own barriers then end nothing more).
-        if runtime and self.active.all() and all(
-                _leading_barrier(reg) for reg in op.regions):
-            self.races.barrier()
         rows = crows = None
+        fork = False
         if runtime:
             crows = self.conds.rows(self.env.get(op.operands[0]), self.T)
             r = crows[sym]
             rows = r[0] if (r == r[0]).all() and then_m.sum() == 0 else None
+            # Every thread takes the same arm (one condition, the same for all): the arms
+            # are exclusive paths. When they touch shared memory (and issue no
+            # asynchronous copies, whose commit groups are one state for both), each runs
+            # on its own race state from the one before the branch, joined after it: no
+            # race between accesses of different arms, and a barrier inside an arm ends
+            # the epoch on its path (one pass over both arms reported races no path has).
+            fork = rows is not None and not else_m.any() and _forkable(op)
+        if runtime and not fork and self.active.all() and all(
+                _leading_barrier(reg) for reg in op.regions):
+            self.races.barrier()
+        base = self.races.fork() if fork else None
+        ends: list = []
         for ri, (mask, region) in enumerate(((then_m | sym, op.regions[0]),
                                              (else_m | sym, op.regions[1]))):
             if not mask.any():
                 outs.append(None)
                 continue
+            if fork and ends:
+                self.races.restore(base)          # the else-arm's path starts here too
             self.active = mask
             self.in_branch += 1
             self._ifs.append(op)
             if runtime:
                 self.runtime_branches.append(RuntimeBranch(
-                    op, ri, crows, then_m if ri == 0 else else_m, rows if ri == 0 else None))
+                    op, ri, crows, then_m if ri == 0 else else_m, rows if ri == 0 else None,
+                    fork))
             try:
                 outs.append(self.exec_block(region) or [])
             finally:
@@ -2316,6 +2368,10 @@ class Engine:
                 self._ifs.pop()
                 if runtime:
                     self.runtime_branches.pop()
+            if fork:
+                ends.append(self.races.snapshot())
+        if fork and len(ends) == 2:
+            self.races.join(ends[0], ends[1])
         for i, r in enumerate(op.results):
             tv = outs[0][i] if outs[0] is not None else None
             ev = outs[1][i] if outs[1] is not None else None
@@ -2445,6 +2501,25 @@ def _eval_opaque(name: str, x: int, y: int) -> int | None:
     if name == "shr":
         return _i32(ux >> uy) if uy < 32 else 0
     return None
+
+
+_RACE_OPS = frozenset({"ave.load", "ave.store", "ave.copy", "ave.barrier"})
+_ASYNC_OPS = frozenset({"ave.copy_async", "ave.commit_async", "ave.wait_async"})
+
+
+def _region_ops(op: Op):
+    for reg in op.regions:
+        for o in reg.ops:
+            yield o
+            if o.regions:
+                yield from _region_ops(o)
+
+
+def _forkable(op: Op) -> bool:
+    """An ``scf.if`` whose arms touch shared memory (or hold a barrier) and issue no
+    asynchronous copies (see ``Engine.op_scf_if``)."""
+    names = {o.name for o in _region_ops(op)}
+    return bool(names & _RACE_OPS) and not names & _ASYNC_OPS
 
 
 def _leading_barrier(region: Any) -> bool:

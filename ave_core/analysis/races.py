@@ -41,7 +41,7 @@ class RaceTracker:
 
     #: the per-granule state, one column each (see __init__)
     COLUMNS = ("w_epoch", "w_thread", "w_at", "r_epoch", "r_lo", "r_hi", "r_at", "pending",
-               "p_thread", "p_at")
+               "p_thread", "p_at", "w_other")
     _COL = {name: i for i, name in enumerate(COLUMNS)}
 
     def __init__(self, eng: Any, ngran: int) -> None:
@@ -53,7 +53,8 @@ class RaceTracker:
         # into self.points); r_epoch / r_lo / r_hi / r_at: the epoch of the last reads, the
         # lowest and highest reader thread, the last read's point; pending / p_thread /
         # p_at: asynchronous copies into the granule in flight, the last one's thread and
-        # point.
+        # point; w_other: a second writer thread of the last write's epoch, from the other
+        # arm of a runtime branch (see :meth:`join`; -1 none).
         self.state = np.full((ngran, len(self.COLUMNS)), -1, np.int64)
         for i, name in enumerate(self.COLUMNS):
             setattr(self, name, self.state[:, i])
@@ -95,6 +96,80 @@ class RaceTracker:
                 self.epoch -= 1
             self.eng.journal.append(undo)
 
+    # ------------------------------------------------------------------ runtime branches
+
+    def fork(self) -> tuple:
+        """The race state before the arms of a branch on a runtime value that every thread
+        takes the same way (``if K % BK != 0:``): each arm then runs from it (the arms
+        are exclusive paths: their accesses never meet, and a barrier inside one arm ends
+        the epoch on that path). The whole state is restored when a variant resumes
+        before the branch (one undo entry)."""
+        base = (self.state.copy(), self.epoch)
+        if self.eng.journal is not None:
+            def undo() -> None:
+                self.state[:] = base[0]
+                self.epoch = base[1]
+            self.eng.journal.append(undo)
+        return base
+
+    def snapshot(self) -> tuple:
+        return (self.state.copy(), self.epoch)
+
+    def restore(self, snap: tuple) -> None:
+        self.state[:] = snap[0]
+        self.epoch = snap[1]
+
+    def join(self, a: tuple, b: tuple) -> None:
+        """Set the state after a forked branch from the states ``a`` and ``b`` its two
+        paths ended in (``(state, epoch)``; this tracker holds ``b``). What either path
+        left open in its last epoch stays open (a later access races with it on that
+        path): readers as the lowest and highest of both paths', writers as up to two
+        threads (``w_thread``, ``w_other``: a later access races iff some writer differs
+        from its thread, which two distinct writers decide exactly for any number). Older
+        records keep the later epoch of the two (they matter only to asynchronous copies
+        issued before the branch: "read or written since the copy was issued"). In-flight
+        copies are the same on both paths (arms with asynchronous copies are not forked).
+        """
+        (sa, ea), (sb, eb) = a, b
+        E = max(ea, eb)
+        c = self._COL
+        out = sb.copy()
+        # reads
+        ra, rb = sa[:, c["r_epoch"]], sb[:, c["r_epoch"]]
+        ca, cb = ra == ea, rb == eb
+        both = ca & cb
+        lo = np.where(both, np.minimum(sa[:, c["r_lo"]], sb[:, c["r_lo"]]),
+                      np.where(ca, sa[:, c["r_lo"]], sb[:, c["r_lo"]]))
+        hi = np.where(both, np.maximum(sa[:, c["r_hi"]], sb[:, c["r_hi"]]),
+                      np.where(ca, sa[:, c["r_hi"]], sb[:, c["r_hi"]]))
+        take_a = (ca & ~cb) | (~ca & ~cb & (ra > rb))
+        for name in ("r_lo", "r_hi", "r_at"):
+            out[:, c[name]] = np.where(take_a, sa[:, c[name]], sb[:, c[name]])
+        cur = ca | cb
+        out[:, c["r_lo"]] = np.where(cur, lo, out[:, c["r_lo"]])
+        out[:, c["r_hi"]] = np.where(cur, hi, out[:, c["r_hi"]])
+        out[:, c["r_epoch"]] = np.where(cur, E, np.maximum(ra, rb))
+        # writes
+        wa, wb = sa[:, c["w_epoch"]], sb[:, c["w_epoch"]]
+        ca = (wa == ea) & (sa[:, c["w_thread"]] >= 0)
+        cb = (wb == eb) & (sb[:, c["w_thread"]] >= 0)
+        take_a = (ca & ~cb) | (~ca & ~cb & (wa > wb))
+        for name in ("w_thread", "w_at", "w_other"):
+            out[:, c[name]] = np.where(take_a, sa[:, c[name]], sb[:, c[name]])
+        both = ca & cb
+        if both.any():
+            # up to four writer threads (two per path): keep two distinct ones
+            ws = np.stack([sa[both][:, c["w_thread"]], sa[both][:, c["w_other"]],
+                           sb[both][:, c["w_thread"]], sb[both][:, c["w_other"]]], axis=1)
+            ws = np.where(ws >= 0, ws, _MAX)
+            first = ws.min(axis=1)
+            rest = np.where(ws == first[:, None], _MAX, ws).min(axis=1)
+            out[both, c["w_thread"]] = first
+            out[both, c["w_other"]] = np.where(rest == _MAX, -1, rest)
+        out[:, c["w_epoch"]] = np.where(ca | cb, E, np.maximum(wa, wb))
+        self.state[:] = out
+        self.epoch = E
+
     def _readers(self, g: np.ndarray, t: np.ndarray) -> tuple:
         """Per distinct granule of an access: the granules (ascending) and their lowest and
         highest reader thread. Kept per access arrays (the engine passes the same arrays
@@ -122,12 +197,14 @@ class RaceTracker:
         at = self.point(op)
         ug, tmin, tmax = self._readers(g, t)
         rows = self.state.take(ug, axis=0)          # (len(ug), columns): one gather
-        w_epoch, w_thread, _, r_epoch, r_lo, r_hi, _, pending, p_thread, _ = rows.T
+        w_epoch, w_thread, _, r_epoch, r_lo, r_hi, _, pending, p_thread, _, w_other = rows.T
         # per distinct granule: some reader differs from the in-flight copy's thread (the
         # last writer's) iff the readers are not all that one thread
         if not (((pending > 0) & ((p_thread != tmin) | (p_thread != tmax))).any() or
                 ((w_epoch == self.epoch) & (w_thread >= 0) &
-                 ((w_thread != tmin) | (w_thread != tmax))).any()):
+                 ((w_thread != tmin) | (w_thread != tmax))).any() or
+                ((w_epoch == self.epoch) & (w_other >= 0) &
+                 ((w_other != tmin) | (w_other != tmax))).any()):
             j = self.eng.journal
             if j is not None:
                 old = rows.copy()
@@ -155,11 +232,11 @@ class RaceTracker:
             i = int(np.nonzero(infl)[0][0])
             self._report(op, "read", g[i], int(self.p_thread[g[i]]), int(t[i]),
                          int(self.p_at[g[i]]), at, "an asynchronous copy in flight")
-        race = (self.w_epoch[g] == self.epoch) & (self.w_thread[g] >= 0) & \
-            (self.w_thread[g] != t)
+        wt = self._other_writer(g, t)
+        race = (self.w_epoch[g] == self.epoch) & (wt >= 0)
         if race.any():
             i = int(np.nonzero(race)[0][0])
-            self._report(op, "read", g[i], int(self.w_thread[g[i]]), int(t[i]),
+            self._report(op, "read", g[i], int(wt[i]), int(t[i]),
                          int(self.w_at[g[i]]), at, "a write")
         self._save(("r_epoch", "r_lo", "r_hi", "r_at"), g)
         fresh = self.r_epoch[g] != self.epoch
@@ -193,17 +270,28 @@ class RaceTracker:
             other = int(lo[i]) if lo[i] != t[i] else int(hi[i])
             self._report(op, "write", g[i], other, int(t[i]), int(self.r_at[g[i]]), at,
                          "a read")
-        ww = (self.w_epoch[g] >= since) & (self.w_thread[g] >= 0) & (self.w_thread[g] != t)
+        wt = self._other_writer(g, t)
+        ww = (self.w_epoch[g] >= since) & (wt >= 0)
         if differs is not None:
             ww &= differs
         if ww.any():
             i = int(np.nonzero(ww)[0][0])
-            self._report(op, "write", g[i], int(self.w_thread[g[i]]), int(t[i]),
+            self._report(op, "write", g[i], int(wt[i]), int(t[i]),
                          int(self.w_at[g[i]]), at, "a write of other data")
-        self._save(("w_epoch", "w_thread", "w_at"), g)
+        self._save(("w_epoch", "w_thread", "w_at", "w_other"), g)
         self.w_epoch[g] = self.epoch
         self.w_thread[g] = t
         self.w_at[g] = at
+        self.w_other[g] = -1
+
+    def _other_writer(self, g: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """Per element, a last writer of granule ``g[i]`` other than thread ``t[i]`` (the
+        lower of the two a branch join may leave), or -1."""
+        w, o = self.w_thread[g], self.w_other[g]
+        w = np.where(w != t, w, -1)
+        o = np.where(o != t, o, -1)
+        both = (w >= 0) & (o >= 0)
+        return np.where(both, np.minimum(w, o), np.maximum(w, o))
 
     def issue_async(self, g: np.ndarray, t: np.ndarray, op: Any) -> tuple:
         at = self.point(op)

@@ -269,3 +269,134 @@ def test_nested_runtime_branches_around_a_barrier_diverge_only_together():
     (d,) = analyze(_k(TRANSPOSE.replace("{BARRIER}", bug))).diagnostics
     assert d.code == "AVE209" and [t["thread"] for t in d.witness["threads"]] == [0, 6]
     assert d.witness["model"]["X.shape[0]"] == 6
+
+
+# --- branches every thread takes the same way: each arm on its own race state ------------
+
+_WRITE_T = "ave.copy(ave.transpose(X[m0:m0 + 32, n0:n0 + 32]), s, vector_bytes=4)"
+_WRITE_16 = "ave.copy(X[m0:m0 + 32, n0:n0 + 32], s, vector_bytes=16)"
+_READ_T = "ave.copy(ave.transpose(s), Y[n0:n0 + 32, m0:m0 + 32], vector_bytes=4)"
+_READ_16 = "ave.copy(s, Y[n0:n0 + 32, m0:m0 + 32], vector_bytes=16)"
+#: TRANSPOSE without its last statement (the transposed read): the body is the rest
+_OPEN = TRANSPOSE.split("{BARRIER}")[0] + "{BODY}"
+
+
+def _dynamic_races(k):
+    """The interpreter's AVE304 messages for X of 32 x 32 (else-arm) and 96 x 96 (then)."""
+    out = {}
+    for n in (32, 96):
+        X = np.arange(n * n, dtype=np.float32).reshape(n, n)
+        res = run(k, (n // 32, n // 32), [X, np.zeros((n, n), np.float32)])
+        out[n] = [x.message for x in res.diagnostics if x.code == "AVE304"]
+    return out
+
+
+def test_a_barrier_inside_one_arm_ends_the_epoch_on_its_path():
+    # then: write s transposed, barrier, read; else: read. One pass over both arms kept
+    # the write's epoch open past the arm's barrier (two false AVE207); each path is clean
+    body = (f"    ave.barrier()\n    if X.shape[0] > 64:\n        {_WRITE_T}\n"
+            f"        ave.barrier()\n        {_READ_T}\n    else:\n        {_READ_T}\n")
+    k = _k(_OPEN.replace("{BODY}", body))
+    assert _codes(k) == []
+    assert _dynamic_races(k) == {32: [], 96: []}
+
+
+def test_accesses_of_exclusive_arms_do_not_race():
+    # then: write s; else: read s -- never both on one launch (a false AVE207 before)
+    body = (f"    ave.barrier()\n    if X.shape[0] > 64:\n        {_WRITE_T}\n"
+            f"    else:\n        {_READ_T}\n")
+    k = _k(_OPEN.replace("{BODY}", body))
+    assert _codes(k) == []
+    assert _dynamic_races(k) == {32: [], 96: []}
+    # ... but what an arm leaves open races with what follows the branch: the then-arm's
+    # transposed write of s[1, 0] (thread 32: element 32 of X^T's 4-byte vectors) and the
+    # transposed read of it by thread 1 (byte 128); the interpreter sees it for X 96 x 96
+    k = _k(_OPEN.replace("{BODY}", body + f"    {_READ_T}\n"))
+    (d,) = _races(k)
+    assert d.range.start.line == 13
+    assert [t["thread"] for t in d.witness["threads"]] == [1, 32] and d.witness["byte"] == 128
+    dyn = _dynamic_races(k)
+    assert dyn[32] == [] and "shared byte 128" in dyn[96][0]
+
+
+def test_writers_of_both_arms_stay_open_after_the_branch():
+    # then: s transposed (byte 4 = s[0, 1] = X^T element 1: thread 1); else: s in
+    # 16-byte vectors (s[0, 0:4]: thread 0). Then thread 0 reads s[0, 0:4]: its own write
+    # on the else path, thread 1's on the then path -- a race the one-pass state missed
+    # (the else-arm's write replaced the then-arm's). Hand witness: thread 0 reads byte 4
+    # after thread 1's write; the interpreter reports the same pair for X 96 x 96.
+    body = (f"    ave.barrier()\n    if X.shape[0] > 64:\n        {_WRITE_T}\n"
+            f"    else:\n        {_WRITE_16}\n    {_READ_16}\n")
+    k = _k(_OPEN.replace("{BODY}", body))
+    (d,) = _races(k)
+    assert d.range.start.line == 13
+    assert [t["thread"] for t in d.witness["threads"]] == [0, 1] and d.witness["byte"] == 4
+    dyn = _dynamic_races(k)
+    assert dyn[32] == []
+    assert "shared byte 4: written by thread 1 and read by thread 0" in dyn[96][0]
+
+
+def test_thread_dependent_arms_still_share_one_race_state():
+    # `if thread_id() < X.shape[0]`: both arms run at once on one launch (threads split):
+    # the then-arm's write and the else-arm's read race (the interpreter agrees)
+    body = (f"    ave.barrier()\n    if ave.thread_id() < X.shape[0]:\n        {_WRITE_T}\n"
+            f"    else:\n        {_READ_T}\n")
+    k = _k(_OPEN.replace("{BODY}", body))
+    (d,) = _races(k)
+    assert [t["thread"] for t in d.witness["threads"]] == [1, 32]
+    assert _dynamic_races(k)[32]
+
+
+def test_a_forked_branch_resumes_in_later_variants():
+    # the branch inside a runtime loop: variants resume before it (the race state is
+    # restored whole); results equal a run of every variant from the start, and the
+    # interpreter finds the same race
+    from ave_core.analysis import AnalysisOptions
+    body = ("    for i in ave.range(0, X.shape[1] // 32):\n        ave.barrier()\n"
+            f"        if X.shape[0] > 64:\n            {_WRITE_T}\n"
+            f"            ave.barrier()\n            {_READ_T}\n            {_WRITE_T}\n"
+            f"        else:\n            {_READ_T}\n"
+            f"    {_READ_16}\n")
+    k = _k(_OPEN.replace("{BODY}", body))
+    inc = [d.format_text() for d in analyze(k).diagnostics]
+    full = [d.format_text() for d in analyze(k, AnalysisOptions(incremental=False)).diagnostics]
+    assert inc == full
+    # the then-arm's last write races with the read before it (no barrier between:
+    # thread 1 writes byte 4, thread 32 read it) and stays open past the loop: thread 0
+    # reads byte 4 (s[0, 1], written by thread 1)
+    (w, d) = [d for d in analyze(k).diagnostics if d.code == "AVE207"]
+    assert w.range.start.line == 14 and w.witness["loop_indices"] == {"i": 0}
+    assert [t["thread"] for t in w.witness["threads"]] == [1, 32]
+    assert d.range.start.line == 17
+    assert [t["thread"] for t in d.witness["threads"]] == [0, 1] and d.witness["byte"] == 4
+    dyn = _dynamic_races(k)
+    assert dyn[32] == []
+    assert any("shared byte 4: written by thread 1 and read by thread 0" in m for m in dyn[96])
+
+
+def test_barrier_under_a_per_thread_float_comparison_may_diverge():
+    # `if ave.cast(ave.thread_id(), f32) < alpha`: the analysis does not follow floats, so
+    # the comparison was one unknown for every thread -- uniform, no AVE209 (a review
+    # helper's finding). A float computed from a per-thread integer now gets an unknown
+    # per thread: thread 0 reaches the barrier and thread 1 does not (the lowest two, as
+    # the model notes); the interpreter deadlocks for alpha = 5 (threads 0-4 reach it)
+    sig = "Y: ave.Tensor[ave.f32, 2], alpha: ave.f32)"
+    text = TRANSPOSE.replace("Y: ave.Tensor[ave.f32, 2])", sig)
+    k = _k(text.replace("{BARRIER}", "    if ave.cast(ave.thread_id(), ave.f32) < alpha:\n"
+                                     "        ave.barrier()\n    ave.barrier()\n"))
+    (d,) = analyze(k).diagnostics
+    assert d.code == "AVE209" and [t["thread"] for t in d.witness["threads"]] == [0, 1]
+    assert d.message.endswith("for some values")
+    assert d.witness["model"] == {"cmp@9:8,thread=0": 1, "cmp@9:8,thread=1": 0}
+    X = np.ones((32, 32), np.float32)
+    res = run(k, (1, 1), [X, np.zeros((32, 32), np.float32), 5.0])
+    assert [x for x in res.diagnostics if x.code == "AVE305"]
+    # floats the same for every thread (from the program id, a parameter, the thread id
+    # times 0): one unknown, no divergence -- and the interpreter agrees
+    for cond in ("ave.cast(ave.program_id(0), ave.f32) < alpha", "alpha * 2.0 > 1.0",
+                 "ave.cast(ave.thread_id() * 0, ave.f32) + 1.0 < alpha"):
+        k = _k(text.replace("{BARRIER}", f"    if {cond}:\n        ave.barrier()\n"
+                                         "    ave.barrier()\n"))
+        assert _codes(k) == [], cond
+        res = run(k, (1, 1), [X, np.zeros((32, 32), np.float32), 5.0])
+        assert not [x for x in res.diagnostics if x.code == "AVE305"], cond
