@@ -27,7 +27,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ave_core.diagnostics import AveError, Diagnostic, Range, Related, SourceText, ZERO_RANGE
+from ave_core.diagnostics import (AveError, Diagnostic, Location, Range, Related, SourceText,
+                                  ZERO_RANGE)
 from ave_core.compiler import ir
 from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Loc, Op, Param, ProjectedLayout,
                                   BroadcastLayout, ScalarType, TensorType, TileType, Value)
@@ -3384,6 +3385,9 @@ def compile_source(text: str, path: str, *, workspace: str | None = None,
     if not module.uses_ave:
         return result
     seen: dict[tuple, Diagnostic] = {}
+    cyc = _partial_import(module)
+    if cyc is not None:
+        result.diagnostics.append(cyc)
 
     def add(d: Diagnostic) -> None:
         key = (d.code, d.file, d.range, d.message)
@@ -3424,6 +3428,106 @@ def compile_source(text: str, path: str, *, workspace: str | None = None,
         files.update(k.files)
     result.files = sorted(files)
     return result
+
+
+def _workspace_file(module: ModuleContext, level: int, modname: str | None) -> str | None:
+    """The workspace file ``from <level dots><modname> import ...`` in ``module`` reads
+    (as :meth:`Compiler.resolve_from_import` finds it), or None (an installed package, a
+    missing module)."""
+    loader = module.loader
+    for cand in loader.resolve(module.path, level, modname or ""):
+        if os.path.isfile(cand) or os.path.abspath(cand) in loader.overlay:
+            return os.path.abspath(cand)
+    return None
+
+
+def _bound_names(node: ast.stmt) -> set[str]:
+    """Every name a module-level statement may bind (for a compound statement, the names
+    bound anywhere inside it: an over-approximation, so that no import is called
+    premature that is not)."""
+    out: set[str] = set()
+    for n in ast.walk(node):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(n.name)
+        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+            out.add(n.id)
+        elif isinstance(n, ast.alias):
+            out.add((n.asname or n.name).split(".")[0])
+    return out
+
+
+def _partial_import(root: ModuleContext) -> Diagnostic | None:
+    """Python's order of module initialization, followed statically over the workspace
+    files a kernel file imports (nothing is imported or run): a ``from m import name`` that
+    runs while ``m`` is still being initialized -- a circular import, ``m`` -> ... -> the
+    importing file -> ``m`` -- and before ``m`` binds ``name`` raises ImportError
+    ("cannot import name ... from partially initialized module"; Python's reference,
+    "The import system", §5.3). Only module-level import statements are followed (those
+    inside ``if``/``try`` bind their names but are not followed: no false finding).
+
+    Returns:
+        AVE113 at the kernel file's import statement that starts the chain, with the
+        statement that fails as a related location; None when every import succeeds.
+    """
+    state: dict[str, set[str]] = {}          # file -> names bound so far
+    active: list[str] = []                   # files being initialized (the import chain)
+
+    root_stmt: list = [None]                 # the kernel file's statement running
+
+    def init(ctx: ModuleContext) -> tuple | None:
+        path = os.path.abspath(ctx.path)
+        state[path] = set()
+        active.append(path)
+        try:
+            for node in ctx.tree.body:
+                if ctx is root:
+                    root_stmt[0] = node
+                if isinstance(node, ast.ImportFrom):
+                    target = _workspace_file(ctx, node.level, node.module)
+                    if target is not None:
+                        if target not in state:
+                            tctx = ctx.loader.load(target)
+                            if tctx is not None:
+                                bad = init(tctx)
+                                if bad is not None:
+                                    return bad
+                        if target in active:
+                            for a in node.names:
+                                if a.name == "*" or a.name in state[target]:
+                                    continue
+                                sub = _workspace_file(ctx, node.level, ((node.module + ".")
+                                                      if node.module else "") + a.name)
+                                if sub is None:       # (a submodule would be imported)
+                                    return (ctx, node, target, a.name)
+                elif isinstance(node, ast.Import):
+                    for a in node.names:
+                        target = _workspace_file(ctx, 0, a.name)
+                        if target is not None and target not in state:
+                            tctx = ctx.loader.load(target)
+                            if tctx is not None:
+                                bad = init(tctx)
+                                if bad is not None:
+                                    return bad
+                state[path] |= _bound_names(node)
+            return None
+        finally:
+            active.pop()
+
+    bad = init(root)
+    if bad is None:
+        return None
+    ctx, node, target, name = bad
+    start = root_stmt[0]
+    mod = os.path.relpath(target, os.path.dirname(os.path.abspath(root.path)))
+    where = os.path.relpath(ctx.path, os.path.dirname(os.path.abspath(root.path)))
+    line = node.lineno
+    rng = root.range_of(start)
+    return Diagnostic(
+        "AVE113", f"importing this file fails in Python: `{where}` line {line} imports "
+        f"`{name}` from `{mod}` while `{mod}` is still being initialized and has not defined "
+        f"it yet (a circular import: ImportError)", root.path, rng,
+        related=[Related(Location(ctx.path, ctx.range_of(node)),
+                         f"`from ... import {name}` runs here, before `{mod}` defines it")])
 
 
 def _compile_kernel(module: ModuleContext, fn: ast.FunctionDef, deco: ast.AST,
