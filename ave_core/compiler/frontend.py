@@ -3385,7 +3385,7 @@ def compile_source(text: str, path: str, *, workspace: str | None = None,
     if not module.uses_ave:
         return result
     seen: dict[tuple, Diagnostic] = {}
-    cyc = _partial_import(module)
+    cyc, imported = _partial_import(module)
     if cyc is not None:
         result.diagnostics.append(cyc)
 
@@ -3426,6 +3426,8 @@ def compile_source(text: str, path: str, *, workspace: str | None = None,
     files = {path}
     for k in result.kernels:
         files.update(k.files)
+    # (the order of their initialization is checked: saving one re-checks this file)
+    files.update(f for f in imported if f != os.path.abspath(path))
     result.files = sorted(files)
     return result
 
@@ -3434,6 +3436,8 @@ def _workspace_file(module: ModuleContext, level: int, modname: str | None) -> s
     """The workspace file ``from <level dots><modname> import ...`` in ``module`` reads
     (as :meth:`Compiler.resolve_from_import` finds it), or None (an installed package, a
     missing module)."""
+    if level == 0 and (modname or "").split(".")[0] == "ave_core":
+        return None                     # the DSL itself (not a workspace helper)
     loader = module.loader
     for cand in loader.resolve(module.path, level, modname or ""):
         if os.path.isfile(cand) or os.path.abspath(cand) in loader.overlay:
@@ -3456,7 +3460,7 @@ def _bound_names(node: ast.stmt) -> set[str]:
     return out
 
 
-def _partial_import(root: ModuleContext) -> Diagnostic | None:
+def _partial_import(root: ModuleContext) -> tuple[Diagnostic | None, list[str]]:
     """Python's order of module initialization, followed statically over the workspace
     files a kernel file imports (nothing is imported or run): a ``from m import name`` that
     runs while ``m`` is still being initialized -- a circular import, ``m`` -> ... -> the
@@ -3467,7 +3471,8 @@ def _partial_import(root: ModuleContext) -> Diagnostic | None:
 
     Returns:
         AVE113 at the kernel file's import statement that starts the chain, with the
-        statement that fails as a related location; None when every import succeeds.
+        statement that fails as a related location (None when every import succeeds), and
+        the workspace files followed.
     """
     state: dict[str, set[str]] = {}          # file -> names bound so far
     active: list[str] = []                   # files being initialized (the import chain)
@@ -3515,7 +3520,7 @@ def _partial_import(root: ModuleContext) -> Diagnostic | None:
 
     bad = init(root)
     if bad is None:
-        return None
+        return None, list(state)
     ctx, node, target, name = bad
     start = root_stmt[0]
     mod = os.path.relpath(target, os.path.dirname(os.path.abspath(root.path)))
@@ -3527,7 +3532,8 @@ def _partial_import(root: ModuleContext) -> Diagnostic | None:
         f"`{name}` from `{mod}` while `{mod}` is still being initialized and has not defined "
         f"it yet (a circular import: ImportError)", root.path, rng,
         related=[Related(Location(ctx.path, ctx.range_of(node)),
-                         f"`from ... import {name}` runs here, before `{mod}` defines it")])
+                         f"`from ... import {name}` runs here, before `{mod}` defines it")]
+    ), list(state)
 
 
 def _compile_kernel(module: ModuleContext, fn: ast.FunctionDef, deco: ast.AST,

@@ -134,6 +134,9 @@ def test_a_circular_import_python_cannot_run_is_reported_at_the_import(tmp_path)
             assert ds == [], [d.format_text() for d in ds]
             continue
         (d,) = ds
+        # both helpers decide it: saving either re-checks the kernel file (language server)
+        files = compile_source(text, str(tmp_path / f"k_{m}.py"), workspace=str(tmp_path)).files
+        assert {str(tmp_path / "ha.py"), str(tmp_path / "hb.py")} <= set(files)
         assert d.code == "AVE113" and d.range.start.line == 1
         assert "`hb.py` line 1 imports `f` from `ha.py`" in d.message
         (r,) = d.related
