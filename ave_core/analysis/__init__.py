@@ -9,7 +9,9 @@ and its coverage — the fraction of compared element pairs whose tags are concr
 
 Documented limits (as in the paper, §5): global-memory writes are not tracked; a value
 read from global memory (a gather's index) is an opaque unknown; branches on runtime values
-other than thread/warp ids are merged path-insensitively; results hold for trip counts
+other than thread/warp ids are merged path-insensitively (each arm runs from the state
+before the branch when the condition is one for all threads; see the engine); results hold
+for trip counts
 ``<= T``.
 """
 

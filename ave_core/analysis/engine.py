@@ -15,7 +15,16 @@ enumerated exactly — registers are arrays indexed by thread id, as in the pape
 * compute follows DESIGN §2: an elementwise op or a reduction keeps the fields its inputs
   agree on; an MMA result takes A's row fields and B's column fields; joins (branches on
   runtime values, ``ave.where``) keep identical values, let ⊥ conform and make
-  disagreements ⊤.
+  disagreements ⊤;
+* a branch on a runtime value every thread takes the same way runs each arm from the
+  state before it -- shared-memory tags and race state -- and joins the two after it
+  (:meth:`Engine.op_scf_if`); under one whose condition may differ across threads both
+  arms run on one state and their shared-memory writes are weak (old and new tags
+  joined: the write may not happen), asynchronous copies issued in them too. The arms of
+  a uniform branch that issue asynchronous copies are not forked (their commit groups are
+  one state): they run one after the other and their copies are taken to land -- a
+  documented approximation (a prefetch ``if k0 + 2 * BK < K:`` is used in the iteration
+  the same sizes let run; merging would make every such pipeline ⊤).
 
 Comparisons whose symbolic parts differ, and guards over runtime sizes, go to z3
 (:mod:`~ave_core.analysis.smt`).
@@ -225,7 +234,8 @@ class RuntimeBranch(NamedTuple):
     guard: np.ndarray | None  # (GUARD,) the condition every thread of the then-arm has
     # (for MMA contributions under it); None: an else-arm (no conjunction negates it) or a
     # condition that differs across threads
-    forked: bool = False    # the arms run on forked race states (see Engine.op_scf_if)
+    forked: bool = False    # the arms run on forked states (see Engine.op_scf_if)
+    uniform: bool = False   # one condition for every thread (each takes the same arm)
 
     @property
     def token(self) -> tuple:
@@ -428,12 +438,59 @@ class Engine:
 
     # ------------------------------------------------------------------ incremental variants
 
-    def _smem_write(self, byts: np.ndarray, t: Tags, written: bool = True) -> None:
-        """Write tags to shared bytes, journaling the old contents (for :meth:`resume`)."""
+    def _smem_write(self, byts: np.ndarray, t: Tags, written: bool = True,
+                    weak: bool | None = None) -> None:
+        """Write tags to shared bytes, journaling the old contents (for :meth:`resume`).
+
+        ``weak`` (default: under a branch on a runtime value whose condition may differ
+        across threads, see :meth:`op_scf_if`): the write may not happen -- the bytes get
+        the join of their old and new tags (identical stay, ⊥ conforms, differing: ⊤)."""
+        if weak is None:
+            weak = self._weak_writes()
+        old = self.smem.take(byts) if weak or self.journal is not None else None
         if self.journal is not None:
-            self.journal.append((byts, self.smem.take(byts), self.written[byts].copy()))
+            self.journal.append((byts, old, self.written[byts].copy()))
+        if weak:
+            t = join(t, old, self.conds)
+            written = self.written[byts] | written
         self.smem.put(byts, t)
         self.written[byts] = written
+
+    def _weak_writes(self) -> bool:
+        """Shared-memory writes here may not happen on every path: some enclosing branch
+        on a runtime value has a condition that may differ across threads (its arms run
+        on one state, some threads take each). Under a branch every thread takes the same
+        way, writes are strong: its arms are forked (:meth:`op_scf_if`), or hold
+        asynchronous copies, which are taken to land (a prefetch ``if k0 + 2 * BK < K:``
+        whose later use the same sizes decide: a merge would make every such pipeline ⊤)."""
+        return any(not b.uniform for b in self.runtime_branches)
+
+    def _smem_snapshot(self) -> tuple:
+        m = self.smem
+        return (m.code.copy(), m.cond.copy(), m.src.copy(), m.moved.copy(), m.via.copy(),
+                self.written.copy())
+
+    def _smem_restore(self, snap: tuple) -> None:
+        m = self.smem
+        for a, b in zip((m.code, m.cond, m.src, m.moved, m.via, self.written), snap):
+            a[:] = b
+
+    def _smem_fork(self) -> tuple:
+        """The shared-memory tags before a forked branch (see :meth:`op_scf_if`); the
+        whole state is restored when a variant resumes before it (one undo entry)."""
+        snap = self._smem_snapshot()
+        if self.journal is not None:
+            self.journal.append(lambda: self._smem_restore(snap))
+        return snap
+
+    def _smem_join(self, a: tuple, b: tuple) -> None:
+        """After a forked branch: per byte, the join of what the two paths left (``a``,
+        ``b``: snapshots); written on both paths for the uninitialized-read check."""
+        ta, tb = Tags(*a[:5]), Tags(*b[:5])
+        out = join(ta, tb, self.conds)
+        # a byte one path did not write keeps its old guard on that path: keep the guard
+        # of the path that wrote it last (a), else b's
+        self._smem_restore((out.code, out.cond, out.src, out.moved, out.via, a[5] & b[5]))
 
     def _checkpoint(self) -> tuple:
         return (len(self._jlist), [list(g) for g in self.groups], list(self.open_group),
@@ -1109,7 +1166,7 @@ class Engine:
             thr = threads[rep] if threads is not None else None
         if deferred:
             issued = self.races.issue_async(byts, thr, op) if thr is not None else None
-            return byts, t, thr, issued
+            return byts, t, thr, issued, self._weak_writes()
         if thr is not None:
             self.races.write(byts, thr, op, differs=self._differs(byts, t))
         self._smem_write(byts, t)
@@ -1182,10 +1239,11 @@ class Engine:
     def op_ave_wait_async(self, op):
         n = op.attrs["n"]
         while len(self.groups) > n:
-            for byts, t, thr, issued in self.groups.pop(0):
+            for byts, t, thr, issued, weak in self.groups.pop(0):
                 if issued is not None:
                     self.races.retire_async(byts, thr, op, issued, self._differs(byts, t))
-                self._smem_write(byts, t)
+                # (issued under a branch whose arms share one state: it may not have been)
+                self._smem_write(byts, t, weak=weak)
 
     def op_ave_barrier(self, op):
         """A barrier ends the race epoch -- when every thread reaches it. One some threads
@@ -1246,13 +1304,28 @@ class Engine:
                   z3.Or(*[z3.Not(t) for t in terms]))
             if s.check() != z3.sat:
                 return False
-        # the lowest reaching thread first, then the lowest one that does not reach it
-        big = z3.IntVal(self.T, sv.ctx)
-        first_reach, first_miss = big, big
-        for (k, t0), term in reversed(list(zip(groups, terms))):
-            first_reach = z3.If(term, z3.IntVal(t0, sv.ctx), first_reach)
-            first_miss = z3.If(term, first_miss, z3.IntVal(t0, sv.ctx))
-        m = sv.canonical_model(s, first=(first_reach, first_miss))
+            # the lowest thread that can reach it, then (with it reaching) the lowest that
+            # can miss it: one small query per group in thread order (groups before the
+            # chosen one cannot, so the model's lowest threads are these two)
+            chosen = []
+            for pick in (lambda t: t, z3.Not):
+                for term in terms:
+                    sv.queries += 1
+                    s.push()
+                    s.add(pick(term))
+                    if s.check() == z3.sat:
+                        chosen.append(pick(term))
+                        break
+                    s.pop()
+        if len(chosen) == 2:
+            # the canonical model of the two choices alone (the disjunctions over every
+            # group made z3's optimization run out of budget with an unknown per thread)
+            s = z3.Solver(ctx=sv.ctx)
+            s.set("timeout", sv.timeout_ms)
+            s.add(*sv._domain, *_trip_constraints(self, z3), *chosen)
+            if s.check() != z3.sat:
+                return False
+        m = sv.canonical_model(s)
         took = {k: z3.is_true(m.eval(t, model_completion=True))
                 for (k, _), t in zip(groups, terms)}
         reach = next((t for t, k in enumerate(keys) if took[k]), None)
@@ -2329,7 +2402,7 @@ class Engine:
         # it), every path passes one before any access: it is the barrier before the
         # branch, and ends the epoch there (the arms' own barriers then end nothing more).
         rows = crows = None
-        fork = False
+        fork = uniform = False
         if runtime:
             crows = self.conds.rows(self.env.get(op.operands[0]), self.T)
             r = crows[sym]
@@ -2340,12 +2413,15 @@ class Engine:
             # on its own race state from the one before the branch, joined after it: no
             # race between accesses of different arms, and a barrier inside an arm ends
             # the epoch on its path (one pass over both arms reported races no path has).
-            fork = rows is not None and not else_m.any() and _forkable(op)
+            uniform = rows is not None and not else_m.any()
+            fork = uniform and _forkable(op)
         if runtime and not fork and self.active.all() and all(
                 _leading_barrier(reg) for reg in op.regions):
             self.races.barrier()
         base = self.races.fork() if fork else None
+        sbase = self._smem_fork() if fork else None
         ends: list = []
+        sends: list = []
         for ri, (mask, region) in enumerate(((then_m | sym, op.regions[0]),
                                              (else_m | sym, op.regions[1]))):
             if not mask.any():
@@ -2353,13 +2429,14 @@ class Engine:
                 continue
             if fork and ends:
                 self.races.restore(base)          # the else-arm's path starts here too
+                self._smem_restore(sbase)
             self.active = mask
             self.in_branch += 1
             self._ifs.append(op)
             if runtime:
                 self.runtime_branches.append(RuntimeBranch(
                     op, ri, crows, then_m if ri == 0 else else_m, rows if ri == 0 else None,
-                    fork))
+                    fork, uniform))
             try:
                 outs.append(self.exec_block(region) or [])
             finally:
@@ -2370,8 +2447,10 @@ class Engine:
                     self.runtime_branches.pop()
             if fork:
                 ends.append(self.races.snapshot())
+                sends.append(self._smem_snapshot())
         if fork and len(ends) == 2:
             self.races.join(ends[0], ends[1])
+            self._smem_join(sends[0], sends[1])
         for i, r in enumerate(op.results):
             tv = outs[0][i] if outs[0] is not None else None
             ev = outs[1][i] if outs[1] is not None else None

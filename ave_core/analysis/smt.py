@@ -150,9 +150,14 @@ class Solver:
         o.add(*s.assertions())
         for t in first:
             o.minimize(t)
+        # only atoms the assertions mention: any other is unconstrained, and model
+        # completion gives it 0 -- what minimizing it gives -- without one optimization
+        # objective each (an unknown per thread made 128 of them: past the budget)
+        used = _constants(z3, s.assertions())
         items = sorted((self._RANK.get(a.kind, 9), str(a), self._atoms[i])
                        for i, a in enumerate(self.tab.atoms)
-                       if i in self._atoms and a.kind not in DERIVED)
+                       if i in self._atoms and a.kind not in DERIVED
+                       and self._atoms[i].get_id() in used)
         for _, _, z in items:
             o.minimize(z3.If(z >= 0, z, -z))
         if o.check() == z3.sat:
@@ -359,3 +364,22 @@ def cond_text(tab: SymTable, conds: CondTable, cid: int) -> str:
 
 
 __all__ = ["Solver", "SolveResult", "cond_text", "Cond"]
+
+
+def _constants(z3: Any, exprs: Any) -> set[int]:
+    """The z3 ids of the uninterpreted constants (atoms) the expressions mention."""
+    seen: set[int] = set()
+    out: set[int] = set()
+    todo = list(exprs)
+    while todo:
+        e = todo.pop()
+        i = e.get_id()
+        if i in seen:
+            continue
+        seen.add(i)
+        if e.num_args() == 0:
+            if e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                out.add(i)
+        else:
+            todo.extend(e.children())
+    return out

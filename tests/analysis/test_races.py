@@ -400,3 +400,104 @@ def test_barrier_under_a_per_thread_float_comparison_may_diverge():
         assert _codes(k) == [], cond
         res = run(k, (1, 1), [X, np.zeros((32, 32), np.float32), 5.0])
         assert not [x for x in res.diagnostics if x.code == "AVE305"], cond
+
+
+# --- shared-memory tags after a branch on a runtime value ---------------------------------
+
+_JOIN = '''
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    M, K = A.shape
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32),
+                          warps=(2, 2), tile=(64, 64, 32))
+    sA = ave.alloc((64, 32), ave.bf16, space="shared")
+    sB = ave.alloc((32, 64), ave.bf16, space="shared")
+    acc = ave.zeros((64, 64), ave.f32, tiled.c)
+    ave.copy(A[0:64, {PRE}], sA)
+    ave.copy(B[32:64, 0:64], sB)
+    ave.barrier()
+    if {COND}:
+        ave.copy(A[0:64, 32:64], sA)
+{ELSE}    ave.barrier()
+    acc = ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), acc, tiled)
+    ave.store(C[0:64, 0:64], acc)
+'''
+
+
+def _join_kernel(pre="0:32", cond="K > 64", other=""):
+    text = _JOIN.replace("{PRE}", pre).replace("{COND}", cond).replace("{ELSE}", other)
+    res = compile_source(text, "j.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    return res.kernels[0]
+
+
+def _pairing(k):
+    """The MMA's verdict and its AVE201 findings (the kernel multiplies one k-tile of 32,
+    so the accumulation check's AVE206 is beside the point here)."""
+    a = analyze(k)
+    return ([r.status for r in a.assertions if r.kind == "mma"],
+            [d for d in a.diagnostics if d.code != "AVE206"])
+
+
+def _join_run(k, K):
+    """C from the interpreter and the two products it could be (bf16 inputs, f64 refs)."""
+    from ave_core.interp import numerics as NUM
+    from ave_core.lang import bf16
+    rng = np.random.default_rng(3)
+    a = NUM.to_storage(bf16, rng.standard_normal((64, K)).astype(np.float32))
+    b = NUM.to_storage(bf16, rng.standard_normal((K, 64)).astype(np.float32))
+    c = np.zeros((64, 64), np.float32)
+    run(k, (1,), [a, b, c], checks=False)
+    af = NUM.from_storage(bf16, a).astype(np.float64)
+    bf = NUM.from_storage(bf16, b).astype(np.float64)
+    return c, af[:, 32:64] @ bf[32:64], af[:, 0:32] @ bf[32:64]
+
+
+def test_a_tile_one_path_does_not_refill_is_the_merge_of_both_not_the_refill():
+    # sA holds k = 0..31; only for K > 64 is it refilled with k = 32..63, the k sB holds.
+    # The arms used to write shared memory in place, so after the branch sA held the refill
+    # for certain and the MMA was proved -- while for K <= 64 it pairs A's k = 0 with B's
+    # k = 32. The two paths' tags merge into ⊤ now: violated (the interpreter computes
+    # A[:, 0:32] B[32:64] for K = 64, A[:, 32:64] B[32:64] for K = 96)
+    k = _join_kernel()
+    status, (d,) = _pairing(k)
+    assert status == ["violated"] and d.code == "AVE201" and d.witness["why"] == "top"
+    assert d.witness["operands"]["x"]["tags"]["k"] == "⊤"
+    assert d.witness["operands"]["y"]["tags"]["k"] == 32
+    c, right, wrong = _join_run(k, 64)
+    assert np.abs(c - wrong).max() < 1e-2 and np.abs(c - right).max() > 1.0
+    c, right, wrong = _join_run(k, 96)
+    assert np.abs(c - right).max() < 1e-2
+    # both paths leave the same data (the refill, with a mask on one path): proved
+    ok = _join_kernel(pre="0:32", other="    else:\n        ave.copy(A[0:64, 32:64], sA, "
+                                         "mask=lambda m, kk: kk < K)\n")
+    assert _pairing(ok) == (["proved"], [])
+    c, right, _ = _join_run(ok, 64)
+    assert np.abs(c - right).max() < 1e-2
+
+
+def test_a_refill_by_only_some_threads_may_not_happen():
+    # `if ave.thread_id() < M`: threads take different arms on one launch, each write may
+    # not happen (a weak update: old and new tags merged): violated, the interpreter pairs
+    # k = 0 with k = 32 in the rows the skipping threads copy (M = 64: threads 64..127)
+    k = _join_kernel(cond="ave.thread_id() < M")
+    status, (d,) = _pairing(k)
+    assert status == ["violated"] and d.witness["operands"]["x"]["tags"]["k"] == "⊤"
+    c, right, wrong = _join_run(k, 64)
+    assert np.abs(c - right).max() > 1.0
+    # the same refill by every thread: proved
+    assert _pairing(_join_kernel(cond="ave.thread_id() < 128")) == (["proved"], [])
+
+
+def test_a_tile_only_one_path_writes_may_be_uninitialized():
+    # sA is written only when K > 64 (nothing before): on the other path the MMA reads
+    # bytes nothing wrote. The in-place arms marked them written for certain
+    text = _JOIN.replace("    ave.copy(A[0:64, {PRE}], sA)\n", "").replace(
+        "{COND}", "K > 64").replace("{ELSE}", "")
+    k = _k(text)
+    codes = _codes(k)
+    assert "AVE203" in codes, codes
