@@ -501,3 +501,38 @@ def test_a_tile_only_one_path_writes_may_be_uninitialized():
     k = _k(text)
     codes = _codes(k)
     assert "AVE203" in codes, codes
+
+
+def test_a_prefetch_under_a_runtime_condition_is_taken_to_land():
+    # examples/gemm.py with a loop over k0 in steps of BK (its trip count is no constant
+    # per variant, so `if k0 + (STAGES - 1) * BK < K:` stays a runtime branch) and the
+    # prefetch under that condition: a uniform branch with asynchronous copies, whose arms
+    # run one after the other and whose copies land (documented: merging them made every
+    # stage ⊤ and the correct pipeline "violated"). Proved, and exact in the interpreter.
+    from ave_core.interp import numerics as NUM
+    from ave_core.lang import bf16
+    src = (ROOT / "examples" / "gemm.py").read_text()
+    a, b = src.index("    for kt in ave.range(0, KT):"), src.index("    ave.wait_async(0)")
+    loop = src[a:b].replace("    for kt in ave.range(0, KT):\n",
+                            "    for k0 in ave.range(0, K, BK):\n        kt = k0 // BK\n")
+    issue = "        issue(kt + STAGES - 1, s_fill)      # overlaps the math below\n"
+    assert issue in loop
+    loop = loop.replace(issue, "        if k0 + (STAGES - 1) * BK < K:\n"
+                               "            issue(kt + STAGES - 1, s_fill)\n"
+                               "        else:\n            ave.commit_async()\n")
+    res = compile_source(src[:a] + loop + src[b:], "gemm_step.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    for k in res.kernels:
+        a = analyze(k)
+        assert a.diagnostics == [] and {r.status for r in a.assertions} == {"proved"}
+    k = res.kernels[0]
+    BM, BN = k.constexprs["BM"], k.constexprs["BN"]
+    rng = np.random.default_rng(5)
+    M, N, K = BM + 8, BN, 100
+    x = NUM.to_storage(bf16, rng.standard_normal((M, K)).astype(np.float32))
+    y = NUM.to_storage(bf16, rng.standard_normal((K, N)).astype(np.float32))
+    c = np.full((M, N), np.nan, np.float32)
+    run(k, (2, 1), [x, y, c], checks=False)
+    ref = NUM.from_storage(bf16, x).astype(np.float64) @ NUM.from_storage(bf16, y).astype(
+        np.float64)
+    assert np.abs(c - ref).max() < 1e-3 * np.abs(ref).max()
