@@ -465,6 +465,11 @@ class Engine:
         whose later use the same sizes decide: a merge would make every such pipeline ⊤)."""
         return any(not b.uniform for b in self.runtime_branches)
 
+    def _shared_arms(self) -> bool:
+        """Some enclosing branch on a runtime value runs its arms on one race state (not
+        forked): a write here keeps the epoch's other writers (the other arm's)."""
+        return any(not b.forked for b in self.runtime_branches)
+
     def _smem_snapshot(self) -> tuple:
         m = self.smem
         return (m.code.copy(), m.cond.copy(), m.src.copy(), m.moved.copy(), m.via.copy(),
@@ -638,14 +643,25 @@ class Engine:
             self.env[op.result] = None
             self._mark_varying(op)
 
-    def _mark_varying(self, op: Op) -> None:
-        """An untracked scalar result may differ across threads when an operand does."""
-        for v in op.operands:
-            x = self.env.get(v)
-            if v in self._varying or (isinstance(x, SymInt) and x.key.shape == (self.T,) and (
-                    (x.key != x.key[0]).any() or (x.conc != x.conc[0]).any())):
-                self._varying.add(op.result)
-                return
+    def _mark_varying(self, op: Op, values: Sequence[Value] | None = None) -> None:
+        """An untracked scalar result may differ across threads when an operand (or one
+        of ``values``) does."""
+        if any(self._varies(v) for v in (op.operands if values is None else values)):
+            for r in op.results:
+                self._varying.add(r)
+
+    def _varies(self, v: Value) -> bool:
+        """A scalar that may differ across threads: a per-thread integer, a per-thread
+        condition, or an untracked value computed from one."""
+        if v in self._varying:
+            return True
+        x = self.env.get(v)
+        if isinstance(x, SymInt):
+            return x.key.shape == (self.T,) and bool(
+                (x.key != x.key[0]).any() or (x.conc != x.conc[0]).any())
+        if isinstance(x, np.ndarray) and x.shape[:1] == (self.T,):
+            return bool((x != x[0]).any())      # a condition: ids (or rows) per thread
+        return False
 
     def _bool_op(self, name: str, a: Any, b: Any, op: Op) -> Any:
         """``and``/``or``/``xor`` (``not x`` is ``x xor true``) of conditions (guard rows,
@@ -830,6 +846,8 @@ class Engine:
                                                    tr > 1)
         else:
             self.env[op.result] = None
+        if self.env[op.result] is None:
+            # (floats, or more per-thread conditions than a select term follows)
             self._mark_varying(op)
 
     # ------------------------------------------------------------------ ids
@@ -1166,9 +1184,10 @@ class Engine:
             thr = threads[rep] if threads is not None else None
         if deferred:
             issued = self.races.issue_async(byts, thr, op) if thr is not None else None
-            return byts, t, thr, issued, self._weak_writes()
+            return byts, t, thr, issued, self._weak_writes(), self._shared_arms()
         if thr is not None:
-            self.races.write(byts, thr, op, differs=self._differs(byts, t))
+            self.races.write(byts, thr, op, differs=self._differs(byts, t),
+                             keep=self._shared_arms())
         self._smem_write(byts, t)
         return None
 
@@ -1239,9 +1258,10 @@ class Engine:
     def op_ave_wait_async(self, op):
         n = op.attrs["n"]
         while len(self.groups) > n:
-            for byts, t, thr, issued, weak in self.groups.pop(0):
+            for byts, t, thr, issued, weak, keep in self.groups.pop(0):
                 if issued is not None:
-                    self.races.retire_async(byts, thr, op, issued, self._differs(byts, t))
+                    self.races.retire_async(byts, thr, op, issued, self._differs(byts, t),
+                                            keep)
                 # (issued under a branch whose arms share one state: it may not have been)
                 self._smem_write(byts, t, weak=weak)
 
@@ -2466,6 +2486,18 @@ class Engine:
                 self.env[r] = tv
             else:
                 self.env[r] = self._select(op, r, tv, ev, crows, else_m, sym)
+        if op.results:
+            # an untracked result (a float) differs across threads when the threads may
+            # take different arms, or when an arm's value does
+            split = (int(then_m.any()) + int(else_m.any()) + int(sym.any()) > 1) or (
+                runtime and not uniform)
+            for i, r in enumerate(op.results):
+                if self.env.get(r) is not None and not isinstance(self.env[r], np.ndarray):
+                    continue
+                ys = [y.operands[i] for y in (_yield_of(reg) for reg in op.regions)
+                      if y is not None and i < len(y.operands)]
+                if split or any(self._varies(v) for v in ys):
+                    self._varying.add(r)
 
     def _select(self, op: Op, r: Value, tv: Any, ev: Any, crows: np.ndarray | None,
                 else_m: np.ndarray, sym: np.ndarray) -> Any:
@@ -2584,6 +2616,11 @@ def _eval_opaque(name: str, x: int, y: int) -> int | None:
 
 _RACE_OPS = frozenset({"ave.load", "ave.store", "ave.copy", "ave.barrier"})
 _ASYNC_OPS = frozenset({"ave.copy_async", "ave.commit_async", "ave.wait_async"})
+
+
+def _yield_of(region: Any) -> Op | None:
+    ops = region.ops
+    return ops[-1] if ops and ops[-1].name in ("scf.yield", "ave.yield") else None
 
 
 def _region_ops(op: Op):

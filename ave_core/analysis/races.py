@@ -41,7 +41,7 @@ class RaceTracker:
 
     #: the per-granule state, one column each (see __init__)
     COLUMNS = ("w_epoch", "w_thread", "w_at", "r_epoch", "r_lo", "r_hi", "r_at", "pending",
-               "p_thread", "p_at", "w_other")
+               "p_thread", "p_at", "w_other", "w_oat")
     _COL = {name: i for i, name in enumerate(COLUMNS)}
 
     def __init__(self, eng: Any, ngran: int) -> None:
@@ -53,8 +53,9 @@ class RaceTracker:
         # into self.points); r_epoch / r_lo / r_hi / r_at: the epoch of the last reads, the
         # lowest and highest reader thread, the last read's point; pending / p_thread /
         # p_at: asynchronous copies into the granule in flight, the last one's thread and
-        # point; w_other: a second writer thread of the last write's epoch, from the other
-        # arm of a runtime branch (see :meth:`join`; -1 none).
+        # point; w_other / w_oat: a second writer thread of the last write's epoch and its
+        # point, from the other arm of a runtime branch (see :meth:`join`, and ``keep`` of
+        # :meth:`write`; -1 none).
         self.state = np.full((ngran, len(self.COLUMNS)), -1, np.int64)
         for i, name in enumerate(self.COLUMNS):
             setattr(self, name, self.state[:, i])
@@ -154,18 +155,19 @@ class RaceTracker:
         ca = (wa == ea) & (sa[:, c["w_thread"]] >= 0)
         cb = (wb == eb) & (sb[:, c["w_thread"]] >= 0)
         take_a = (ca & ~cb) | (~ca & ~cb & (wa > wb))
-        for name in ("w_thread", "w_at", "w_other"):
+        for name in ("w_thread", "w_at", "w_other", "w_oat"):
             out[:, c[name]] = np.where(take_a, sa[:, c[name]], sb[:, c[name]])
         both = ca & cb
         if both.any():
-            # up to four writer threads (two per path): keep two distinct ones
-            ws = np.stack([sa[both][:, c["w_thread"]], sa[both][:, c["w_other"]],
-                           sb[both][:, c["w_thread"]], sb[both][:, c["w_other"]]], axis=1)
-            ws = np.where(ws >= 0, ws, _MAX)
-            first = ws.min(axis=1)
-            rest = np.where(ws == first[:, None], _MAX, ws).min(axis=1)
-            out[both, c["w_thread"]] = first
-            out[both, c["w_other"]] = np.where(rest == _MAX, -1, rest)
+            # up to four writers (two per path): keep two distinct ones, with their points
+            ta, tb = sa[both], sb[both]
+            w = np.stack([ta[:, c["w_thread"]], ta[:, c["w_other"]],
+                          tb[:, c["w_thread"]], tb[:, c["w_other"]]], axis=1)
+            at = np.stack([ta[:, c["w_at"]], ta[:, c["w_oat"]],
+                           tb[:, c["w_at"]], tb[:, c["w_oat"]]], axis=1)
+            w1, a1, w2, a2 = _two_writers(w, at)
+            out[both, c["w_thread"]], out[both, c["w_at"]] = w1, a1
+            out[both, c["w_other"]], out[both, c["w_oat"]] = w2, a2
         out[:, c["w_epoch"]] = np.where(ca | cb, E, np.maximum(wa, wb))
         self.state[:] = out
         self.epoch = E
@@ -197,7 +199,7 @@ class RaceTracker:
         at = self.point(op)
         ug, tmin, tmax = self._readers(g, t)
         rows = self.state.take(ug, axis=0)          # (len(ug), columns): one gather
-        w_epoch, w_thread, _, r_epoch, r_lo, r_hi, _, pending, p_thread, _, w_other = rows.T
+        w_epoch, w_thread, _, r_epoch, r_lo, r_hi, _, pending, p_thread, _, w_other, _ = rows.T
         # per distinct granule: some reader differs from the in-flight copy's thread (the
         # last writer's) iff the readers are not all that one thread
         if not (((pending > 0) & ((p_thread != tmin) | (p_thread != tmax))).any() or
@@ -232,12 +234,11 @@ class RaceTracker:
             i = int(np.nonzero(infl)[0][0])
             self._report(op, "read", g[i], int(self.p_thread[g[i]]), int(t[i]),
                          int(self.p_at[g[i]]), at, "an asynchronous copy in flight")
-        wt = self._other_writer(g, t)
+        wt, wat = self._other_writer(g, t)
         race = (self.w_epoch[g] == self.epoch) & (wt >= 0)
         if race.any():
             i = int(np.nonzero(race)[0][0])
-            self._report(op, "read", g[i], int(wt[i]), int(t[i]),
-                         int(self.w_at[g[i]]), at, "a write")
+            self._report(op, "read", g[i], int(wt[i]), int(t[i]), int(wat[i]), at, "a write")
         self._save(("r_epoch", "r_lo", "r_hi", "r_at"), g)
         fresh = self.r_epoch[g] != self.epoch
         lo = np.minimum(np.where(fresh, _MAX, self.r_lo[g]), t)
@@ -255,10 +256,13 @@ class RaceTracker:
         shi[g] = -1
 
     def write(self, g: np.ndarray, t: np.ndarray, op: Any, since: int | None = None,
-              at: int | None = None, differs: np.ndarray | None = None) -> None:
+              at: int | None = None, differs: np.ndarray | None = None,
+              keep: bool = False) -> None:
         """Threads ``t`` write granules ``g``; ``since``: the epoch the write was issued in
         (an asynchronous copy), ``differs``: per granule, whether the data differs from
-        what is there (write/write races need different data)."""
+        what is there (write/write races need different data). ``keep``: the write may
+        not happen (an arm of a branch whose arms share one state): the writers of this
+        epoch stay writers beside it (else the other arm's writer would be lost)."""
         if g.size == 0:
             return
         since = self.epoch if since is None else since
@@ -270,28 +274,36 @@ class RaceTracker:
             other = int(lo[i]) if lo[i] != t[i] else int(hi[i])
             self._report(op, "write", g[i], other, int(t[i]), int(self.r_at[g[i]]), at,
                          "a read")
-        wt = self._other_writer(g, t)
+        wt, wat = self._other_writer(g, t)
         ww = (self.w_epoch[g] >= since) & (wt >= 0)
         if differs is not None:
             ww &= differs
         if ww.any():
             i = int(np.nonzero(ww)[0][0])
-            self._report(op, "write", g[i], int(wt[i]), int(t[i]),
-                         int(self.w_at[g[i]]), at, "a write of other data")
-        self._save(("w_epoch", "w_thread", "w_at", "w_other"), g)
+            self._report(op, "write", g[i], int(wt[i]), int(t[i]), int(wat[i]), at,
+                         "a write of other data")
+        self._save(("w_epoch", "w_thread", "w_at", "w_other", "w_oat"), g)
+        cur = self.w_epoch[g] == self.epoch
+        if keep and cur.any():
+            # this epoch's other writers (the lower of up to two) stay beside this one
+            o = np.where(cur, wt, -1)
+            oat = np.where(cur, wat, -1)
+        else:
+            o = oat = -1
         self.w_epoch[g] = self.epoch
         self.w_thread[g] = t
         self.w_at[g] = at
-        self.w_other[g] = -1
+        self.w_other[g] = o
+        self.w_oat[g] = oat
 
-    def _other_writer(self, g: np.ndarray, t: np.ndarray) -> np.ndarray:
+    def _other_writer(self, g: np.ndarray, t: np.ndarray) -> tuple:
         """Per element, a last writer of granule ``g[i]`` other than thread ``t[i]`` (the
-        lower of the two a branch join may leave), or -1."""
+        lower of the two a branch join may leave) and its point, or -1."""
         w, o = self.w_thread[g], self.w_other[g]
         w = np.where(w != t, w, -1)
         o = np.where(o != t, o, -1)
-        both = (w >= 0) & (o >= 0)
-        return np.where(both, np.minimum(w, o), np.maximum(w, o))
+        use_o = (o >= 0) & ((w < 0) | (o < w))
+        return np.where(use_o, o, w), np.where(use_o, self.w_oat[g], self.w_at[g])
 
     def issue_async(self, g: np.ndarray, t: np.ndarray, op: Any) -> tuple:
         at = self.point(op)
@@ -302,11 +314,11 @@ class RaceTracker:
         return (self.epoch, at)
 
     def retire_async(self, g: np.ndarray, t: np.ndarray, op: Any, issued: tuple,
-                     differs: np.ndarray | None) -> None:
+                     differs: np.ndarray | None, keep: bool = False) -> None:
         since, at = issued
         self._save(("pending",), g)
         np.subtract.at(self.pending, g, 1)
-        self.write(g, t, op, since, at, differs)
+        self.write(g, t, op, since, at, differs, keep)
 
     # ------------------------------------------------------------------ findings
 
@@ -325,6 +337,20 @@ class RaceTracker:
                                    "barrier_fixes": (other_at < at and
                                                      what != "an asynchronous copy in flight"),
                                    "in_branch": getattr(self.eng, "in_branch", 0) > 0})
+
+
+def _two_writers(w: np.ndarray, at: np.ndarray) -> tuple:
+    """Per row of up to four writer threads ``w`` (-1 none) with their points ``at``: the
+    lowest thread and its point, the next distinct one and its point (-1, -1: none)."""
+    ws = np.where(w >= 0, w, _MAX)
+    r = np.arange(len(w))
+    i1 = ws.argmin(axis=1)
+    first = ws[r, i1]
+    rest = np.where(ws == first[:, None], _MAX, ws)
+    i2 = rest.argmin(axis=1)
+    second = rest[r, i2]
+    none = second == _MAX
+    return (first, at[r, i1], np.where(none, -1, second), np.where(none, -1, at[r, i2]))
 
 
 def statement_loc(eng: Any, op: Any) -> Any:

@@ -3432,32 +3432,81 @@ def compile_source(text: str, path: str, *, workspace: str | None = None,
     return result
 
 
-def _workspace_file(module: ModuleContext, level: int, modname: str | None) -> str | None:
+def _workspace_file(module: ModuleContext, level: int, modname: str | None
+                    ) -> tuple[str, list[str]] | None:
     """The workspace file ``from <level dots><modname> import ...`` in ``module`` reads
-    (as :meth:`Compiler.resolve_from_import` finds it), or None (an installed package, a
-    missing module)."""
+    (as :meth:`Compiler.resolve_from_import` finds it) and the ``__init__.py`` files of
+    the packages on the way to it, outermost first (Python initializes those before it);
+    None for an installed package or a missing module."""
     if level == 0 and (modname or "").split(".")[0] == "ave_core":
         return None                     # the DSL itself (not a workspace helper)
     loader = module.loader
+    parts = (modname or "").split(".") if modname else []
     for cand in loader.resolve(module.path, level, modname or ""):
         if os.path.isfile(cand) or os.path.abspath(cand) in loader.overlay:
-            return os.path.abspath(cand)
+            path = os.path.abspath(cand)
+            # the package directories between the search root and the module
+            d = os.path.dirname(path)
+            if os.path.basename(path) == "__init__.py":
+                d = os.path.dirname(d)
+            n = len(parts) - 1
+            inits = []
+            for _ in range(max(n, 0)):
+                init = os.path.join(d, "__init__.py")
+                if os.path.isfile(init) or init in loader.overlay:
+                    inits.append(init)
+                d = os.path.dirname(d)
+            return path, inits[::-1]
     return None
 
 
-def _bound_names(node: ast.stmt) -> set[str]:
-    """Every name a module-level statement may bind (for a compound statement, the names
-    bound anywhere inside it: an over-approximation, so that no import is called
-    premature that is not)."""
-    out: set[str] = set()
-    for n in ast.walk(node):
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(n.name)
-        elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-            out.add(n.id)
-        elif isinstance(n, ast.alias):
-            out.add((n.asname or n.name).split(".")[0])
-    return out
+def _scan_bindings(node: ast.AST, out: set[str], nested_import: list) -> None:
+    """The module-level names a statement binds (not inside function or class bodies: a
+    local or a class attribute is no module name); imports inside compound statements are
+    noted in ``nested_import``."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        out.add(node.name)
+        for d in getattr(node, "decorator_list", ()):
+            _scan_bindings(d, out, nested_import)
+        return
+    if isinstance(node, ast.Lambda):
+        return
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        out.add(node.id)
+    elif isinstance(node, ast.alias):
+        out.add((node.asname or node.name).split(".")[0])
+    elif isinstance(node, (ast.Import, ast.ImportFrom)):
+        nested_import.append(node)
+    for child in ast.iter_child_nodes(node):
+        _scan_bindings(child, out, nested_import)
+
+
+_DYNAMIC = frozenset({"globals", "vars", "exec", "eval", "setattr", "__import__"})
+
+
+def _dynamic(tree: ast.Module) -> bool:
+    """Module-level code that may bind names the text does not show (``globals()[n] =``,
+    ``setattr(sys.modules[__name__], ...)``, ``exec``) or a module ``__getattr__``."""
+    todo: list[ast.AST] = list(tree.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if n.name == "__getattr__":
+                return True
+            continue
+        if isinstance(n, (ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in _DYNAMIC:
+            return True
+        if isinstance(n, ast.Attribute) and n.attr == "modules" and \
+                isinstance(n.value, ast.Name) and n.value.id == "sys":
+            return True
+        todo.extend(ast.iter_child_nodes(n))
+    return False
+
+
+class _Unfollowed(Exception):
+    """An import the simulation does not follow (inside ``try``/``if``/...): no verdict."""
 
 
 def _partial_import(root: ModuleContext) -> tuple[Diagnostic | None, list[str]]:
@@ -3466,71 +3515,103 @@ def _partial_import(root: ModuleContext) -> tuple[Diagnostic | None, list[str]]:
     runs while ``m`` is still being initialized -- a circular import, ``m`` -> ... -> the
     importing file -> ``m`` -- and before ``m`` binds ``name`` raises ImportError
     ("cannot import name ... from partially initialized module"; Python's reference,
-    "The import system", §5.3). Only module-level import statements are followed (those
-    inside ``if``/``try`` bind their names but are not followed: no false finding).
+    "The import system", §5.3). Packages' ``__init__.py`` run before their modules; a
+    star import binds what its module has bound. No finding (never a false one) when a
+    file on the way imports inside ``if``/``try``/``with`` (which order Python takes
+    depends on run-time facts) or binds names dynamically (``globals()``, ``setattr``,
+    ``exec``, a module ``__getattr__``).
 
     Returns:
         AVE113 at the kernel file's import statement that starts the chain, with the
-        statement that fails as a related location (None when every import succeeds), and
-        the workspace files followed.
+        statement that fails as a related location (None when every import succeeds or
+        the order cannot be followed), and the workspace files followed.
     """
     state: dict[str, set[str]] = {}          # file -> names bound so far
+    dynamic: set[str] = set()
     active: list[str] = []                   # files being initialized (the import chain)
-
     root_stmt: list = [None]                 # the kernel file's statement running
+
+    def load(path: str) -> ModuleContext | None:
+        return root.loader.load(path) if path != os.path.abspath(root.path) else root
+
+    def enter(path: str) -> tuple | None:
+        if path in state:
+            return None
+        ctx = load(path)
+        if ctx is None:                 # unreadable: reported where a kernel uses it
+            state[path] = set()
+            dynamic.add(path)
+            return None
+        return init(ctx)
 
     def init(ctx: ModuleContext) -> tuple | None:
         path = os.path.abspath(ctx.path)
         state[path] = set()
+        if _dynamic(ctx.tree):
+            dynamic.add(path)
         active.append(path)
         try:
             for node in ctx.tree.body:
                 if ctx is root:
                     root_stmt[0] = node
                 if isinstance(node, ast.ImportFrom):
-                    target = _workspace_file(ctx, node.level, node.module)
-                    if target is not None:
-                        if target not in state:
-                            tctx = ctx.loader.load(target)
-                            if tctx is not None:
-                                bad = init(tctx)
+                    found = _workspace_file(ctx, node.level, node.module)
+                    if found is not None:
+                        target, inits = found
+                        for p in inits + [target]:
+                            bad = enter(p)
+                            if bad is not None:
+                                return bad
+                        for a in node.names:
+                            if a.name == "*":
+                                state[path] |= state[target]
+                                continue
+                            if a.name in state[target] or target in dynamic:
+                                continue
+                            # not bound (yet): Python imports the submodule of that name
+                            sub = _workspace_file(ctx, node.level, ((node.module + ".")
+                                                  if node.module else "") + a.name)
+                            if sub is not None:
+                                bad = enter(sub[0])
                                 if bad is not None:
                                     return bad
-                        if target in active:
-                            for a in node.names:
-                                if a.name == "*" or a.name in state[target]:
-                                    continue
-                                sub = _workspace_file(ctx, node.level, ((node.module + ".")
-                                                      if node.module else "") + a.name)
-                                if sub is None:       # (a submodule would be imported)
-                                    return (ctx, node, target, a.name)
+                            elif target in active:
+                                return (ctx, node, target, a.name)
                 elif isinstance(node, ast.Import):
                     for a in node.names:
-                        target = _workspace_file(ctx, 0, a.name)
-                        if target is not None and target not in state:
-                            tctx = ctx.loader.load(target)
-                            if tctx is not None:
-                                bad = init(tctx)
+                        found = _workspace_file(ctx, 0, a.name)
+                        if found is not None:
+                            for p in found[1] + [found[0]]:
+                                bad = enter(p)
                                 if bad is not None:
                                     return bad
-                state[path] |= _bound_names(node)
+                elif isinstance(node, ast.Delete):
+                    for t in node.targets:
+                        if isinstance(t, ast.Name):
+                            state[path].discard(t.id)
+                    continue
+                nested: list = []
+                _scan_bindings(node, state[path], nested)
+                if nested and not isinstance(node, (ast.Import, ast.ImportFrom)):
+                    raise _Unfollowed
             return None
         finally:
             active.pop()
 
-    bad = init(root)
+    try:
+        bad = init(root)
+    except _Unfollowed:
+        return None, list(state)
     if bad is None:
         return None, list(state)
     ctx, node, target, name = bad
     start = root_stmt[0]
     mod = os.path.relpath(target, os.path.dirname(os.path.abspath(root.path)))
     where = os.path.relpath(ctx.path, os.path.dirname(os.path.abspath(root.path)))
-    line = node.lineno
-    rng = root.range_of(start)
     return Diagnostic(
-        "AVE113", f"importing this file fails in Python: `{where}` line {line} imports "
-        f"`{name}` from `{mod}` while `{mod}` is still being initialized and has not defined "
-        f"it yet (a circular import: ImportError)", root.path, rng,
+        "AVE113", f"importing this file fails in Python: `{where}` line {node.lineno} "
+        f"imports `{name}` from `{mod}` while `{mod}` is still being initialized and has not "
+        f"defined it yet (a circular import: ImportError)", root.path, root.range_of(start),
         related=[Related(Location(ctx.path, ctx.range_of(node)),
                          f"`from ... import {name}` runs here, before `{mod}` defines it")]
     ), list(state)

@@ -7,6 +7,7 @@ import pathlib
 import re
 
 import numpy as np
+import pytest
 
 from ave_core.analysis import analyze
 from ave_core.compiler.frontend import compile_file, compile_source
@@ -536,3 +537,75 @@ def test_a_prefetch_under_a_runtime_condition_is_taken_to_land():
     ref = NUM.from_storage(bf16, x).astype(np.float64) @ NUM.from_storage(bf16, y).astype(
         np.float64)
     assert np.abs(c - ref).max() < 1e-3 * np.abs(ref).max()
+
+
+# --- from the review of the forked branches (a review helper) -----------------------------
+
+_PER_THREAD = {
+    # values that differ across threads though the analysis does not follow them: a
+    # select of per-thread conditions past what a select term holds, a value two arms of a
+    # thread-dependent branch assign, floats from either
+    "where(int)": "    r = ave.where(ave.thread_id() < X.shape[0], 1, 0)\n    ave.barrier()\n"
+                  "    if r > 0:\n",
+    "branch(int)": "    r = 0\n    if ave.thread_id() < X.shape[0]:\n        r = 1\n"
+                   "    ave.barrier()\n    if r > 0:\n",
+    "where(float)": "    f = ave.where(ave.thread_id() < 64, 1.0, 0.0)\n    ave.barrier()\n"
+                    "    if f > alpha:\n",
+    "branch(float)": "    f = 0.0\n    if ave.thread_id() < 64:\n        f = 1.0\n"
+                     "    ave.barrier()\n    if f > alpha:\n",
+}
+
+
+@pytest.mark.parametrize("cond", list(_PER_THREAD))
+def test_a_condition_that_differs_across_threads_is_not_forked(cond):
+    # taken as one condition for all threads, the branch was forked and the race between
+    # its arms (threads 0 and 32 write / read s at once) was missed, and so was the
+    # divergent barrier under it; the interpreter reports both (alpha = 0.5, X 32 x 32)
+    sig = "Y: ave.Tensor[ave.f32, 2], alpha: ave.f32)"
+    head = _OPEN.replace("Y: ave.Tensor[ave.f32, 2])", sig)
+    race = _k(head.replace("{BODY}", _PER_THREAD[cond] + f"        {_WRITE_T}\n"
+                                                       f"    else:\n        {_READ_16}\n"))
+    assert _codes(race) == ["AVE207"]
+    X = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+    res = run(race, (1, 1), [X, np.zeros((32, 32), np.float32), 0.5])
+    assert [x for x in res.diagnostics if x.code == "AVE304"]
+    bar = _k(head.replace("{BODY}", _PER_THREAD[cond] + "        ave.barrier()\n"
+                                                      "    ave.barrier()\n"))
+    assert _codes(bar) == ["AVE209"]
+    res = run(bar, (1, 1), [X, np.zeros((32, 32), np.float32), 0.5])
+    assert [x for x in res.diagnostics if x.code == "AVE305"]
+
+
+@pytest.mark.parametrize("arms", ["async copy in one arm", "thread-dependent condition"])
+def test_arms_on_one_race_state_keep_both_writers(arms):
+    # the else-arm's write replaced the then-arm's writer record: thread 0's read of byte
+    # 4 (written by thread 1 on the then path) was missed. Hand witness as in
+    # test_writers_of_both_arms_stay_open_after_the_branch; the interpreter agrees
+    if arms == "async copy in one arm":
+        cond, extra = "X.shape[0] > 64", (
+            "        t2 = ave.alloc((32, 32), ave.f32, space=\"shared\")\n"
+            "        ave.copy_async(X[m0:m0 + 32, n0:n0 + 32], t2, vector_bytes=16)\n"
+            "        ave.commit_async()\n        ave.wait_async(0)\n")
+    else:
+        cond, extra = "ave.thread_id() < X.shape[0]", ""
+    body = (f"    ave.barrier()\n    if {cond}:\n        {_WRITE_T}\n{extra}"
+            f"    else:\n        {_WRITE_16}\n    {_READ_16}\n")
+    k = _k(_OPEN.replace("{BODY}", body))
+    (d,) = _races(k)
+    assert [t["thread"] for t in d.witness["threads"]] == [0, 1] and d.witness["byte"] == 4
+    # the earlier access is thread 1's: the then-arm's transposed write (line 10)
+    earlier = [p for p in d.witness["program_points"] if p["label"].startswith("earlier")]
+    assert earlier[0]["range"]["start"]["line"] == 10
+    dyn = _dynamic_races(k)
+    assert any("shared byte 4: written by thread 1 and read by thread 0" in m
+               for m in dyn[96] + dyn[32])
+
+
+def test_the_earlier_access_of_a_joined_writer_is_its_own_arm():
+    # forked arms: after the join the lower writer (thread 1, then-arm) was reported with
+    # the else-arm's program point
+    body = (f"    ave.barrier()\n    if X.shape[0] > 64:\n        {_WRITE_T}\n"
+            f"    else:\n        {_WRITE_16}\n    {_READ_16}\n")
+    (d,) = _races(_k(_OPEN.replace("{BODY}", body)))
+    earlier = [p for p in d.witness["program_points"] if p["label"].startswith("earlier")]
+    assert earlier[0]["range"]["start"]["line"] == 10
