@@ -1345,7 +1345,7 @@ class Engine:
             s.add(*sv._domain, *_trip_constraints(self, z3), *chosen)
             if s.check() != z3.sat:
                 return False
-        m = sv.canonical_model(s)
+        m = sv.canonical_model(s, mentioned_only=True)
         took = {k: z3.is_true(m.eval(t, model_completion=True))
                 for (k, _), t in zip(groups, terms)}
         reach = next((t for t, k in enumerate(keys) if took[k]), None)

@@ -205,8 +205,8 @@ class RaceTracker:
         if not (((pending > 0) & ((p_thread != tmin) | (p_thread != tmax))).any() or
                 ((w_epoch == self.epoch) & (w_thread >= 0) &
                  ((w_thread != tmin) | (w_thread != tmax))).any() or
-                ((w_epoch == self.epoch) & (w_other >= 0) &
-                 ((w_other != tmin) | (w_other != tmax))).any()):
+                ((w_other >= 0).any() and ((w_epoch == self.epoch) & (w_other >= 0) &
+                                           ((w_other != tmin) | (w_other != tmax))).any())):
             j = self.eng.journal
             if j is not None:
                 old = rows.copy()
@@ -282,25 +282,29 @@ class RaceTracker:
             i = int(np.nonzero(ww)[0][0])
             self._report(op, "write", g[i], int(wt[i]), int(t[i]), int(wat[i]), at,
                          "a write of other data")
-        self._save(("w_epoch", "w_thread", "w_at", "w_other", "w_oat"), g)
-        cur = self.w_epoch[g] == self.epoch
+        cur = self.w_epoch[g] == self.epoch if keep else None
         if keep and cur.any():
             # this epoch's other writers (the lower of up to two) stay beside this one
-            o = np.where(cur, wt, -1)
-            oat = np.where(cur, wat, -1)
+            o, oat = np.where(cur, wt, -1), np.where(cur, wat, -1)
         else:
-            o = oat = -1
+            o = oat = None
+        others = o is not None or bool((self.w_other[g] >= 0).any())
+        self._save(("w_epoch", "w_thread", "w_at", "w_other", "w_oat") if others else
+                   ("w_epoch", "w_thread", "w_at"), g)
         self.w_epoch[g] = self.epoch
         self.w_thread[g] = t
         self.w_at[g] = at
-        self.w_other[g] = o
-        self.w_oat[g] = oat
+        if others:
+            self.w_other[g] = -1 if o is None else o
+            self.w_oat[g] = -1 if oat is None else oat
 
     def _other_writer(self, g: np.ndarray, t: np.ndarray) -> tuple:
         """Per element, a last writer of granule ``g[i]`` other than thread ``t[i]`` (the
         lower of the two a branch join may leave) and its point, or -1."""
         w, o = self.w_thread[g], self.w_other[g]
         w = np.where(w != t, w, -1)
+        if not (o >= 0).any():                  # (no second writer: the usual case)
+            return w, self.w_at[g]
         o = np.where(o != t, o, -1)
         use_o = (o >= 0) & ((w < 0) | (o < w))
         return np.where(use_o, o, w), np.where(use_o, self.w_oat[g], self.w_at[g])

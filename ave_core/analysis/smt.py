@@ -132,11 +132,12 @@ class Solver:
     #: witness' block; then grid sizes, tensor sizes and strides, scalars, loaded values)
     _RANK = {"pid": 0, "nprog": 1, "dim": 2, "stride": 3, "param": 4, "load": 5}
 
-    def canonical_model(self, s: Any, first: tuple = ()) -> Any:
+    def canonical_model(self, s: Any, first: tuple = (), mentioned_only: bool = False) -> Any:
         with self.timed():
-            return self._canonical_model(s, first)
+            return self._canonical_model(s, first, mentioned_only)
 
-    def _canonical_model(self, s: Any, first: tuple = ()) -> Any:
+    def _canonical_model(self, s: Any, first: tuple = (), mentioned_only: bool = False
+                         ) -> Any:
         """The lexicographically smallest model of the (satisfiable) hard assertions of
         ``s``: ``first`` minimized first, then ``|atom|`` for every atom in a fixed order
         (:data:`_RANK`, then by name). z3's own model depends on the search, which depends
@@ -150,14 +151,15 @@ class Solver:
         o.add(*s.assertions())
         for t in first:
             o.minimize(t)
-        # only atoms the assertions mention: any other is unconstrained, and model
-        # completion gives it 0 -- what minimizing it gives -- without one optimization
-        # objective each (an unknown per thread made 128 of them: past the budget)
-        used = _constants(z3, s.assertions())
+        # mentioned_only: only the atoms the assertions mention (any other is
+        # unconstrained, and model completion gives it 0 -- what minimizing it gives --
+        # without one optimization objective each: an unknown per thread made 128 of them,
+        # past the budget); the traversal costs more than it saves on ordinary queries
+        used = _constants(z3, s.assertions()) if mentioned_only else None
         items = sorted((self._RANK.get(a.kind, 9), str(a), self._atoms[i])
                        for i, a in enumerate(self.tab.atoms)
                        if i in self._atoms and a.kind not in DERIVED
-                       and self._atoms[i].get_id() in used)
+                       and (used is None or self._atoms[i].get_id() in used))
         for _, _, z in items:
             o.minimize(z3.If(z >= 0, z, -z))
         if o.check() == z3.sat:
