@@ -94,7 +94,9 @@ class BoundsChecker:
     def _push(self, lst: list, item: Any) -> None:
         lst.append(item)
         if self.eng.journal is not None:
-            self.eng.journal.append(lambda: lst.pop())
+            pop = lambda: lst.pop()  # noqa: E731
+            pop.keep = True          # a record (kept when a forked arm is rolled back)
+            self.eng.journal.append(pop)
 
     # ------------------------------------------------------------------ collection
 

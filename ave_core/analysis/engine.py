@@ -16,18 +16,19 @@ enumerated exactly — registers are arrays indexed by thread id, as in the pape
   agree on; an MMA result takes A's row fields and B's column fields; joins (branches on
   runtime values, ``ave.where``) keep identical values, let ⊥ conform and make
   disagreements ⊤;
-* a branch on a runtime value every thread takes the same way runs each arm from the
-  state before it -- shared-memory tags and race state -- and joins the two after it
-  (:meth:`Engine.op_scf_if`); under one whose condition may differ across threads both
-  arms run on one state and their shared-memory writes are weak (old and new tags
-  joined: the write may not happen), asynchronous copies issued in them too. The arms of
-  a uniform branch that issue asynchronous copies are not forked (their commit groups are
-  one state): they run one after the other and their copies are taken to land -- a
-  documented approximation (a prefetch ``if k0 + 2 * BK < K:`` is used in the iteration
-  the same sizes let run; merging would make every such pipeline ⊤).
-
-Comparisons whose symbolic parts differ, and guards over runtime sizes, go to z3
-(:mod:`~ave_core.analysis.smt`).
+* a branch on a runtime value whose arms touch shared memory (and issue no asynchronous
+  copies) runs each arm from the state before it and joins the two after it
+  (:meth:`Engine.op_scf_if`): the shared-memory tags (a byte one path leaves alone keeps
+  its old tags on that path; under a condition that differs across threads, a byte the
+  two arms write by different threads may be written by neither), and, when every thread
+  takes the same arm, the race state. A branch on the same condition as an enclosing one
+  has one path. Arms with asynchronous copies run one after the other on one state: their
+  plain writes are weak (old and new tags joined: the write may not happen); their
+  asynchronous copies are weak under a condition that differs across threads and land
+  as issued under one every thread takes the same way -- a documented approximation (a
+  prefetch ``if k0 + 2 * BK < K:`` is used in the iteration the same sizes let run;
+  merging would make every such pipeline ⊤). Branches on thread/warp ids and constexprs
+  are exact (per-thread masks).
 """
 
 from __future__ import annotations
@@ -180,14 +181,28 @@ def _merge_src(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def join(a: Tags, b: Tags, conds: CondTable) -> Tags:
-    """Control-flow join: identical stay, ⊥ conforms, differing become ⊤ (the guard and
-    the shared-memory writer stay a's)."""
+    """Control-flow join: identical stay, ⊥ conforms, differing become ⊤. The guard (the
+    condition under which the tags hold, e.g. a mask) is that of the side the values come
+    from: a's where b has nothing (⊥, e.g. masked off), b's where a has nothing, the
+    common one where both have the same, and none (always checked) otherwise -- a side
+    whose guard is false must not hide the other side's data. The shared-memory writer
+    stays a's (b's where a has nothing)."""
     x, y = a.code, b.code
-    if a is b or np.array_equal(x, y):
+    if a is b:
+        return Tags(x, a.cond, a.src, a.moved, a.via)
+    if np.array_equal(x, y):
         code = x
     else:
         code = _join_code(x, y)
-    return Tags(code, a.cond, _merge_src(a.src, b.src), np.maximum(a.moved, b.moved), a.via)
+    cond, via = a.cond, a.via
+    if not (a.cond is b.cond or np.array_equal(a.cond, b.cond)):
+        ha = (x != ABSENT).any(axis=1)
+        hb = (y != ABSENT).any(axis=1)
+        same = (a.cond == b.cond).all(axis=1)
+        cond = np.where((same | ~hb)[:, None], a.cond,
+                        np.where((~ha)[:, None], b.cond, 0)).astype(a.cond.dtype)
+        via = np.where(ha, a.via, b.via)
+    return Tags(code, cond, _merge_src(a.src, b.src), np.maximum(a.moved, b.moved), via)
 
 
 # ============================================================================ runtime objects
@@ -234,8 +249,10 @@ class RuntimeBranch(NamedTuple):
     guard: np.ndarray | None  # (GUARD,) the condition every thread of the then-arm has
     # (for MMA contributions under it); None: an else-arm (no conjunction negates it) or a
     # condition that differs across threads
-    forked: bool = False    # the arms run on forked states (see Engine.op_scf_if)
+    forked: bool = False    # the arms run from one race state, joined (Engine.op_scf_if)
     uniform: bool = False   # one condition for every thread (each takes the same arm)
+    tags_forked: bool = False  # the arms run from one shared-memory tag state, joined
+    cond_row: np.ndarray | None = None  # (GUARD,) the condition of a uniform branch
 
     @property
     def token(self) -> tuple:
@@ -439,63 +456,115 @@ class Engine:
     # ------------------------------------------------------------------ incremental variants
 
     def _smem_write(self, byts: np.ndarray, t: Tags, written: bool = True,
-                    weak: bool | None = None) -> None:
-        """Write tags to shared bytes, journaling the old contents (for :meth:`resume`).
+                    weak: bool | None = None, threads: np.ndarray | None = None) -> None:
+        """Write tags to shared bytes, journaling the old contents (for :meth:`resume`, and
+        the rollback of a forked arm: ``threads``, the writer of each, go with them).
 
-        ``weak`` (default: under a branch on a runtime value whose condition may differ
-        across threads, see :meth:`op_scf_if`): the write may not happen -- the bytes get
-        the join of their old and new tags (identical stay, ⊥ conforms, differing: ⊤)."""
+        ``weak`` (default: under a branch on a runtime value whose arms share one state,
+        see :meth:`op_scf_if`): the write may not happen -- the bytes get the join of their
+        old and new tags (identical stay, ⊥ conforms, differing: ⊤) and stay unwritten for
+        the uninitialized-read check if they were (written must hold on every path)."""
         if weak is None:
             weak = self._weak_writes()
         old = self.smem.take(byts) if weak or self.journal is not None else None
         if self.journal is not None:
-            self.journal.append((byts, old, self.written[byts].copy()))
+            self.journal.append((byts, old, self.written[byts].copy(), threads))
         if weak:
             t = join(t, old, self.conds)
-            written = self.written[byts] | written
+            written = self.written[byts]
         self.smem.put(byts, t)
         self.written[byts] = written
 
-    def _weak_writes(self) -> bool:
-        """Shared-memory writes here may not happen on every path: some enclosing branch
-        on a runtime value has a condition that may differ across threads (its arms run
-        on one state, some threads take each). Under a branch every thread takes the same
-        way, writes are strong: its arms are forked (:meth:`op_scf_if`), or hold
-        asynchronous copies, which are taken to land (a prefetch ``if k0 + 2 * BK < K:``
-        whose later use the same sizes decide: a merge would make every such pipeline ⊤)."""
-        return any(not b.uniform for b in self.runtime_branches)
+    def _weak_writes(self, deferred: bool = False) -> bool:
+        """Shared-memory writes here may not happen on every path: an enclosing branch on a
+        runtime value runs its arms on one tag state (not forked: an arm with asynchronous
+        copies). An asynchronous copy (``deferred``) is weak only under a branch whose
+        condition may differ across threads: under one every thread takes the same way it
+        is taken to land (a prefetch ``if k0 + 2 * BK < K:`` whose later use the same sizes
+        decide: a merge would make every such pipeline ⊤; documented)."""
+        if deferred:
+            return any(not b.uniform for b in self.runtime_branches)
+        return any(not b.tags_forked for b in self.runtime_branches)
 
     def _shared_arms(self) -> bool:
         """Some enclosing branch on a runtime value runs its arms on one race state (not
         forked): a write here keeps the epoch's other writers (the other arm's)."""
         return any(not b.forked for b in self.runtime_branches)
 
-    def _smem_snapshot(self) -> tuple:
-        m = self.smem
-        return (m.code.copy(), m.cond.copy(), m.src.copy(), m.moved.copy(), m.via.copy(),
-                self.written.copy())
-
-    def _smem_restore(self, snap: tuple) -> None:
-        m = self.smem
-        for a, b in zip((m.code, m.cond, m.src, m.moved, m.via, self.written), snap):
-            a[:] = b
-
-    def _smem_fork(self) -> tuple:
-        """The shared-memory tags before a forked branch (see :meth:`op_scf_if`); the
-        whole state is restored when a variant resumes before it (one undo entry)."""
-        snap = self._smem_snapshot()
+    def _fork_arm(self, jl: list, races: bool) -> tuple:
+        """After one arm of a forked branch ran with its own journal ``jl``: what it left
+        on the bytes (and race granules, ``races``) it touched, the last writer thread of
+        each byte; then it is rolled back (the state before the branch again). Records
+        (points, findings) and, without ``races``, race-state changes are kept: they go
+        to the enclosing journal, in order."""
+        G = np.zeros(0, np.int64)
+        byts = [e[0] for e in jl if type(e) is tuple]
+        ub = np.unique(np.concatenate(byts)) if byts else G
+        writer = np.full(len(ub), -1, np.int64)
+        for e in jl:
+            if type(e) is tuple:
+                pos = np.searchsorted(ub, e[0])
+                writer[pos] = -2 if e[3] is None else e[3]
+        tags = self.smem.take(ub)
+        wr = self.written[ub].copy()
+        rg = None
+        rows = epoch = None
+        if races:
+            gs = [e.race_g for e in jl if callable(e) and getattr(e, "race_g", None) is not None]
+            rg = np.unique(np.concatenate(gs)) if gs else G
+            rows = self.races.state[rg].copy()
+            epoch = self.races.epoch
+        kept = []
+        for e in reversed(jl):
+            if type(e) is tuple:
+                self.smem.put(e[0], e[1])
+                self.written[e[0]] = e[2]
+            elif getattr(e, "keep", False) or not races:
+                kept.append(e)
+            else:
+                e()
         if self.journal is not None:
-            self.journal.append(lambda: self._smem_restore(snap))
-        return snap
+            self.journal.extend(reversed(kept))
+        return ub, tags, wr, writer, rg, rows, epoch
 
-    def _smem_join(self, a: tuple, b: tuple) -> None:
-        """After a forked branch: per byte, the join of what the two paths left (``a``,
-        ``b``: snapshots); written on both paths for the uninitialized-read check."""
-        ta, tb = Tags(*a[:5]), Tags(*b[:5])
-        out = join(ta, tb, self.conds)
-        # a byte one path did not write keeps its old guard on that path: keep the guard
-        # of the path that wrote it last (a), else b's
-        self._smem_restore((out.code, out.cond, out.src, out.moved, out.via, a[5] & b[5]))
+    def _fork_join(self, arms: list, uniform: bool, e0: int) -> None:
+        """Join the two arms of a forked branch (:meth:`_fork_arm`'s results; the state is
+        the one before the branch again). Shared memory, per byte either arm wrote: the
+        join of the two paths' tags; under a condition that differs across threads a byte
+        both arms write by different threads may be written by neither (a thread takes
+        the other arm): joined with the old tags too, and left unwritten if it was. The
+        race state (a uniform branch): :meth:`RaceTracker.join`."""
+        (ua, ta, wa_, wra, ga, ra, ea), (ub, tb, wb_, wrb, gb, rb, eb) = arms
+        u = np.union1d(ua, ub)
+        if u.size:
+            old = self.smem.take(u)
+            w0 = self.written[u]
+            pa, pb = np.searchsorted(u, ua), np.searchsorted(u, ub)
+            A, B = old.copy(), old.copy()
+            A.put(pa, ta)
+            B.put(pb, tb)
+            wA, wB = w0.copy(), w0.copy()
+            wA[pa], wB[pb] = wa_, wb_
+            out = join(A, B, self.conds)
+            written = wA & wB
+            if not uniform:
+                xa = np.full(len(u), -1, np.int64)
+                xb = np.full(len(u), -1, np.int64)
+                xa[pa], xb[pb] = wra, wrb
+                unsure = (xa != -1) & (xb != -1) & ((xa != xb) | (xa < 0))
+                if unsure.any():
+                    i = np.nonzero(unsure)[0]
+                    out.put(i, join(out.take(i), old.take(i), self.conds))
+                    written[i] = w0[i]
+            self._smem_write(u, out, weak=False)
+            self.written[u] = written
+        if uniform:
+            g = np.union1d(ga, gb)
+            base = self.races.state[g]
+            A, B = base.copy(), base.copy()
+            A[np.searchsorted(g, ga)] = ra
+            B[np.searchsorted(g, gb)] = rb
+            self.races.join(g, A, B, e0, ea, eb)
 
     def _checkpoint(self) -> tuple:
         return (len(self._jlist), [list(g) for g in self.groups], list(self.open_group),
@@ -509,7 +578,7 @@ class Engine:
             if callable(e):
                 e()
                 continue
-            byts, old, wr = e
+            byts, old, wr = e[0], e[1], e[2]
             self.smem.put(byts, old)
             self.written[byts] = wr
         self.groups = [list(g) for g in groups]
@@ -1184,11 +1253,11 @@ class Engine:
             thr = threads[rep] if threads is not None else None
         if deferred:
             issued = self.races.issue_async(byts, thr, op) if thr is not None else None
-            return byts, t, thr, issued, self._weak_writes(), self._shared_arms()
+            return byts, t, thr, issued, self._weak_writes(True), self._shared_arms()
         if thr is not None:
             self.races.write(byts, thr, op, differs=self._differs(byts, t),
                              keep=self._shared_arms())
-        self._smem_write(byts, t)
+        self._smem_write(byts, t, threads=thr)
         return None
 
     def _differs(self, byts: np.ndarray, t: Tags) -> np.ndarray:
@@ -1263,7 +1332,7 @@ class Engine:
                     self.races.retire_async(byts, thr, op, issued, self._differs(byts, t),
                                             keep)
                 # (issued under a branch whose arms share one state: it may not have been)
-                self._smem_write(byts, t, weak=weak)
+                self._smem_write(byts, t, weak=weak, threads=thr)
 
     def op_ave_barrier(self, op):
         """A barrier ends the race epoch -- when every thread reaches it. One some threads
@@ -2422,41 +2491,63 @@ class Engine:
         # it), every path passes one before any access: it is the barrier before the
         # branch, and ends the epoch there (the arms' own barriers then end nothing more).
         rows = crows = None
-        fork = uniform = False
+        fork = uniform = single = False
         if runtime:
             crows = self.conds.rows(self.env.get(op.operands[0]), self.T)
             r = crows[sym]
             rows = r[0] if (r == r[0]).all() and then_m.sum() == 0 else None
-            # Every thread takes the same arm (one condition, the same for all): the arms
-            # are exclusive paths. When they touch shared memory (and issue no
-            # asynchronous copies, whose commit groups are one state for both), each runs
-            # on its own race state from the one before the branch, joined after it: no
-            # race between accesses of different arms, and a barrier inside an arm ends
-            # the epoch on its path (one pass over both arms reported races no path has).
+            # Arms that touch shared memory and issue no asynchronous copies (their commit
+            # groups are one state) run each from the state before the branch -- with its
+            # own journal, rolled back after it -- and the two are joined after it: the
+            # shared-memory tags always (a byte one path does not write keeps its old tags
+            # on that path; in one arm the other's writes are not there), and the race
+            # state when every thread takes the same arm (one condition, the same for
+            # all: exclusive paths -- no race between accesses of different arms, and a
+            # barrier inside an arm ends the epoch on its path). Under a condition that
+            # differs across threads both arms run at once, by different threads: one
+            # race state for both.
             uniform = rows is not None and not else_m.any()
-            fork = uniform and _forkable(op)
-        if runtime and not fork and self.active.all() and all(
+            tags_fork = _forkable(op)
+            fork = uniform and tags_fork
+            if uniform:
+                # the same condition as an enclosing branch's: its arm decides this one
+                # (`if K > 64:` inside `if K > 64:` has no else path to merge in). The one
+                # arm left is a single path: as a forked arm (strong writes, its barriers
+                # end the epoch), with nothing to join
+                for b in self.runtime_branches:
+                    if b.cond_row is not None and np.array_equal(b.cond_row, rows):
+                        if b.arm == 0:
+                            then_m = then_m | sym
+                        else:
+                            else_m = else_m | sym
+                        sym = sym & False
+                        single = True
+                        break
+        else:
+            tags_fork = False
+        if runtime and not fork and not single and self.active.all() and all(
                 _leading_barrier(reg) for reg in op.regions):
             self.races.barrier()
-        base = self.races.fork() if fork else None
-        sbase = self._smem_fork() if fork else None
-        ends: list = []
-        sends: list = []
+        if single:
+            fork, tags_fork = True, False
+        outer = self.journal
+        e0 = self.races.epoch
+        arms: list = []
         for ri, (mask, region) in enumerate(((then_m | sym, op.regions[0]),
                                              (else_m | sym, op.regions[1]))):
             if not mask.any():
                 outs.append(None)
                 continue
-            if fork and ends:
-                self.races.restore(base)          # the else-arm's path starts here too
-                self._smem_restore(sbase)
             self.active = mask
             self.in_branch += 1
             self._ifs.append(op)
             if runtime:
                 self.runtime_branches.append(RuntimeBranch(
                     op, ri, crows, then_m if ri == 0 else else_m, rows if ri == 0 else None,
-                    fork, uniform))
+                    fork, uniform, tags_fork or single, rows if uniform else None))
+            jl: list = []
+            if tags_fork:
+                self.journal = jl
             try:
                 outs.append(self.exec_block(region) or [])
             finally:
@@ -2465,12 +2556,11 @@ class Engine:
                 self._ifs.pop()
                 if runtime:
                     self.runtime_branches.pop()
-            if fork:
-                ends.append(self.races.snapshot())
-                sends.append(self._smem_snapshot())
-        if fork and len(ends) == 2:
-            self.races.join(ends[0], ends[1])
-            self._smem_join(sends[0], sends[1])
+                if tags_fork:
+                    self.journal = outer
+                    arms.append(self._fork_arm(jl, fork))
+        if tags_fork and len(arms) == 2:
+            self._fork_join(arms, fork, e0)
         for i, r in enumerate(op.results):
             tv = outs[0][i] if outs[0] is not None else None
             ev = outs[1][i] if outs[1] is not None else None

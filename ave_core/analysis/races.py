@@ -77,12 +77,15 @@ class RaceTracker:
         def undo() -> None:
             for n, v in old:
                 getattr(self, n)[g] = v
+        undo.race_g = g              # (the granules it restores: see Engine.op_scf_if)
         j.append(undo)
 
     def _push(self, lst: list, item: Any) -> None:
         lst.append(item)
         if self.eng.journal is not None:
-            self.eng.journal.append(lambda: lst.pop())
+            pop = lambda: lst.pop()  # noqa: E731
+            pop.keep = True          # a record (kept when a forked arm is rolled back)
+            self.eng.journal.append(pop)
 
     def point(self, op: Any) -> int:
         self._push(self.points, (op, self.eng.loops))
@@ -95,43 +98,36 @@ class RaceTracker:
         if self.eng.journal is not None:
             def undo() -> None:
                 self.epoch -= 1
+            undo.race_g = None
             self.eng.journal.append(undo)
 
     # ------------------------------------------------------------------ runtime branches
 
-    def fork(self) -> tuple:
-        """The race state before the arms of a branch on a runtime value that every thread
-        takes the same way (``if K % BK != 0:``): each arm then runs from it (the arms
-        are exclusive paths: their accesses never meet, and a barrier inside one arm ends
-        the epoch on that path). The whole state is restored when a variant resumes
-        before the branch (one undo entry)."""
-        base = (self.state.copy(), self.epoch)
+    def set_epoch(self, e: int) -> None:
+        """Set the epoch (journaled)."""
+        old = self.epoch
+        self.epoch = e
         if self.eng.journal is not None:
             def undo() -> None:
-                self.state[:] = base[0]
-                self.epoch = base[1]
+                self.epoch = old
+            undo.race_g = None
             self.eng.journal.append(undo)
-        return base
 
-    def snapshot(self) -> tuple:
-        return (self.state.copy(), self.epoch)
-
-    def restore(self, snap: tuple) -> None:
-        self.state[:] = snap[0]
-        self.epoch = snap[1]
-
-    def join(self, a: tuple, b: tuple) -> None:
-        """Set the state after a forked branch from the states ``a`` and ``b`` its two
-        paths ended in (``(state, epoch)``; this tracker holds ``b``). What either path
-        left open in its last epoch stays open (a later access races with it on that
-        path): readers as the lowest and highest of both paths', writers as up to two
-        threads (``w_thread``, ``w_other``: a later access races iff some writer differs
-        from its thread, which two distinct writers decide exactly for any number). Older
-        records keep the later epoch of the two (they matter only to asynchronous copies
-        issued before the branch: "read or written since the copy was issued"). In-flight
-        copies are the same on both paths (arms with asynchronous copies are not forked).
-        """
-        (sa, ea), (sb, eb) = a, b
+    def join(self, g: np.ndarray, sa: np.ndarray, sb: np.ndarray, e0: int, ea: int, eb: int
+             ) -> None:
+        """The race state after a branch every thread takes the same way, its arms run from
+        the same state (epoch ``e0``) to ``a`` and ``b`` (epochs ``ea``, ``eb``): ``g`` the
+        granules either arm touched, ``sa``/``sb`` their rows on each path (this tracker
+        holds the state before the branch). What either path left open in its last epoch
+        stays open (a later access races with it on that path): readers as the lowest and
+        highest of both paths', writers as up to two threads with their points
+        (``w_thread``, ``w_other``: a later access races iff some writer differs from its
+        thread, which two distinct writers decide exactly for any number). Older records
+        keep the later epoch of the two (they matter only to asynchronous copies issued
+        before the branch: "read or written since the copy was issued"). A granule no arm
+        touched keeps its record; if it was open before the branch and a path without a
+        barrier keeps it open, it stays open. In-flight copies are the same on both paths
+        (arms with asynchronous copies are not forked)."""
         E = max(ea, eb)
         c = self._COL
         out = sb.copy()
@@ -169,8 +165,18 @@ class RaceTracker:
             out[both, c["w_thread"]], out[both, c["w_at"]] = w1, a1
             out[both, c["w_other"]], out[both, c["w_oat"]] = w2, a2
         out[:, c["w_epoch"]] = np.where(ca | cb, E, np.maximum(wa, wb))
-        self.state[:] = out
-        self.epoch = E
+        # untouched granules open before the branch: open after it when a path kept them
+        if E != e0 and (ea == e0 or eb == e0):
+            touched = np.zeros(len(self.state), bool)
+            touched[g] = True
+            for col in ("w_epoch", "r_epoch"):
+                h = np.nonzero((self.state[:, c[col]] == e0) & ~touched)[0]
+                if h.size:
+                    self._save((col,), h)
+                    self.state[h, c[col]] = E
+        self._save(self.COLUMNS, g)
+        rows_put(self.state, g, out)
+        self.set_epoch(E)
 
     def _readers(self, g: np.ndarray, t: np.ndarray) -> tuple:
         """Per distinct granule of an access: the granules (ascending) and their lowest and
@@ -213,6 +219,7 @@ class RaceTracker:
 
                 def undo() -> None:
                     rows_put(self.state, ug, old)
+                undo.race_g = ug
                 j.append(undo)
             fresh = r_epoch != self.epoch
             lo = np.where(fresh, tmin, np.minimum(r_lo, tmin))

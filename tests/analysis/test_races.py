@@ -609,3 +609,96 @@ def test_the_earlier_access_of_a_joined_writer_is_its_own_arm():
     (d,) = _races(_k(_OPEN.replace("{BODY}", body)))
     earlier = [p for p in d.witness["program_points"] if p["label"].startswith("earlier")]
     assert earlier[0]["range"]["start"]["line"] == 10
+
+
+# --- from the review of the merged shared-memory tags (a second review helper) ------------
+
+_JOIN_HEAD = _JOIN.split("    ave.barrier()\n    if {COND}:")[0].replace(
+    "    ave.copy(A[0:64, {PRE}], sA)\n", "")
+_JOIN_TAIL = ("    ave.barrier()\n"
+              "    acc = ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), acc, tiled)\n"
+              "    ave.store(C[0:64, 0:64], acc)\n")
+_HALVES = ("    ave.copy(A[0:32, 32:64], sA[0:32, :])\n"       # rows 32..63 hold k = 0..31
+           "    ave.copy(A[32:64, 0:32], sA[32:64, :])\n")
+
+
+def _join_body(body):
+    res = compile_source(_JOIN_HEAD + body + _JOIN_TAIL, "j.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    return res.kernels[0]
+
+
+def test_a_masked_off_path_does_not_hide_the_other_paths_data():
+    # then: rows 0..31 refilled, rows 32..63 masked off (zero-filled: no tags, guard false);
+    # else: rows 32..63 hold k = 0..31. The join took the else-arm's tags with the
+    # then-arm's false guard: the pairing of row 32's k = 0 with B's k = 32 was never
+    # checked (proved). Hand witness: row 32 is held by thread 64 (warp 2, m16 tiles of
+    # 2 x 2 warps); the interpreter computes A[32:64, 0:32] B[32:64] there for K = 64
+    k = _join_body("    if K > 64:\n"
+                   "        ave.copy(A[0:64, 32:64], sA, mask=lambda m, kk: m < 32)\n"
+                   "    else:\n" + _HALVES.replace("    ave", "        ave"))
+    status, (d,) = _pairing(k)
+    assert status == ["violated"]
+    assert d.witness["operands"]["x"]["tags"] == {"row": 32, "k": 0}
+    assert d.witness["threads"][0]["thread"] == 64
+    c, right, wrong = _join_run(k, 64)
+    assert np.abs(c[32:] - right[32:]).max() > 1.0       # rows 32..63 pair k = 0 with 32
+    # the same under a thread-dependent condition (a weak write keeps the old tags' guard)
+    k = _join_body(_HALVES + "    ave.barrier()\n    if ave.thread_id() < M:\n"
+                   "        ave.copy(A[0:64, 32:64], sA, mask=lambda m, kk: m < 32)\n")
+    status, _ = _pairing(k)
+    assert status == ["violated"]
+
+
+def test_sync_writes_in_an_arm_with_async_copies_may_not_happen():
+    # an asynchronous copy anywhere in the arms keeps them on one state: the arm's plain
+    # copy into sA then landed for certain (proved; the bug of the unmerged tags again):
+    # now weak, merged with the old k-tile: ⊤, violated
+    k = _join_body("    ave.copy(A[0:64, 0:32], sA)\n    ave.barrier()\n    if K > 64:\n"
+                   "        ave.copy(A[0:64, 32:64], sA)\n"
+                   "        t2 = ave.alloc((32, 64), ave.bf16, space=\"shared\")\n"
+                   "        ave.copy_async(B[0:32, 0:64], t2, vector_bytes=16)\n"
+                   "        ave.commit_async()\n        ave.wait_async(0)\n")
+    status, (d,) = _pairing(k)
+    assert status == ["violated"] and d.witness["operands"]["x"]["tags"]["k"] == "⊤"
+    c, right, wrong = _join_run(k, 64)
+    assert np.abs(c - wrong).max() < 1e-2
+
+
+def test_a_write_only_some_threads_make_leaves_bytes_uninitialized():
+    # `if thread_id() < M: copy into sA` (nothing before): for M = 64 the threads 64..127
+    # do not copy, and the MMA reads bytes nothing wrote (the interpreter's AVE303). The
+    # weak write marked them written
+    k = _join_body("    if ave.thread_id() < M:\n        ave.copy(A[0:64, 32:64], sA)\n")
+    assert "AVE203" in _codes(k)
+    from ave_core.interp import numerics as NUM
+    from ave_core.lang import bf16
+    rng = np.random.default_rng(0)
+    a = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
+    b = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
+    res = run(k, (1,), [a, b, np.zeros((64, 64), np.float32)])
+    assert [x for x in res.diagnostics if x.code == "AVE303"]
+
+
+def test_both_arms_of_a_thread_dependent_branch_refill_by_the_same_threads():
+    # each thread takes one arm, and both arms copy the same bytes with the same threads:
+    # every byte is refilled (weak writes merged the old k-tile in: ⊤, a false AVE201)
+    k = _join_body("    ave.copy(A[0:64, 0:32], sA)\n    ave.barrier()\n"
+                   "    if ave.thread_id() < M:\n        ave.copy(A[0:64, 32:64], sA)\n"
+                   "    else:\n        ave.copy(A[0:64, 32:64], sA, mask=lambda m, kk: kk < K)\n")
+    assert _pairing(k) == (["proved"], [])
+    c, right, _ = _join_run(k, 64)
+    assert np.abs(c - right).max() < 1e-2
+
+
+def test_a_branch_on_the_condition_of_an_enclosing_one_has_one_path():
+    # `if K > 64:` inside `if K > 64:`: its else path cannot run, and merging it in made
+    # the refill ⊤ (a false AVE201; a review helper's fuzzer)
+    inner = ("        if K > 64:\n            ave.copy(A[0:64, 32:64], sA)\n"
+             "        else:\n            ave.copy(A[0:64, 0:32], sA)\n")
+    k = _join_body("    ave.copy(A[0:64, 0:32], sA)\n    ave.barrier()\n    if K > 64:\n"
+                   + inner + "    else:\n        ave.copy(A[0:64, 32:64], sA)\n")
+    assert _pairing(k) == (["proved"], [])
+    for K in (64, 96):
+        c, right, _ = _join_run(k, K)
+        assert np.abs(c - right).max() < 1e-2
