@@ -143,6 +143,10 @@ class BoundsChecker:
             return
         n = len(coords[0])
         guard = eng.conds.rows(guard, n)
+        if eng.runtime_branches:
+            # (made only when the enclosing branches are taken)
+            guard = eng.conds.conj_arrays(guard, eng.branch_guard(
+                np.broadcast_to(np.asarray(threads), (n,))))
         live = eng.conds.truth(guard) != 1
         if not live.any():
             return

@@ -491,6 +491,32 @@ class Engine:
         forked): a write here keeps the epoch's other writers (the other arm's)."""
         return any(not b.forked for b in self.runtime_branches)
 
+    def branch_guard(self, threads: np.ndarray) -> np.ndarray | None:
+        """Per element (made by ``threads``), the conditions of the enclosing branches on
+        runtime values as one guard row: an access there happens only when they hold (an
+        unmasked full-tile copy under ``if k0 + BK <= K:`` is in bounds). A then-arm's
+        condition; an else-arm's where it is one comparison (its negation, ``k0 + BK >
+        K``); otherwise nothing (a weaker guard: sound). None outside such branches."""
+        out = None
+        for b in self.runtime_branches:
+            r = b.rows[threads]
+            if b.arm == 1:
+                neg = np.zeros_like(r)
+                sym = ~b.certain[threads]
+                if sym.any():
+                    memo: dict = {}
+                    for i in np.nonzero(sym)[0].tolist():
+                        k = r[i].tobytes()
+                        if k not in memo:
+                            n = self._negated(self._cond_ids(r[i]))
+                            memo[k] = 0 if n is None else n
+                        neg[i, 0] = memo[k]
+                r = neg
+            else:
+                r = np.where(b.certain[threads][:, None], 0, r).astype(r.dtype)
+            out = r if out is None else self.conds.conj_arrays(out, r)
+        return out
+
     def _fork_arm(self, jl: list, races: bool) -> tuple:
         """After one arm of a forked branch ran with its own journal ``jl``: what it left
         on the bytes (and race granules, ``races``) it touched, the last writer thread of

@@ -292,3 +292,39 @@ def k(A: ave.Tensor[ave.f32, 2], B: ave.Tensor[ave.f32, 2]):
         res = compile_source(text.replace("{MASK}", mask), "bm.py")
         assert res.diagnostics == []
         assert (_oob(res.kernels[0]) == []) == clean, mask
+
+
+def test_an_unmasked_copy_under_a_full_tile_condition_is_in_bounds():
+    # the fast path of a tiled loop: `if k0 + 32 <= K:` copy unmasked, else masked. The
+    # bounds check ignored the branch's condition: a false AVE208 at K = 1 (a review
+    # helper). The condition joins the access's guard (an else-arm: its negation, when it
+    # is one comparison); a condition that does not keep the tile inside still fails, with
+    # the interpreter's coordinate
+    from tests.analysis.test_accumulation import KERNEL, _run
+    masked = "        ave.copy(A[0:64, k0:k0 + 32], sA, mask=lambda m, k: (m < M) & (k < K))\n"
+    fast = "ave.copy(A[0:64, k0:k0 + 32], sA, mask=lambda m, k: m < M)\n"
+    slow = masked.replace("        ave", "            ave")
+    for cond, then, other, ok in (
+            ("k0 + 32 <= K", fast, slow, True),
+            ("k0 + 32 > K", slow.strip() + "\n", "            " + fast, True),
+            ("k0 <= K", fast, slow, False)):
+        text = KERNEL.replace("{K0}", "kt * 32").replace(
+            masked, f"        if {cond}:\n            {then}        else:\n{other}")
+        res = compile_source(text, "b.py")
+        assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+        k = res.kernels[0]
+        ds = [d for d in analyze(k).diagnostics if d.code == "AVE208"]
+        if ok:
+            assert ds == [], (cond, [d.message for d in ds])
+            for K in (8, 40, 64):
+                af, bf, c = _run(k, K)
+                assert np.abs(c - af @ bf).max() < 1e-3 * max(1.0, np.abs(af @ bf).max())
+        else:
+            (d,) = ds
+            assert "A[0, 1] (past A.shape[1] = 1)" in d.message and d.witness["loop_indices"] \
+                == {"kt": 0}
+            from ave_core.interp import run
+            a = np.zeros((64, 1), np.uint16)
+            b = np.zeros((1, 64), np.uint16)
+            out = run(k, (1,), [a, b, np.zeros((64, 64), np.float32)])
+            assert any(x.code == "AVE301" and "A[0, 1]" in x.message for x in out.diagnostics)
