@@ -167,7 +167,8 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             for op, loops, thread, byte in list(eng.uninit):
                 key = (op.loc.file, op.loc.range)
                 uninit.setdefault(key, (op, loops, thread, byte, trips))
-            for op, loops, reach, miss, branch, model in list(eng.divergent):
+            for op, loops, reach, miss, branch, model in list(eng.divergent) + \
+                    eng.check_divergence(set(divergent)):
                 key = (op.loc.file, op.loc.range)
                 divergent.setdefault(key, (op, loops, reach, miss, branch, model, trips))
             for f in eng.bounds.check(known=oob):

@@ -344,6 +344,10 @@ class Engine:
         #: barriers not every thread reaches: (barrier op, loop indices, a thread that
         #: reaches it, one that does not, the scf.if op that splits them)
         self.divergent: list[tuple[Op, tuple, int, int, Op]] = []
+        #: barriers under branches on runtime values whose conditions differ across
+        #: threads: (barrier op, loop indices, the enclosing branches' arms), decided at
+        #: the end of each variant under its trip counts (:meth:`check_divergence`)
+        self.may_diverge: list[tuple] = []
         #: the enclosing scf.if ops, and those of them that branch on a runtime value
         self._ifs: list[Op] = []
         self.runtime_branches: list[RuntimeBranch] = []
@@ -352,6 +356,9 @@ class Engine:
         #: scalars the analysis does not follow (floats) that may differ across threads:
         #: computed from a per-thread integer (``ave.cast(ave.thread_id(), f32)``)
         self._varying: set = set()
+        #: (bytes, tags) the then-arm of enclosing thread-dependent forked branches left,
+        #: while their else-arm runs (see _differs)
+        self._other_arm: list = []
         self._tables: dict[int, np.ndarray] = {}
         self._kept_memo: dict = {}
         self._n_gran = 0
@@ -595,10 +602,10 @@ class Engine:
     def _checkpoint(self) -> tuple:
         return (len(self._jlist), [list(g) for g in self.groups], list(self.open_group),
                 len(self.checks), len(self.uninit), len(self.records), len(self.tag_ops),
-                dict(self.occurrence), len(self.divergent))
+                dict(self.occurrence), len(self.divergent), len(self.may_diverge))
 
     def _restore(self, cp: tuple) -> None:
-        jlen, groups, open_group, nc, nu, nr, nt, occ, nd = cp
+        jlen, groups, open_group, nc, nu, nr, nt, occ, nd, nm = cp
         while len(self._jlist) > jlen:
             e = self._jlist.pop()
             if callable(e):
@@ -612,6 +619,7 @@ class Engine:
         del self.checks[nc:]
         del self.uninit[nu:]
         del self.divergent[nd:]
+        del self.may_diverge[nm:]
         del self.records[nr:]
         del self.tag_ops[nt:]
         del self.tag_names[nt:]
@@ -1287,8 +1295,17 @@ class Engine:
         return None
 
     def _differs(self, byts: np.ndarray, t: Tags) -> np.ndarray:
-        """Per granule: the new tags differ from the stored ones (other data)."""
-        return any_last(rows_take(self.smem.code, byts) != t.code)
+        """Per granule: the new tags differ from the stored ones (other data), or from what
+        the other arm of an enclosing branch whose arms run at once (a condition that
+        differs across threads) wrote there: its writers stay writers beside this one."""
+        d = any_last(rows_take(self.smem.code, byts) != t.code)
+        for ub, code in self._other_arm:
+            pos = np.searchsorted(ub, byts)
+            hit = pos < len(ub)
+            hit[hit] = ub[pos[hit]] == byts[hit]
+            if hit.any():
+                d[hit] |= any_last(code[pos[hit]] != t.code[hit])
+        return d
 
     # ------------------------------------------------------------------ movement
 
@@ -1370,45 +1387,66 @@ class Engine:
         :meth:`op_scf_if`): the barrier ends the epoch of its own path. Under any other
         branch on a runtime value it may not run at all (the race state is one for both
         paths, and the other has no barrier), so it does not end the epoch: the accesses on
-        either side race unless another barrier separates them."""
+        either side race unless another barrier separates them; whether it may diverge is
+        asked at the end of the variant (:meth:`check_divergence`: under its trip counts,
+        the same whichever variant ran the barrier)."""
         if not self.active.all():
             reach = int(np.argmax(self.active))
             miss = int(np.argmax(~self.active))
             self.divergent.append((op, self.loops, reach, miss, self._ifs[-1] if self._ifs
                                    else None, None))
-        elif self.runtime_branches and not all(b.forked for b in self.runtime_branches) \
-                and not self._may_diverge(op):
+        elif self.runtime_branches and not all(b.forked for b in self.runtime_branches):
+            self.may_diverge.append((op, self.loops, tuple(
+                (b.op, b.arm, b.rows, b.certain) for b in self.runtime_branches)))
             return
         self.races.barrier()
 
-    def _may_diverge(self, op: Op) -> bool:
+    def check_divergence(self, known: set) -> list:
+        """The barriers of :attr:`may_diverge` that may diverge under this variant's trip
+        counts (locations in ``known`` already have a finding): ``(op, loops, reach, miss,
+        split branch, model)`` each."""
+        out = []
+        for op, loops, branches in self.may_diverge:
+            if (op.loc.file, op.loc.range) in known:
+                continue
+            saved = self.loops
+            self.loops = loops
+            try:
+                f = self._may_diverge(op, branches)
+            finally:
+                self.loops = saved
+            if f is not None:
+                out.append(f)
+                known = known | {(op.loc.file, op.loc.range)}
+        return out
+
+    def _may_diverge(self, op: Op, branches: tuple) -> tuple | None:
         """A barrier every thread may reach, under branches on runtime values whose
-        conditions differ across threads (``if ave.thread_id() < M``): a thread reaches it
-        when every enclosing branch's arm is taken (their conditions together: an outer
-        ``if M >= 128`` rules out the sizes an inner one would diverge for). One z3 query
-        asks for sizes under which some thread reaches it and another does not; from the
-        (canonical) model, the lowest thread on each side. Found: an AVE209 with that model
-        (True)."""
+        conditions differ across threads (``if ave.thread_id() < M``; ``branches``: their
+        ``(op, arm, rows, certain)``): a thread reaches it when every enclosing branch's
+        arm is taken (their conditions together: an outer ``if M >= 128`` rules out the
+        sizes an inner one would diverge for). One z3 query asks for sizes under which some
+        thread reaches it and another does not; from the (canonical) model, the lowest
+        thread on each side. Found: the AVE209 finding."""
         sv = self.solver
         z3 = sv.z3
         from ave_core.analysis.accumulation import _trip_constraints
-        branches = self.runtime_branches
-        keys = [tuple(b"" if b.certain[t] else b.rows[t].tobytes() for b in branches)
-                for t in range(self.T)]
+        keys = [tuple(b"" if certain[t] else rows[t].tobytes() for _, _, rows, certain
+                      in branches) for t in range(self.T)]
         firsts: dict = {}
         for t, k in enumerate(keys):
             firsts.setdefault(k, t)
         if len(firsts) < 2:
-            return False                       # the same conditions for every thread
+            return None                        # the same conditions for every thread
         groups = sorted(firsts.items(), key=lambda kv: kv[1])
 
         def reaches(k: tuple) -> Any:
             parts = []
-            for b, row in zip(branches, k):
+            for (_, arm, _, _), row in zip(branches, k):
                 if not row:
                     continue
                 c = sv.cond(list(self._cond_ids(np.frombuffer(row, np.int32))))
-                parts.append(c if b.arm == 0 else z3.Not(c))
+                parts.append(c if arm == 0 else z3.Not(c))
             return z3.And(*parts) if parts else z3.BoolVal(True, sv.ctx)
         terms = [reaches(k) for k, _ in groups]
         with sv.timed():
@@ -1418,7 +1456,7 @@ class Engine:
             s.add(*sv._domain, *_trip_constraints(self, z3), z3.Or(*terms),
                   z3.Or(*[z3.Not(t) for t in terms]))
             if s.check() != z3.sat:
-                return False
+                return None
             # the lowest thread that can reach it, then (with it reaching) the lowest that
             # can miss it: one small query per group in thread order (groups before the
             # chosen one cannot, so the model's lowest threads are these two)
@@ -1439,24 +1477,24 @@ class Engine:
             s.set("timeout", sv.timeout_ms)
             s.add(*sv._domain, *_trip_constraints(self, z3), *chosen)
             if s.check() != z3.sat:
-                return False
+                return None
         m = sv.canonical_model(s, mentioned_only=True)
         took = {k: z3.is_true(m.eval(t, model_completion=True))
                 for (k, _), t in zip(groups, terms)}
         reach = next((t for t, k in enumerate(keys) if took[k]), None)
         miss = next((t for t, k in enumerate(keys) if not took[k]), None)
         if reach is None or miss is None:
-            return False
+            return None
         model = sv.model_dict(m)
         # per-thread unknowns (comparisons of per-thread floats): those of the two threads
         other = tuple(f",thread={t}" for t in range(self.T) if t not in (reach, miss))
         model = {a: v for a, v in model.items() if not a.endswith(other)}
         # the branch that splits them: the innermost whose arm the two take differently
-        split = next((b.op for b, x, y in zip(reversed(branches), reversed(keys[reach]),
+        split = next((b[0] for b, x, y in zip(reversed(branches), reversed(keys[reach]),
                                               reversed(keys[miss])) if x != y),
-                     branches[-1].op)
-        self.divergent.append((op, self.loops, reach, miss, split, model))
-        return True
+                     branches[-1][0])
+        return (op, self.loops, reach, miss, split, model)
+
     def op_ave_sched_barrier(self, op): pass
 
     def op_ave_reset(self, op):
@@ -2574,6 +2612,9 @@ class Engine:
             jl: list = []
             if tags_fork:
                 self.journal = jl
+            overlay = tags_fork and not fork and bool(arms)
+            if overlay:
+                self._other_arm.append((arms[0][0], arms[0][1].code))
             try:
                 outs.append(self.exec_block(region) or [])
             finally:
@@ -2582,6 +2623,8 @@ class Engine:
                 self._ifs.pop()
                 if runtime:
                     self.runtime_branches.pop()
+                if overlay:
+                    self._other_arm.pop()
                 if tags_fork:
                     self.journal = outer
                     arms.append(self._fork_arm(jl, fork))

@@ -196,7 +196,8 @@ def test_barrier_under_not_or_or_of_runtime_conditions_does_not_end_the_epoch():
     # warp 0 takes it for certain, the others only for X.shape[0] > 64: may diverge
     k = _k(TRANSPOSE.replace("{BARRIER}", "    if (ave.warp_id() == 0) | (X.shape[0] > 64):\n"
                                           "        ave.barrier()\n"))
-    (d,) = analyze(k).diagnostics
+    d, r = analyze(k).diagnostics                     # (and the race it does not prevent)
+    assert r.code == "AVE207"
     assert d.code == "AVE209" and [t["thread"] for t in d.witness["threads"]] == [0, 32]
     assert d.witness["model"]["X.shape[0]"] <= 64
 
@@ -216,11 +217,14 @@ def test_barriers_in_both_arms_of_a_runtime_branch_end_the_epoch():
 
 def test_barrier_under_a_thread_dependent_runtime_condition_may_diverge():
     # `if thread_id() < X.shape[0]`: for X.shape[0] = 1 thread 0 takes it and thread 1 does
-    # not (z3's model) -- AVE209, not a race (from a review helper); the interpreter
-    # reports the divergence at X.shape[0] = 32
+    # not (z3's model) -- AVE209 (from a review helper); the interpreter reports the
+    # divergence at X.shape[0] = 32. The barrier does not order the copies around it for
+    # every thread, so their race is reported too (it ended the epoch when found
+    # divergent, a decision later trip-count variants reused: a third review helper)
     k = _k(TRANSPOSE.replace("{BARRIER}", "    if ave.thread_id() < X.shape[0]:\n"
                                           "        ave.barrier()\n"))
-    (d,) = analyze(k).diagnostics
+    d, r = analyze(k).diagnostics
+    assert r.code == "AVE207"
     assert d.code == "AVE209" and [t["thread"] for t in d.witness["threads"]] == [0, 1]
     assert d.witness["model"]["X.shape[0]"] == 1
     assert "for X.shape[0] = 1" in d.notes[1]
@@ -702,3 +706,49 @@ def test_a_branch_on_the_condition_of_an_enclosing_one_has_one_path():
     for K in (64, 96):
         c, right, _ = _join_run(k, K)
         assert np.abs(c - right).max() < 1e-2
+
+
+# --- from the third review (a review helper) -----------------------------------------------
+
+def test_arms_that_run_at_once_race_on_what_the_other_arm_wrote():
+    # `if thread_id() < X.shape[0]`: both arms run on one launch. The then-arm's
+    # transposed write and the else-arm's write of the data already there meet on s: a
+    # write/write race of different values (the interpreter: byte 514, threads 0 and 32).
+    # With each arm run from the tags before the branch, the else-arm's write looked like
+    # "the same data" and the race was lost
+    body = ("    X = ave.tag(X, lambda m, n: ave.label(row=m, col=n))\n"
+            f"    {_WRITE_16}\n    ave.barrier()\n    if ave.thread_id() < X.shape[0]:\n"
+            f"        {_WRITE_T}\n    else:\n        {_WRITE_16}\n"
+            f"    ave.barrier()\n    {_READ_16}\n")
+    k = _k(_OPEN.replace("{BODY}", body))
+    (d,) = _races(k)
+    assert "after a write of other data by thread 1" in d.message and d.witness["byte"] == 4
+    assert any("written by threads 0 and 32 with different values" in m
+               for m in _dynamic_races(k)[32])
+
+
+def test_a_divergent_barrier_is_decided_under_each_variants_trip_counts():
+    # the barrier sits in iteration kt of a runtime loop, under `tid < M` and conditions on
+    # k0: whether threads split depends on K, i.e. on the trip count. It was decided
+    # when first met, and the variants that resumed after it kept that answer: the
+    # default (incremental) run found nothing where each variant alone finds AVE209 (a
+    # review helper's fuzzer); the interpreter deadlocks (AVE305) for M = 64, K = 96
+    from ave_core.analysis import AnalysisOptions
+    from tests.analysis.test_accumulation import KERNEL
+    loop = "        ave.copy(A[0:64, k0:k0 + 32], sA, mask=lambda m, k: (m < M) & (k < K))\n"
+    text = KERNEL.replace("{K0}", "kt * 32").replace(loop, (
+        "        if ave.thread_id() < M:\n            if k0 + 64 < K:\n"
+        "                ave.copy(A[0:32, k0:k0 + 32], sA[0:32, :], mask=lambda m, kk: kk < K)\n"
+        "                if k0 + 32 <= K:\n                    ave.barrier()\n") + loop)
+    k = compile_source(text, "d.py").kernels[0]
+    inc = [d.format_text() for d in analyze(k).diagnostics]
+    full = [d.format_text() for d in analyze(k, AnalysisOptions(incremental=False)).diagnostics]
+    assert inc == full
+    assert any(" AVE209 " in x for x in inc)
+    from ave_core.interp import numerics as NUM
+    from ave_core.lang import bf16
+    rng = np.random.default_rng(0)
+    a = NUM.to_storage(bf16, rng.standard_normal((64, 96)).astype(np.float32))
+    b = NUM.to_storage(bf16, rng.standard_normal((96, 64)).astype(np.float32))
+    res = run(k, (1,), [a, b, np.zeros((64, 64), np.float32)])
+    assert [x for x in res.diagnostics if x.code == "AVE305"]
