@@ -19,10 +19,12 @@ Schema shipped in ``ave_core/schema/check-output.v<N>.json`` (see :func:`report_
 
 from __future__ import annotations
 
+import ast
 import bisect
 import enum
 import json
 import re
+import warnings
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Iterable, Sequence
@@ -478,3 +480,16 @@ def validate_report(report: dict) -> None:
     import jsonschema
 
     jsonschema.validate(report, report_schema())
+
+
+def parse_source(text: str, path: str | None = None) -> ast.Module:
+    """``ast.parse`` of user text without Python's compile-time warnings (``SyntaxWarning:
+    invalid decimal literal``, ``DeprecationWarning`` for escapes): the checker reports on
+    the text, it does not print on its behalf to stderr (the language server's log).
+
+    Raises:
+        SyntaxError, ValueError, RecursionError, MemoryError: as ``ast.parse``.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text, filename=path or "<unknown>")

@@ -50,6 +50,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 from urllib.parse import quote
 
+from ave_core.diagnostics import parse_source
+
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
                     "sarif-schema-2.1.0.json")
@@ -164,7 +166,7 @@ def _read_text(path: str) -> str | None:
 
 def _top_level_defs(text: str) -> list[tuple[int, int, str]]:
     try:
-        tree = ast.parse(text)
+        tree = parse_source(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return []            # (the front end reports why the file does not parse)
     out = []

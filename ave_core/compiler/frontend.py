@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ave_core.diagnostics import (AveError, Diagnostic, Location, Range, Related, SourceText,
-                                  ZERO_RANGE)
+                                  ZERO_RANGE, parse_source)
 from ave_core.compiler import ir
 from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Loc, Op, Param, ProjectedLayout,
                                   BroadcastLayout, ScalarType, TensorType, TileType, Value)
@@ -284,7 +284,7 @@ class ModuleLoader:
             if text is None:
                 with open(path, encoding="utf-8") as f:
                     text = f.read()
-            tree = ast.parse(text, filename=path)
+            tree = parse_source(text, path)
         except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
             return None
         ctx = ModuleContext(path, text, tree, self)
@@ -3343,7 +3343,7 @@ def compile_source(text: str, path: str, *, workspace: str | None = None,
         text = text[1:]            # a UTF-8 BOM is not part of the document (LSP, Python)
     source = SourceText(text, path)
     try:
-        tree = ast.parse(text, filename=path)
+        tree = parse_source(text, path)
     except SyntaxError as e:
         if "ave_core" not in text:
             return FrontendResult(False)
@@ -3718,7 +3718,7 @@ def specialize(text: str, path: str, kernel_name: str, constexprs: dict | None =
     """
     res = FrontendResult(True)
     try:
-        tree = ast.parse(text, filename=path)
+        tree = parse_source(text, path)
     except SyntaxError:
         raise SpecializationError(compile_source(text, path).diagnostics) from None
     loader = ModuleLoader(workspace or os.path.dirname(os.path.abspath(path)))

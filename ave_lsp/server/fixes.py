@@ -51,6 +51,8 @@ from typing import Any, Iterable
 
 from lsprotocol import types
 
+from ave_core.diagnostics import parse_source
+
 VIEW_SHAPE = "view_shape"
 INSERT_BARRIER = "insert_barrier"
 
@@ -108,7 +110,7 @@ def barrier_call(text: str) -> str | None:
     when it does not import it (or does not parse). Module-level imports only, the
     first that fits."""
     try:
-        tree = ast.parse(text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff"))
+        tree = parse_source(text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff"))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     for node in tree.body:

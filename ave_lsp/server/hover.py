@@ -26,7 +26,7 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Any
 
-from ave_core.diagnostics import Position, Range, utf16_len
+from ave_core.diagnostics import Position, Range, parse_source, utf16_len
 
 _IDENT = re.compile(r"[^\W\d]\w*")
 
@@ -391,7 +391,7 @@ def build_index(text: str, path: str, workspace: str | None) -> HoverIndex:
     for specs in index.kernels.values():
         specs.sort(key=lambda k: -1 if k.config_index is None else k.config_index)
     try:
-        tree = ast.parse(text.replace("\r\n", "\n").replace("\r", "\n"))
+        tree = parse_source(text.replace("\r\n", "\n").replace("\r", "\n"))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return index
     for node in tree.body:

@@ -199,3 +199,18 @@ def test_import_order_agrees_with_python(tmp_path, case):
                         env={**os.environ, "PYTHONPATH": str(root)}).returncode == 0
     ds = compile_source(text, str(tmp_path / "k.py"), workspace=str(tmp_path)).diagnostics
     assert [d.code for d in ds] == ([] if ok else ["AVE113"]), (ok, [d.message for d in ds])
+
+
+def test_python_compile_warnings_of_user_text_are_not_printed(tmp_path, recwarn):
+    # `0x1for` makes Python's parser warn (SyntaxWarning: invalid hexadecimal literal) on
+    # stderr -- the language server's log -- for a file the checker reports as AVE100 anyway
+    # (the CI fuzz run showed three such warnings); a helper file's text too
+    import warnings
+    (tmp_path / "h.py").write_text("y = 1if True else 2\ndef f(x):\n    return x\n")
+    text = "import ave_core.lang as ave\nfrom h import f\nx = 0x1for\n"
+    warnings.simplefilter("always")
+    ds = compile_source(text, str(tmp_path / "w.py"), workspace=str(tmp_path)).diagnostics
+    assert [d.code for d in ds] == ["AVE100"]
+    ok = "import ave_core.lang as ave\nfrom h import f\n"
+    compile_source(ok, str(tmp_path / "w2.py"), workspace=str(tmp_path))
+    assert not [w for w in recwarn.list if issubclass(w.category, SyntaxWarning)]
