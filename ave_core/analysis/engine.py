@@ -498,6 +498,25 @@ class Engine:
         forked): a write here keeps the epoch's other writers (the other arm's)."""
         return any(not b.forked for b in self.runtime_branches)
 
+    def _arm_possible(self, row: np.ndarray) -> int | None:
+        """The only arm sizes allow a uniform condition ``row`` to take (0 then, 1 else),
+        or None when both are possible (or z3 cannot tell within its budget)."""
+        sv = self.solver
+        z3 = sv.z3
+        ids = list(self._cond_ids(row))
+        if not ids:
+            return None
+        c = sv.cond(ids)
+        for arm, term in ((1, c), (0, z3.Not(c))):
+            with sv.timed():
+                sv.queries += 1
+                s = z3.Solver(ctx=sv.ctx)
+                s.set("timeout", sv.timeout_ms)
+                s.add(*sv._domain, term)
+                if s.check() == z3.unsat:
+                    return arm          # the condition cannot hold (fail): the other arm
+        return None
+
     def branch_guard(self, threads: np.ndarray) -> np.ndarray | None:
         """Per element (made by ``threads``), the conditions of the enclosing branches on
         runtime values as one guard row: an access there happens only when they hold (an
@@ -532,7 +551,7 @@ class Engine:
         to the enclosing journal, in order."""
         G = np.zeros(0, np.int64)
         byts = [e[0] for e in jl if type(e) is tuple]
-        ub = np.unique(np.concatenate(byts)) if byts else G
+        ub = _distinct(byts, len(self.written))
         writer = np.full(len(ub), -1, np.int64)
         for e in jl:
             if type(e) is tuple:
@@ -544,7 +563,7 @@ class Engine:
         rows = epoch = None
         if races:
             gs = [e.race_g for e in jl if callable(e) and getattr(e, "race_g", None) is not None]
-            rg = np.unique(np.concatenate(gs)) if gs else G
+            rg = _distinct(gs, len(self.races.state))
             rows = self.races.state[rg].copy()
             epoch = self.races.epoch
         kept = []
@@ -568,7 +587,7 @@ class Engine:
         the other arm): joined with the old tags too, and left unwritten if it was. The
         race state (a uniform branch): :meth:`RaceTracker.join`."""
         (ua, ta, wa_, wra, ga, ra, ea), (ub, tb, wb_, wrb, gb, rb, eb) = arms
-        u = np.union1d(ua, ub)
+        u = _distinct([ua, ub], len(self.written))
         if u.size:
             old = self.smem.take(u)
             w0 = self.written[u]
@@ -592,7 +611,7 @@ class Engine:
             self._smem_write(u, out, weak=False)
             self.written[u] = written
         if uniform:
-            g = np.union1d(ga, gb)
+            g = _distinct([ga, gb], len(self.races.state))
             base = self.races.state[g]
             A, B = base.copy(), base.copy()
             A[np.searchsorted(g, ga)] = ra
@@ -2587,6 +2606,18 @@ class Engine:
                         sym = sym & False
                         single = True
                         break
+            if uniform and tags_fork and not single:
+                # an arm no size allows (`if K > 0:`: sizes are >= 1) is no path to merge
+                # in (its stale tags made the other arm's refill ⊤). Asked under the
+                # sizes' domain only -- the same answer in every trip-count variant
+                taken = self._arm_possible(rows)
+                if taken is not None:
+                    if taken == 0:
+                        then_m = then_m | sym
+                    else:
+                        else_m = else_m | sym
+                    sym = sym & False
+                    single = True
         else:
             tags_fork = False
         if runtime and not fork and not single and self.active.all() and all(
@@ -2775,6 +2806,17 @@ def _eval_opaque(name: str, x: int, y: int) -> int | None:
 
 _RACE_OPS = frozenset({"ave.load", "ave.store", "ave.copy", "ave.barrier"})
 _ASYNC_OPS = frozenset({"ave.copy_async", "ave.commit_async", "ave.wait_async"})
+
+
+def _distinct(parts: list, n: int) -> np.ndarray:
+    """The distinct values (ascending) of index arrays into ``range(n)`` (a mark per index:
+    faster than ``np.unique`` for the few thousand indices of a tile)."""
+    if not parts:
+        return np.zeros(0, np.int64)
+    mark = np.zeros(n, bool)
+    for p in parts:
+        mark[p] = True
+    return np.flatnonzero(mark)
 
 
 def _yield_of(region: Any) -> Op | None:

@@ -752,3 +752,23 @@ def test_a_divergent_barrier_is_decided_under_each_variants_trip_counts():
     b = NUM.to_storage(bf16, rng.standard_normal((96, 64)).astype(np.float32))
     res = run(k, (1,), [a, b, np.zeros((64, 64), np.float32)])
     assert [x for x in res.diagnostics if x.code == "AVE305"]
+
+
+def test_an_arm_no_size_allows_is_no_path():
+    # `if K > 0:` -- sizes are >= 1, so the else path never runs; merging its stale tile
+    # in made the refill ⊤ (a false AVE201). z3 is asked under the sizes' domain only (the
+    # same answer in every trip-count variant: incremental runs agree with full ones)
+    from ave_core.analysis import AnalysisOptions
+    k = _join_body("    ave.copy(A[0:64, 0:32], sA)\n    ave.barrier()\n    if K > 0:\n"
+                   "        ave.copy(A[0:64, 32:64], sA)\n    else:\n"
+                   "        ave.copy(A[0:64, 0:32], sA)\n")
+    assert _pairing(k) == (["proved"], [])
+    c, right, _ = _join_run(k, 64)
+    assert np.abs(c - right).max() < 1e-2
+    # an arm some sizes allow is still merged in (`K > 64`: ⊤, violated)
+    k2 = _join_body("    ave.copy(A[0:64, 0:32], sA)\n    ave.barrier()\n    if K > 64:\n"
+                    "        ave.copy(A[0:64, 32:64], sA)\n    else:\n"
+                    "        ave.copy(A[0:64, 0:32], sA)\n")
+    assert _pairing(k2)[0] == ["violated"]
+    assert [d.format_text() for d in analyze(k2).diagnostics] == \
+        [d.format_text() for d in analyze(k2, AnalysisOptions(incremental=False)).diagnostics]
