@@ -64,3 +64,29 @@ def test_readme_example_check_summaries_are_current():
     last = out.stdout.strip().splitlines()[-1]
     assert f"checked {files} files, {kernels} kernels ({specs} specializations)" in last
     assert f"{proved} proved, 0 violated" in last
+
+
+def test_readme_front_end_error_sample_is_current(tmp_path):
+    """The front-end error sample: a `bad.py` as the README describes it (an ave.view of a
+    64x64 bf16 tile as 64x64 fp8, on line 12) prints the README's two lines (a rejected
+    kernel counts no specializations; a fresh-user run found "(1 specialization)")."""
+    import subprocess
+    import sys
+    text = README.read_text(encoding="utf-8")
+    part = text.split("Front-end errors look like this", 1)[1]
+    shown = re.findall(r"```\n\$ ave-lsp --check bad.py\n(.*?)```", part, re.S)[0]
+    bad = ("import ave_core.lang as ave\n\n\n@ave.kernel(threads=128)\n"
+           "def k(X: ave.Tensor[ave.bf16, 2]):\n"
+           "    # a 64x64 bf16 tile in shared memory (8192 bytes) ...\n"
+           "    s = ave.alloc((64, 64), ave.bf16, space=\"shared\")\n"
+           "    ave.copy(X[0:64, 0:64], s, vector_bytes=16)\n    ave.barrier()\n"
+           "    # ... read as 64x64 fp8 (4096 bytes): the view does not cover the same bytes\n"
+           "    # (the next line is line 12)\n"
+           "    ave.view(s, (64, 64), dtype=ave.fp8e4m3)\n")
+    (tmp_path / "bad.py").write_text(bad)
+    out = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", "bad.py"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                         env={**__import__("os").environ,
+                              "PYTHONPATH": str(README.parent)})
+    assert out.returncode == 1
+    assert out.stdout == shown

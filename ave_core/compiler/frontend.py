@@ -3685,12 +3685,18 @@ def main(argv: list[str] | None = None) -> int:
         ws = argv[i + 1]
         del argv[i:i + 2]
     res = compile_file(argv[0], workspace=ws)
-    for k in res.kernels:
-        print(ir.format_kernel(k))
-    for dg in res.diagnostics:
-        print(dg.format_text(), file=sys.stderr)
-        for n in dg.notes:
-            print("    " + n, file=sys.stderr)
+    try:
+        for k in res.kernels:
+            print(ir.format_kernel(k))
+        for dg in res.diagnostics:
+            print(dg.format_text(), file=sys.stderr)
+            for n in dg.notes:
+                print("    " + n, file=sys.stderr)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # (piped into `head`: the reader is gone; no traceback, as other CLI tools)
+        import os
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 1 if res.diagnostics else 0
 
 
