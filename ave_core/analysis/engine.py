@@ -1314,16 +1314,17 @@ class Engine:
         return None
 
     def _differs(self, byts: np.ndarray, t: Tags) -> np.ndarray:
-        """Per granule: the new tags differ from the stored ones (other data), or from what
-        the other arm of an enclosing branch whose arms run at once (a condition that
-        differs across threads) wrote there: its writers stay writers beside this one."""
+        """Per granule: the new tags differ from the stored ones (other data) -- where the
+        other arm of an enclosing branch whose arms run at once (a condition that differs
+        across threads) wrote, from what it wrote: its writers are the ones this write
+        meets (the stored tags are those before the branch, on this arm's own state)."""
         d = any_last(rows_take(self.smem.code, byts) != t.code)
         for ub, code in self._other_arm:
             pos = np.searchsorted(ub, byts)
             hit = pos < len(ub)
             hit[hit] = ub[pos[hit]] == byts[hit]
             if hit.any():
-                d[hit] |= any_last(code[pos[hit]] != t.code[hit])
+                d[hit] = any_last(code[pos[hit]] != t.code[hit])
         return d
 
     # ------------------------------------------------------------------ movement
@@ -1415,10 +1416,64 @@ class Engine:
             self.divergent.append((op, self.loops, reach, miss, self._ifs[-1] if self._ifs
                                    else None, None))
         elif self.runtime_branches and not all(b.forked for b in self.runtime_branches):
-            self.may_diverge.append((op, self.loops, tuple(
-                (b.op, b.arm, b.rows, b.certain) for b in self.runtime_branches)))
-            return
+            branches = tuple((b.op, b.arm, b.rows, b.certain, b.forked)
+                             for b in self.runtime_branches)
+            if not self._always_reached(branches):
+                self.may_diverge.append((op, self.loops, branches))
+                return
+            # every thread reaches it for every size (`if M >= 128:` around `if tid < M:`):
+            # a barrier like any other (decided without trip counts: the same in every
+            # variant)
         self.races.barrier()
+
+    def _reach_terms(self, branches: tuple) -> tuple:
+        """Per group of threads with the same enclosing conditions (first thread order):
+        ``(keys per thread, groups, z3 terms "this group reaches the barrier")``."""
+        sv = self.solver
+        z3 = sv.z3
+        keys = [tuple(b"" if certain[t] else rows[t].tobytes() for _, _, rows, certain, _
+                      in branches) for t in range(self.T)]
+        firsts: dict = {}
+        for t, k in enumerate(keys):
+            firsts.setdefault(k, t)
+        groups = sorted(firsts.items(), key=lambda kv: kv[1])
+
+        def reaches(k: tuple) -> Any:
+            parts = []
+            for (_, arm, _, _, _), row in zip(branches, k):
+                if not row:
+                    continue
+                c = sv.cond(list(self._cond_ids(np.frombuffer(row, np.int32))))
+                parts.append(c if arm == 0 else z3.Not(c))
+            return z3.And(*parts) if parts else z3.BoolVal(True, sv.ctx)
+        return keys, groups, [reaches(k) for k, _ in groups]
+
+    def _always_reached(self, branches: tuple) -> bool:
+        """Every thread reaches a barrier under these branches, for every size (z3 under
+        the sizes' domain only); False when some size lets a thread skip it, or z3 cannot
+        tell."""
+        sv = self.solver
+        z3 = sv.z3
+        memo = sv.__dict__.setdefault("_reach_memo", {})
+        key = tuple((arm, rows.tobytes(), certain.tobytes()) for _, arm, rows, certain, _
+                    in branches)
+        hit = memo.get(key)
+        if hit is not None:
+            return hit
+        # the branches whose arms are separate paths (forked: every thread takes the same
+        # arm) are where this path is: assumed; the others must let every thread through
+        path = tuple(b for b in branches if b[4])
+        rest = tuple(b for b in branches if not b[4])
+        _, _, terms = self._reach_terms(rest)
+        _, _, assumed = self._reach_terms(path) if path else (None, None, [])
+        with sv.timed():
+            sv.queries += 1
+            s = z3.Solver(ctx=sv.ctx)
+            s.set("timeout", sv.timeout_ms)
+            s.add(*sv._domain, *assumed[:1], z3.Or(*[z3.Not(t) for t in terms]))
+            out = s.check() == z3.unsat
+        memo[key] = out
+        return out
 
     def check_divergence(self, known: set) -> list:
         """The barriers of :attr:`may_diverge` that may diverge under this variant's trip
@@ -1450,30 +1505,34 @@ class Engine:
         sv = self.solver
         z3 = sv.z3
         from ave_core.analysis.accumulation import _trip_constraints
-        keys = [tuple(b"" if certain[t] else rows[t].tobytes() for _, _, rows, certain
-                      in branches) for t in range(self.T)]
-        firsts: dict = {}
-        for t, k in enumerate(keys):
-            firsts.setdefault(k, t)
-        if len(firsts) < 2:
+        keys, groups, terms = self._reach_terms(branches)
+        if len(groups) < 2:
             return None                        # the same conditions for every thread
-        groups = sorted(firsts.items(), key=lambda kv: kv[1])
+        # the answer depends on the variant only through trip-count constraints that
+        # share atoms with the conditions: the same query otherwise (asked once)
+        trips = _trip_constraints(self, z3)
+        from ave_core.analysis.smt import _constants
+        used = _constants(z3, terms)
+        relevant = [c for c in trips if _constants(z3, [c]) & used]
+        memo = sv.__dict__.setdefault("_diverge_memo", {})
+        mkey = (id(op), self.loops, tuple((arm, rows.tobytes(), certain.tobytes())
+                                          for _, arm, rows, certain, _ in branches),
+                tuple(sorted(str(c) for c in relevant)))
+        if mkey in memo:
+            return memo[mkey]
+        out = self._diverge_query(op, keys, groups, terms, branches, trips)
+        memo[mkey] = out
+        return out
 
-        def reaches(k: tuple) -> Any:
-            parts = []
-            for (_, arm, _, _), row in zip(branches, k):
-                if not row:
-                    continue
-                c = sv.cond(list(self._cond_ids(np.frombuffer(row, np.int32))))
-                parts.append(c if arm == 0 else z3.Not(c))
-            return z3.And(*parts) if parts else z3.BoolVal(True, sv.ctx)
-        terms = [reaches(k) for k, _ in groups]
+    def _diverge_query(self, op: Op, keys: list, groups: list, terms: list, branches: tuple,
+                       trips: list) -> tuple | None:
+        sv = self.solver
+        z3 = sv.z3
         with sv.timed():
             sv.queries += 1
             s = z3.Solver(ctx=sv.ctx)
             s.set("timeout", sv.timeout_ms)
-            s.add(*sv._domain, *_trip_constraints(self, z3), z3.Or(*terms),
-                  z3.Or(*[z3.Not(t) for t in terms]))
+            s.add(*sv._domain, *trips, z3.Or(*terms), z3.Or(*[z3.Not(t) for t in terms]))
             if s.check() != z3.sat:
                 return None
             # the lowest thread that can reach it, then (with it reaching) the lowest that
@@ -1494,7 +1553,7 @@ class Engine:
             # group made z3's optimization run out of budget with an unknown per thread)
             s = z3.Solver(ctx=sv.ctx)
             s.set("timeout", sv.timeout_ms)
-            s.add(*sv._domain, *_trip_constraints(self, z3), *chosen)
+            s.add(*sv._domain, *trips, *chosen)
             if s.check() != z3.sat:
                 return None
         m = sv.canonical_model(s, mentioned_only=True)

@@ -772,3 +772,36 @@ def test_an_arm_no_size_allows_is_no_path():
     assert _pairing(k2)[0] == ["violated"]
     assert [d.format_text() for d in analyze(k2).diagnostics] == \
         [d.format_text() for d in analyze(k2, AnalysisOptions(incremental=False)).diagnostics]
+
+
+# --- from the fourth review (a review helper) ---------------------------------------------
+
+_WRITE_4 = "ave.copy(X[m0:m0 + 32, n0:n0 + 32], s, vector_bytes=4)"
+
+
+def test_arms_that_run_at_once_writing_the_same_data_do_not_race():
+    # both arms of `if thread_id() < X.shape[0]` write X into s (in 16- and 4-byte
+    # vectors): the else-arm's write was compared with the tags before the branch as well
+    # as with the then-arm's data -- a false "write of other data" (the interpreter: no
+    # race at any size)
+    body = ("    X = ave.tag(X, lambda m, n: ave.label(row=m, col=n))\n    ave.barrier()\n"
+            f"    {_WRITE_T}\n    ave.barrier()\n    if ave.thread_id() < X.shape[0]:\n"
+            f"        {_WRITE_16}\n    else:\n        {_WRITE_4}\n"
+            f"    ave.barrier()\n    {_READ_16}\n")
+    k = _k(_OPEN.replace("{BODY}", body))
+    assert _codes(k) == []
+    assert _dynamic_races(k) == {32: [], 96: []}
+
+
+def test_a_barrier_every_thread_reaches_on_its_path_ends_the_epoch():
+    # `if X.shape[0] >= 128: if thread_id() < X.shape[0]: barrier; read` -- on the path
+    # where the outer branch is taken every thread passes the barrier: no race (it never
+    # ended the epoch: a false AVE207), and no divergence; the interpreter agrees
+    for body in (f"    {_WRITE_16}\n    if X.shape[0] >= 128:\n"
+                 f"        if ave.thread_id() < X.shape[0]:\n            ave.barrier()\n"
+                 f"            {_READ_T}\n",
+                 f"    {_WRITE_16}\n    if ave.thread_id() < X.shape[0] + 128:\n"
+                 f"        ave.barrier()\n    {_READ_T}\n"):
+        k = _k(_OPEN.replace("{BODY}", body))
+        assert _codes(k) == [], body
+        assert _dynamic_races(k) == {32: [], 96: []}
