@@ -359,6 +359,9 @@ class Engine:
         #: (bytes, tags) the then-arm of enclosing thread-dependent forked branches left,
         #: while their else-arm runs (see _differs)
         self._other_arm: list = []
+        #: [epoch, bytes, tags, still valid] after a uniform branch: the data of bytes
+        #: whose last writer of that epoch is on one path only (see _differs)
+        self._writer_over: list | None = None
         self._tables: dict[int, np.ndarray] = {}
         self._kept_memo: dict = {}
         self._n_gran = 0
@@ -479,6 +482,10 @@ class Engine:
         if weak:
             t = join(t, old, self.conds)
             written = self.written[byts]
+        ov = self._writer_over
+        if ov is not None:
+            pos = np.minimum(np.searchsorted(ov[1], byts), len(ov[1]) - 1)
+            ov[3][pos[ov[1][pos] == byts]] = False      # (a new writer: its own data)
         self.smem.put(byts, t)
         self.written[byts] = written
 
@@ -613,10 +620,24 @@ class Engine:
         if uniform:
             g = _distinct([ga, gb], len(self.races.state))
             base = self.races.state[g]
-            A, B = base.copy(), base.copy()
-            A[np.searchsorted(g, ga)] = ra
-            B[np.searchsorted(g, gb)] = rb
-            self.races.join(g, A, B, e0, ea, eb)
+            RA, RB = base.copy(), base.copy()
+            RA[np.searchsorted(g, ga)] = ra
+            RB[np.searchsorted(g, gb)] = rb
+            self.races.join(g, RA, RB, e0, ea, eb)
+            if u.size and g.size:
+                # bytes whose last writer of the epoch is on one path only: what it wrote
+                # is that path's data, not the merged tags (a later write of the same data
+                # by another thread is no race; see _differs)
+                c = self.races._COL
+                pos = np.minimum(np.searchsorted(g, u), len(g) - 1)
+                on = g[pos] == u
+                cur_a = on & (RA[pos, c["w_epoch"]] == ea) & (RA[pos, c["w_thread"]] >= 0)
+                cur_b = on & (RB[pos, c["w_epoch"]] == eb) & (RB[pos, c["w_thread"]] >= 0)
+                one = cur_a ^ cur_b
+                if one.any():
+                    code = np.where(cur_a[:, None], A.code, B.code)[one]
+                    self._writer_over = [self.races.epoch, u[one], code,
+                                         np.ones(int(one.sum()), bool)]
 
     def _checkpoint(self) -> tuple:
         return (len(self._jlist), [list(g) for g in self.groups], list(self.open_group),
@@ -635,6 +656,7 @@ class Engine:
             self.written[byts] = wr
         self.groups = [list(g) for g in groups]
         self.open_group = list(open_group)
+        self._writer_over = None
         del self.checks[nc:]
         del self.uninit[nu:]
         del self.divergent[nd:]
@@ -1319,6 +1341,13 @@ class Engine:
         across threads) wrote, from what it wrote: its writers are the ones this write
         meets (the stored tags are those before the branch, on this arm's own state)."""
         d = any_last(rows_take(self.smem.code, byts) != t.code)
+        ov = self._writer_over
+        if ov is not None and ov[0] == self.races.epoch:
+            _, ub, code, valid = ov
+            pos = np.minimum(np.searchsorted(ub, byts), len(ub) - 1)
+            hit = (ub[pos] == byts) & valid[pos]
+            if hit.any():
+                d[hit] = any_last(code[pos[hit]] != t.code[hit])
         for ub, code in self._other_arm:
             pos = np.searchsorted(ub, byts)
             hit = pos < len(ub)
@@ -2702,6 +2731,7 @@ class Engine:
             jl: list = []
             if tags_fork:
                 self.journal = jl
+                self._writer_over = None
             overlay = tags_fork and not fork and bool(arms)
             if overlay:
                 self._other_arm.append((arms[0][0], arms[0][1].code))

@@ -805,3 +805,19 @@ def test_a_barrier_every_thread_reaches_on_its_path_ends_the_epoch():
         k = _k(_OPEN.replace("{BODY}", body))
         assert _codes(k) == [], body
         assert _dynamic_races(k) == {32: [], 96: []}
+
+
+def test_a_write_after_a_uniform_branch_meets_the_data_of_the_path_that_wrote():
+    # `if X.shape[1] > 64: write X` then (same epoch) write X again in 4-byte vectors:
+    # the only writer of the epoch is the then-path's, with the same data -- the merged
+    # tags (X on one path, X^T from before on the other) made it "other data" (a false
+    # AVE207). Writing X^T instead is a real race on the then path (the interpreter's)
+    head = ("    X = ave.tag(X, lambda m, n: ave.label(row=m, col=n))\n    ave.barrier()\n"
+            f"    {_WRITE_T}\n    ave.barrier()\n    if X.shape[1] > 64:\n        {_WRITE_16}\n")
+    tail = f"    ave.barrier()\n    {_READ_16}\n"
+    k = _k(_OPEN.replace("{BODY}", head + f"    {_WRITE_4}\n" + tail))
+    assert _codes(k) == [] and _dynamic_races(k) == {32: [], 96: []}
+    k = _k(_OPEN.replace("{BODY}", head + f"    {_WRITE_T}\n" + tail))
+    (d,) = _races(k)
+    assert "a write of other data" in d.message
+    assert _dynamic_races(k)[96]
