@@ -1440,6 +1440,8 @@ class Engine:
         asked at the end of the variant (:meth:`check_divergence`: under its trip counts,
         the same whichever variant ran the barrier)."""
         if not self.active.all():
+            if self.runtime_branches and not self._reachable(np.nonzero(self.active)[0]):
+                return          # the enclosing runtime conditions never hold together
             reach = int(np.argmax(self.active))
             miss = int(np.argmax(~self.active))
             self.divergent.append((op, self.loops, reach, miss, self._ifs[-1] if self._ifs
@@ -1476,6 +1478,23 @@ class Engine:
                 parts.append(c if arm == 0 else z3.Not(c))
             return z3.And(*parts) if parts else z3.BoolVal(True, sv.ctx)
         return keys, groups, [reaches(k) for k, _ in groups]
+
+    def _reachable(self, threads: np.ndarray) -> bool:
+        """Some size lets one of ``threads`` take every enclosing branch on a runtime value
+        to here (``if X > 64: if X < 32: ...`` never does); True when z3 cannot tell."""
+        sv = self.solver
+        z3 = sv.z3
+        branches = tuple((b.op, b.arm, b.rows, b.certain, b.forked)
+                         for b in self.runtime_branches)
+        keys, groups, terms = self._reach_terms(branches)
+        wanted = {keys[int(t)] for t in threads}
+        terms = [t for (k, _), t in zip(groups, terms) if k in wanted]
+        with sv.timed():
+            sv.queries += 1
+            s = z3.Solver(ctx=sv.ctx)
+            s.set("timeout", sv.timeout_ms)
+            s.add(*sv._domain, z3.Or(*terms))
+            return s.check() != z3.unsat
 
     def _always_reached(self, branches: tuple) -> bool:
         """Every thread reaches a barrier under these branches, for every size (z3 under

@@ -821,3 +821,19 @@ def test_a_write_after_a_uniform_branch_meets_the_data_of_the_path_that_wrote():
     (d,) = _races(k)
     assert "a write of other data" in d.message
     assert _dynamic_races(k)[96]
+
+
+def test_a_barrier_no_size_reaches_is_not_divergent():
+    # `if X > 64: if X < 32: if warp_id() < 2: barrier` -- the warp branch splits the
+    # threads for certain, but the runtime conditions around it never hold together: it
+    # never runs (a false AVE209; a review helper). The interpreter is clean
+    body = (f"    {_WRITE_16}\n    if X.shape[0] > 64:\n        if X.shape[0] < 32:\n"
+            "            if ave.warp_id() < 2:\n                ave.barrier()\n"
+            f"    ave.barrier()\n    {_READ_T}\n")
+    k = _k(_OPEN.replace("{BODY}", body))
+    assert _codes(k) == []
+    assert _dynamic_races(k) == {32: [], 96: []}
+    # one that can run (X < 128) still diverges: warp 0 reaches it, warp 2 does not
+    k = _k(_OPEN.replace("{BODY}", body.replace("X.shape[0] < 32", "X.shape[0] < 128")))
+    (d,) = [d for d in analyze(k).diagnostics if d.code == "AVE209"]
+    assert [t["thread"] for t in d.witness["threads"]] == [0, 64]
