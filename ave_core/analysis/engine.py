@@ -642,10 +642,12 @@ class Engine:
     def _checkpoint(self) -> tuple:
         return (len(self._jlist), [list(g) for g in self.groups], list(self.open_group),
                 len(self.checks), len(self.uninit), len(self.records), len(self.tag_ops),
-                dict(self.occurrence), len(self.divergent), len(self.may_diverge))
+                dict(self.occurrence), len(self.divergent), len(self.may_diverge),
+                None if self._writer_over is None else
+                [*self._writer_over[:3], self._writer_over[3].copy()])
 
     def _restore(self, cp: tuple) -> None:
-        jlen, groups, open_group, nc, nu, nr, nt, occ, nd, nm = cp
+        jlen, groups, open_group, nc, nu, nr, nt, occ, nd, nm, over = cp
         while len(self._jlist) > jlen:
             e = self._jlist.pop()
             if callable(e):
@@ -656,7 +658,7 @@ class Engine:
             self.written[byts] = wr
         self.groups = [list(g) for g in groups]
         self.open_group = list(open_group)
-        self._writer_over = None
+        self._writer_over = None if over is None else [*over[:3], over[3].copy()]
         del self.checks[nc:]
         del self.uninit[nu:]
         del self.divergent[nd:]
@@ -1335,14 +1337,16 @@ class Engine:
         self._smem_write(byts, t, threads=thr)
         return None
 
-    def _differs(self, byts: np.ndarray, t: Tags) -> np.ndarray:
+    def _differs(self, byts: np.ndarray, t: Tags, current_epoch: bool = True) -> np.ndarray:
         """Per granule: the new tags differ from the stored ones (other data) -- where the
         other arm of an enclosing branch whose arms run at once (a condition that differs
         across threads) wrote, from what it wrote: its writers are the ones this write
         meets (the stored tags are those before the branch, on this arm's own state)."""
         d = any_last(rows_take(self.smem.code, byts) != t.code)
         ov = self._writer_over
-        if ov is not None and ov[0] == self.races.epoch:
+        # (an asynchronous copy retiring meets writers since its issue, in older epochs
+        # too: the overlay speaks for this epoch's writers only)
+        if ov is not None and ov[0] == self.races.epoch and current_epoch:
             _, ub, code, valid = ov
             pos = np.minimum(np.searchsorted(ub, byts), len(ub) - 1)
             hit = (ub[pos] == byts) & valid[pos]
@@ -1421,7 +1425,8 @@ class Engine:
         while len(self.groups) > n:
             for byts, t, thr, issued, weak, keep in self.groups.pop(0):
                 if issued is not None:
-                    self.races.retire_async(byts, thr, op, issued, self._differs(byts, t),
+                    self.races.retire_async(byts, thr, op, issued,
+                                            self._differs(byts, t, issued[0] == self.races.epoch),
                                             keep)
                 # (issued under a branch whose arms share one state: it may not have been)
                 self._smem_write(byts, t, weak=weak, threads=thr)
@@ -1503,8 +1508,8 @@ class Engine:
         sv = self.solver
         z3 = sv.z3
         memo = sv.__dict__.setdefault("_reach_memo", {})
-        key = tuple((arm, rows.tobytes(), certain.tobytes()) for _, arm, rows, certain, _
-                    in branches)
+        key = tuple((arm, rows.tobytes(), certain.tobytes(), forked)
+                    for _, arm, rows, certain, forked in branches)
         hit = memo.get(key)
         if hit is not None:
             return hit
@@ -1561,6 +1566,16 @@ class Engine:
         trips = _trip_constraints(self, z3)
         from ave_core.analysis.smt import _constants
         used = _constants(z3, terms)
+        # (closed over the domain: `pid < nprog` ties a program id to a grid size a trip
+        # count fixes)
+        dom = [(_constants(z3, [d])) for d in sv._domain]
+        grew = True
+        while grew:
+            grew = False
+            for a in dom:
+                if a & used and not a <= used:
+                    used |= a
+                    grew = True
         relevant = [c for c in trips if _constants(z3, [c]) & used]
         memo = sv.__dict__.setdefault("_diverge_memo", {})
         mkey = (id(op), self.loops, tuple((arm, rows.tobytes(), certain.tobytes())

@@ -837,3 +837,71 @@ def test_a_barrier_no_size_reaches_is_not_divergent():
     k = _k(_OPEN.replace("{BODY}", body.replace("X.shape[0] < 32", "X.shape[0] < 128")))
     (d,) = [d for d in analyze(k).diagnostics if d.code == "AVE209"]
     assert [t["thread"] for t in d.witness["threads"]] == [0, 64]
+
+
+# --- from the fifth review (a review helper) ----------------------------------------------
+
+def _tagged(body):
+    """TRANSPOSE's header with X tagged (different data differs) and N = X.shape[0]."""
+    head = _OPEN.split("    ave.copy(X[m0:m0 + 32, n0:n0 + 32], s, vector_bytes=16)\n")[0]
+    return _k(head + "    X = ave.tag(X, lambda m, n: ave.label(row=m, col=n))\n"
+              "    N = X.shape[0]\n" + body)
+
+
+_A_16 = "ave.copy_async(X[m0:m0 + 32, n0:n0 + 32], s, vector_bytes=16)"
+
+
+@pytest.mark.parametrize("case", ["async copy over the branch", "same condition, forked or not",
+                                  "overlay in a loop", "grid size and program id"])
+def test_fifth_review_cases(case):
+    from ave_core.analysis import AnalysisOptions
+    if case == "async copy over the branch":
+        # an async copy in flight across `if N > 64: W4 else: W^T; barrier`: its retire
+        # meets the else-path's transposed write (an older epoch), which the one-path
+        # overlay hid (the interpreter: a write/write race at N = 32)
+        body = (f"    {_A_16}\n    ave.commit_async()\n    if N > 64:\n        {_WRITE_4}\n"
+                f"    else:\n        {_WRITE_T}\n        ave.barrier()\n"
+                f"    ave.wait_async(0)\n    ave.barrier()\n    {_READ_16}\n")
+        expect = ["AVE207"]
+    elif case == "same condition, forked or not":
+        # the forked `N >= 128` branch's "every thread reaches the barrier" was reused for
+        # a second, not forked one (a wait_async in its arm): its barrier ended the epoch
+        first = (f"    {_WRITE_16}\n    if N >= 128:\n        if ave.thread_id() < N:\n"
+                 f"            ave.barrier()\n            {_READ_T}\n    ave.barrier()\n")
+        second = (f"    {_WRITE_16}\n    if N >= 128:\n        ave.wait_async(0)\n"
+                  f"        if ave.thread_id() < N:\n            ave.barrier()\n    {_READ_T}\n")
+        body = first + second
+        expect = ["AVE207"]
+    elif case == "overlay in a loop":
+        # variants resume after the branch in the same epoch: the overlay is checkpointed
+        # (it was dropped: a false AVE207 in the incremental run only)
+        body = ("    for i in ave.range(0, N // 32):\n"
+                f"        {_WRITE_4}\n        ave.barrier()\n        {_WRITE_T}\n"
+                f"        ave.barrier()\n        if N > 64:\n            {_WRITE_16}\n"
+                f"    ave.barrier()\n    {_READ_16}\n")
+        expect = []
+    else:
+        # the variant fixes num_programs(0) (a loop over it); `pid < nprog` ties the
+        # divergence condition's program id to it: the answer may not be reused across
+        # variants (AVE209 was missed; the interpreter deadlocks at N = 64)
+        body = ("    if ave.thread_id() + 64 < ave.program_id(0) * 128:\n"
+                "        ave.barrier()\n"
+                "    for i in ave.range(0, ave.num_programs(0)):\n"
+                f"        {_WRITE_16}\n        ave.barrier()\n    {_READ_16}\n")
+        expect = ["AVE209"]
+    k = _tagged(body)
+    inc = [d.format_text() for d in analyze(k).diagnostics]
+    full = [d.format_text() for d in analyze(k, AnalysisOptions(incremental=False)).diagnostics]
+    assert inc == full
+    assert sorted({d.code for d in analyze(k).diagnostics}) == expect, inc
+    dyn = {}
+    for n in (32, 64):
+        X = np.arange(n * n, dtype=np.float32).reshape(n, n)
+        res = run(k, (n // 32, n // 32), [X, np.zeros((n, n), np.float32)])
+        dyn[n] = sorted({x.code for x in res.diagnostics})
+    if expect == ["AVE207"]:
+        assert "AVE304" in dyn[32] + dyn[64]
+    elif expect == ["AVE209"]:
+        assert "AVE305" in dyn[64]
+    else:
+        assert dyn == {32: [], 64: []}
