@@ -484,8 +484,8 @@ class Engine:
             written = self.written[byts]
         ov = self._writer_over
         if ov is not None:
-            pos = np.minimum(np.searchsorted(ov[1], byts), len(ov[1]) - 1)
-            ov[3][pos[ov[1][pos] == byts]] = False      # (a new writer: its own data)
+            pos, hit = _lookup(ov[1], byts)
+            ov[3][pos[hit]] = False                     # (a new writer: its own data)
         self.smem.put(byts, t)
         self.written[byts] = written
 
@@ -556,7 +556,6 @@ class Engine:
         each byte; then it is rolled back (the state before the branch again). Records
         (points, findings) and, without ``races``, race-state changes are kept: they go
         to the enclosing journal, in order."""
-        G = np.zeros(0, np.int64)
         byts = [e[0] for e in jl if type(e) is tuple]
         ub = _distinct(byts, len(self.written))
         writer = np.full(len(ub), -1, np.int64)
@@ -629,8 +628,7 @@ class Engine:
                 # is that path's data, not the merged tags (a later write of the same data
                 # by another thread is no race; see _differs)
                 c = self.races._COL
-                pos = np.minimum(np.searchsorted(g, u), len(g) - 1)
-                on = g[pos] == u
+                pos, on = _lookup(g, u)
                 cur_a = on & (RA[pos, c["w_epoch"]] == ea) & (RA[pos, c["w_thread"]] >= 0)
                 cur_b = on & (RB[pos, c["w_epoch"]] == eb) & (RB[pos, c["w_thread"]] >= 0)
                 one = cur_a ^ cur_b
@@ -1338,24 +1336,21 @@ class Engine:
         return None
 
     def _differs(self, byts: np.ndarray, t: Tags, current_epoch: bool = True) -> np.ndarray:
-        """Per granule: the new tags differ from the stored ones (other data) -- where the
-        other arm of an enclosing branch whose arms run at once (a condition that differs
-        across threads) wrote, from what it wrote: its writers are the ones this write
-        meets (the stored tags are those before the branch, on this arm's own state)."""
+        """Per granule: the new tags differ from the data the epoch's other writers wrote
+        (write/write races need other data): the stored tags; where the last writer of
+        the epoch is on one path of a uniform branch, that path's (``_writer_over``; not
+        for an asynchronous copy retiring, whose writers since its issue may be older);
+        where the other arm of an enclosing branch whose arms run at once (a condition that
+        differs across threads) wrote, what it wrote (the stored tags are those before the
+        branch, on this arm's own state)."""
         d = any_last(rows_take(self.smem.code, byts) != t.code)
         ov = self._writer_over
-        # (an asynchronous copy retiring meets writers since its issue, in older epochs
-        # too: the overlay speaks for this epoch's writers only)
-        if ov is not None and ov[0] == self.races.epoch and current_epoch:
-            _, ub, code, valid = ov
-            pos = np.minimum(np.searchsorted(ub, byts), len(ub) - 1)
-            hit = (ub[pos] == byts) & valid[pos]
-            if hit.any():
-                d[hit] = any_last(code[pos[hit]] != t.code[hit])
-        for ub, code in self._other_arm:
-            pos = np.searchsorted(ub, byts)
-            hit = pos < len(ub)
-            hit[hit] = ub[pos[hit]] == byts[hit]
+        over = [(ov[1], ov[2], ov[3])] if (ov is not None and current_epoch and
+                                            ov[0] == self.races.epoch) else []
+        for ub, code, valid in over + [(ub, code, None) for ub, code in self._other_arm]:
+            pos, hit = _lookup(ub, byts)
+            if valid is not None:
+                hit &= valid[pos]
             if hit.any():
                 d[hit] = any_last(code[pos[hit]] != t.code[hit])
         return d
@@ -1452,8 +1447,7 @@ class Engine:
             self.divergent.append((op, self.loops, reach, miss, self._ifs[-1] if self._ifs
                                    else None, None))
         elif self.runtime_branches and not all(b.forked for b in self.runtime_branches):
-            branches = tuple((b.op, b.arm, b.rows, b.certain, b.forked)
-                             for b in self.runtime_branches)
+            branches = tuple(self.runtime_branches)
             if not self._always_reached(branches):
                 self.may_diverge.append((op, self.loops, branches))
                 return
@@ -1467,8 +1461,8 @@ class Engine:
         ``(keys per thread, groups, z3 terms "this group reaches the barrier")``."""
         sv = self.solver
         z3 = sv.z3
-        keys = [tuple(b"" if certain[t] else rows[t].tobytes() for _, _, rows, certain, _
-                      in branches) for t in range(self.T)]
+        keys = [tuple(b"" if b.certain[t] else b.rows[t].tobytes() for b in branches)
+                for t in range(self.T)]
         firsts: dict = {}
         for t, k in enumerate(keys):
             firsts.setdefault(k, t)
@@ -1476,11 +1470,11 @@ class Engine:
 
         def reaches(k: tuple) -> Any:
             parts = []
-            for (_, arm, _, _, _), row in zip(branches, k):
+            for b, row in zip(branches, k):
                 if not row:
                     continue
                 c = sv.cond(list(self._cond_ids(np.frombuffer(row, np.int32))))
-                parts.append(c if arm == 0 else z3.Not(c))
+                parts.append(c if b.arm == 0 else z3.Not(c))
             return z3.And(*parts) if parts else z3.BoolVal(True, sv.ctx)
         return keys, groups, [reaches(k) for k, _ in groups]
 
@@ -1489,9 +1483,7 @@ class Engine:
         to here (``if X > 64: if X < 32: ...`` never does); True when z3 cannot tell."""
         sv = self.solver
         z3 = sv.z3
-        branches = tuple((b.op, b.arm, b.rows, b.certain, b.forked)
-                         for b in self.runtime_branches)
-        keys, groups, terms = self._reach_terms(branches)
+        keys, groups, terms = self._reach_terms(tuple(self.runtime_branches))
         wanted = {keys[int(t)] for t in threads}
         terms = [t for (k, _), t in zip(groups, terms) if k in wanted]
         with sv.timed():
@@ -1507,16 +1499,16 @@ class Engine:
         tell."""
         sv = self.solver
         z3 = sv.z3
-        memo = sv.__dict__.setdefault("_reach_memo", {})
-        key = tuple((arm, rows.tobytes(), certain.tobytes(), forked)
-                    for _, arm, rows, certain, forked in branches)
+        memo = sv.reach_memo
+        key = tuple((b.arm, b.rows.tobytes(), b.certain.tobytes(), b.forked)
+                    for b in branches)
         hit = memo.get(key)
         if hit is not None:
             return hit
         # the branches whose arms are separate paths (forked: every thread takes the same
         # arm) are where this path is: assumed; the others must let every thread through
-        path = tuple(b for b in branches if b[4])
-        rest = tuple(b for b in branches if not b[4])
+        path = tuple(b for b in branches if b.forked)
+        rest = tuple(b for b in branches if not b.forked)
         _, _, terms = self._reach_terms(rest)
         _, _, assumed = self._reach_terms(path) if path else (None, None, [])
         with sv.timed():
@@ -1549,8 +1541,8 @@ class Engine:
 
     def _may_diverge(self, op: Op, branches: tuple) -> tuple | None:
         """A barrier every thread may reach, under branches on runtime values whose
-        conditions differ across threads (``if ave.thread_id() < M``; ``branches``: their
-        ``(op, arm, rows, certain)``): a thread reaches it when every enclosing branch's
+        conditions differ across threads (``if ave.thread_id() < M``; ``branches``: the
+        enclosing :class:`RuntimeBranch` entries): a thread reaches it when every enclosing branch's
         arm is taken (their conditions together: an outer ``if M >= 128`` rules out the
         sizes an inner one would diverge for). One z3 query asks for sizes under which some
         thread reaches it and another does not; from the (canonical) model, the lowest
@@ -1577,9 +1569,9 @@ class Engine:
                     used |= a
                     grew = True
         relevant = [c for c in trips if _constants(z3, [c]) & used]
-        memo = sv.__dict__.setdefault("_diverge_memo", {})
-        mkey = (id(op), self.loops, tuple((arm, rows.tobytes(), certain.tobytes())
-                                          for _, arm, rows, certain, _ in branches),
+        memo = sv.diverge_memo
+        mkey = (id(op), self.loops, tuple((b.arm, b.rows.tobytes(), b.certain.tobytes())
+                                          for b in branches),
                 tuple(sorted(str(c) for c in relevant)))
         if mkey in memo:
             return memo[mkey]
@@ -1631,9 +1623,9 @@ class Engine:
         other = tuple(f",thread={t}" for t in range(self.T) if t not in (reach, miss))
         model = {a: v for a, v in model.items() if not a.endswith(other)}
         # the branch that splits them: the innermost whose arm the two take differently
-        split = next((b[0] for b, x, y in zip(reversed(branches), reversed(keys[reach]),
+        split = next((b.op for b, x, y in zip(reversed(branches), reversed(keys[reach]),
                                               reversed(keys[miss])) if x != y),
-                     branches[-1][0])
+                     branches[-1].op)
         return (op, self.loops, reach, miss, split, model)
 
     def op_ave_sched_barrier(self, op): pass
@@ -2715,24 +2707,17 @@ class Engine:
             tags_fork = _forkable(op)
             fork = uniform and tags_fork
             if uniform:
-                # the same condition as an enclosing branch's: its arm decides this one
-                # (`if K > 64:` inside `if K > 64:` has no else path to merge in). The one
-                # arm left is a single path: as a forked arm (strong writes, its barriers
-                # end the epoch), with nothing to join
-                for b in self.runtime_branches:
-                    if b.cond_row is not None and np.array_equal(b.cond_row, rows):
-                        if b.arm == 0:
-                            then_m = then_m | sym
-                        else:
-                            else_m = else_m | sym
-                        sym = sym & False
-                        single = True
-                        break
-            if uniform and tags_fork and not single:
-                # an arm no size allows (`if K > 0:`: sizes are >= 1) is no path to merge
-                # in (its stale tags made the other arm's refill ⊤). Asked under the
-                # sizes' domain only -- the same answer in every trip-count variant
-                taken = self._arm_possible(rows)
+                # One arm only: the same condition as an enclosing branch's decides it
+                # (`if K > 64:` inside `if K > 64:`), or no size allows the other (`if K >
+                # 0:`: sizes are >= 1; z3 under the sizes' domain only -- the same answer
+                # in every trip-count variant). The arm left is a single path: as a forked
+                # arm (strong writes, its barriers end the epoch), with nothing to join (an
+                # impossible path merged in made the other arm's refill ⊤)
+                taken = next((b.arm for b in self.runtime_branches
+                              if b.cond_row is not None and np.array_equal(b.cond_row, rows)),
+                             None)
+                if taken is None and tags_fork:
+                    taken = self._arm_possible(rows)
                 if taken is not None:
                     if taken == 0:
                         then_m = then_m | sym
@@ -2929,6 +2914,15 @@ def _eval_opaque(name: str, x: int, y: int) -> int | None:
 
 _RACE_OPS = frozenset({"ave.load", "ave.store", "ave.copy", "ave.barrier"})
 _ASYNC_OPS = frozenset({"ave.copy_async", "ave.commit_async", "ave.wait_async"})
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of ``values`` in the ascending array ``keys`` (clamped) and whether each
+    is there."""
+    if len(keys) == 0:
+        return np.zeros(len(values), np.int64), np.zeros(len(values), bool)
+    pos = np.minimum(np.searchsorted(keys, values), len(keys) - 1)
+    return pos, keys[pos] == values
 
 
 def _distinct(parts: list, n: int) -> np.ndarray:

@@ -93,6 +93,10 @@ class Solver:
         self.timeout_ms = timeout_ms
         self._atoms: dict[int, Any] = {}
         self._domain: list[Any] = []
+        #: answers about barriers under branches on runtime values, shared by the
+        #: variants of one analysis (Engine._always_reached / Engine._may_diverge)
+        self.reach_memo: dict = {}
+        self.diverge_memo: dict = {}
         self._lin_memo: dict[tuple[int, int], Any] = {}
         self._cond_memo: dict[int, Any] = {}
         self.queries = 0

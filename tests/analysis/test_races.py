@@ -14,6 +14,7 @@ from ave_core.compiler.frontend import compile_file, compile_source
 from ave_core.interp import run
 
 from .inputs import inputs_for
+from .test_accumulation import KERNEL as _ACC_KERNEL
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
@@ -409,20 +410,9 @@ def test_barrier_under_a_per_thread_float_comparison_may_diverge():
 
 # --- shared-memory tags after a branch on a runtime value ---------------------------------
 
-_JOIN = '''
-import ave_core.lang as ave
-
-@ave.kernel(threads=128)
-def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
-    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
-    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
-    M, K = A.shape
-    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32),
-                          warps=(2, 2), tile=(64, 64, 32))
-    sA = ave.alloc((64, 32), ave.bf16, space="shared")
-    sB = ave.alloc((32, 64), ave.bf16, space="shared")
-    acc = ave.zeros((64, 64), ave.f32, tiled.c)
-    ave.copy(A[0:64, {PRE}], sA)
+#: test_accumulation's 64 x 64 x 32 GEMM, its loop replaced by one k-tile: sA holds
+#: {PRE}, and the branch on {COND} refills it with k = 32..63, the k-tile sB holds
+_JOIN = _ACC_KERNEL.split("    for kt in ave.range")[0] + '''    ave.copy(A[0:64, {PRE}], sA)
     ave.copy(B[32:64, 0:64], sB)
     ave.barrier()
     if {COND}:
@@ -448,17 +438,29 @@ def _pairing(k):
             [d for d in a.diagnostics if d.code != "AVE206"])
 
 
-def _join_run(k, K):
-    """C from the interpreter and the two products it could be (bf16 inputs, f64 refs)."""
+def _bf16_operands(M, K, N, seed):
+    """Random bf16 A (M x K) and B (K x N) as stored, and their float64 values."""
     from ave_core.interp import numerics as NUM
     from ave_core.lang import bf16
-    rng = np.random.default_rng(3)
-    a = NUM.to_storage(bf16, rng.standard_normal((64, K)).astype(np.float32))
-    b = NUM.to_storage(bf16, rng.standard_normal((K, 64)).astype(np.float32))
+    rng = np.random.default_rng(seed)
+    a = NUM.to_storage(bf16, rng.standard_normal((M, K)).astype(np.float32))
+    b = NUM.to_storage(bf16, rng.standard_normal((K, N)).astype(np.float32))
+    return a, b, NUM.from_storage(bf16, a).astype(np.float64), \
+        NUM.from_storage(bf16, b).astype(np.float64)
+
+
+def _interp_codes(k, K):
+    """The interpreter's diagnostic codes for the 64 x 64 kernels here at this K."""
+    a, b, _, _ = _bf16_operands(64, K, 64, 0)
+    res = run(k, (1,), [a, b, np.zeros((64, 64), np.float32)])
+    return [x.code for x in res.diagnostics]
+
+
+def _join_run(k, K):
+    """C from the interpreter and the two products it could be (bf16 inputs, f64 refs)."""
+    a, b, af, bf = _bf16_operands(64, K, 64, 3)
     c = np.zeros((64, 64), np.float32)
     run(k, (1,), [a, b, c], checks=False)
-    af = NUM.from_storage(bf16, a).astype(np.float64)
-    bf = NUM.from_storage(bf16, b).astype(np.float64)
     return c, af[:, 32:64] @ bf[32:64], af[:, 0:32] @ bf[32:64]
 
 
@@ -675,13 +677,7 @@ def test_a_write_only_some_threads_make_leaves_bytes_uninitialized():
     # weak write marked them written
     k = _join_body("    if ave.thread_id() < M:\n        ave.copy(A[0:64, 32:64], sA)\n")
     assert "AVE203" in _codes(k)
-    from ave_core.interp import numerics as NUM
-    from ave_core.lang import bf16
-    rng = np.random.default_rng(0)
-    a = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
-    b = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
-    res = run(k, (1,), [a, b, np.zeros((64, 64), np.float32)])
-    assert [x for x in res.diagnostics if x.code == "AVE303"]
+    assert "AVE303" in _interp_codes(k, 64)
 
 
 def test_both_arms_of_a_thread_dependent_branch_refill_by_the_same_threads():
@@ -745,13 +741,7 @@ def test_a_divergent_barrier_is_decided_under_each_variants_trip_counts():
     full = [d.format_text() for d in analyze(k, AnalysisOptions(incremental=False)).diagnostics]
     assert inc == full
     assert any(" AVE209 " in x for x in inc)
-    from ave_core.interp import numerics as NUM
-    from ave_core.lang import bf16
-    rng = np.random.default_rng(0)
-    a = NUM.to_storage(bf16, rng.standard_normal((64, 96)).astype(np.float32))
-    b = NUM.to_storage(bf16, rng.standard_normal((96, 64)).astype(np.float32))
-    res = run(k, (1,), [a, b, np.zeros((64, 64), np.float32)])
-    assert [x for x in res.diagnostics if x.code == "AVE305"]
+    assert "AVE305" in _interp_codes(k, 96)
 
 
 def test_an_arm_no_size_allows_is_no_path():

@@ -6,7 +6,6 @@ import os
 import pathlib
 import time
 
-import numpy as np
 import pytest
 
 from ave_core.compiler.frontend import compile_source
