@@ -14,6 +14,14 @@ time -- but for every program and every trip count ``1..T`` at once:
   every barrier between its issue and its wait), and with a write by another thread of
   different data (tags) since then.
 
+The two accesses of a finding must be able to run on one launch: under branches on runtime
+values their threads' path conditions must hold together for some size (``if
+ave.thread_id() < M:`` puts a then-arm thread below M and an else-arm thread at or above
+it; two arms of a branch every thread takes the same way never run together). The first
+element of the access (in access order) whose pair is possible is reported; none: no
+finding (:meth:`RaceTracker._first`). The readers of a byte are kept as the lowest and
+highest thread only, so a write after reads is reported without that check.
+
 A finding names the two threads (warp, lane), the loop iterations, the shared byte, and the
 two program points; its witness carries a fix for the language server: insert
 ``ave.barrier()`` before the statement of the later access (``{"fix": {"kind":
@@ -61,6 +69,9 @@ class RaceTracker:
             setattr(self, name, self.state[:, i])
         self.pending[:] = 0
         self.points: list = []                          # (op, loops)
+        #: per point, the enclosing branches on runtime values (Engine.runtime_branches):
+        #: a reported pair of accesses must be able to run on one launch (see _first)
+        self.paths: list = []
         self._scratch_lo = np.full(ngran, _MAX, np.int64)
         self._scratch_hi = np.full(ngran, -1, np.int64)
         self._summary: dict = {}
@@ -89,7 +100,105 @@ class RaceTracker:
 
     def point(self, op: Any) -> int:
         self._push(self.points, (op, self.eng.loops))
+        self._push(self.paths, tuple(self.eng.runtime_branches))
         return len(self.points) - 1
+
+    # ------------------------------------------------------------------ possible pairs
+
+    def _conditional(self, at: int, *points: np.ndarray) -> bool:
+        """Some of these points (``at`` and arrays of earlier ones) lies under a branch on
+        a runtime value."""
+        paths = self.paths
+        if paths[at]:
+            return True
+        return any(paths[p] for arr in points for p in np.unique(arr).tolist())
+
+    #: at most this many distinct pairs of path conditions are put to z3 per finding
+    MAX_PAIRS = 512
+
+    def _first(self, cands: list) -> int | None:
+        """The first candidate of a finding, in access order, whose two accesses can run
+        on one launch: ``cands`` holds ``(other thread, its point, thread, point)`` per
+        conflicting element (and writer). Under branches on runtime values that differ
+        across threads (``if ave.thread_id() < M: write else: read``) a thread pair is
+        possible only when some size sends each thread its way (thread 1 in the then-arm
+        and thread 32 in the else-arm need 1 < M <= 32; the reverse pair is impossible);
+        for a branch every thread takes the same way whose arms share one race state
+        (arms with asynchronous copies), its two arms never run together. z3 under the
+        sizes' domain (``Solver.race_pair_memo``): the first possible pair by binary search
+        over prefixes of the distinct condition sets. None: no pair is possible (no race).
+        Where z3 cannot tell within its budget, or past :attr:`MAX_PAIRS` distinct sets,
+        the pair is taken as possible (sound: a race is kept)."""
+        paths = self.paths
+        if not any(paths[a] or paths[b] for _, a, _, b in cands):
+            return 0
+
+        def literals(c: tuple) -> frozenset | None:
+            ta, a, tb, b = c
+            lits = [(br.arm, br.rows[t].tobytes())
+                    for path, t in ((paths[a], ta), (paths[b], tb))
+                    for br in path if not br.certain[t]]
+            return frozenset(lits) if lits else None
+
+        keys: set = set()
+        order: list = []                       # (first candidate index, literals)
+        rest = None                            # where the candidates not looked at begin
+        for i, c in enumerate(cands):
+            key = literals(c)
+            if key is None:
+                if not order:
+                    return i                   # no condition: possible
+                order.append((i, None))        # (possible: the search ends here)
+                break
+            if key not in keys:
+                keys.add(key)
+                order.append((i, key))
+                if len(order) >= self.MAX_PAIRS:
+                    rest = i + 1
+                    break
+        sv = self.eng.solver
+        z3 = sv.z3
+        memo = sv.race_pair_memo
+
+        def term(key: Any) -> Any:
+            if key is None:
+                return z3.BoolVal(True, sv.ctx)
+            parts = []
+            for arm, row in sorted(key):
+                c = sv.cond(list(self.eng._cond_ids(np.frombuffer(row, np.int32))))
+                parts.append(c if arm == 0 else z3.Not(c))
+            return z3.And(*parts)
+
+        def possible(n: int) -> bool:
+            """Some of the first ``n`` condition sets holds for some size."""
+            mkey = frozenset(k for _, k in order[:n]) if n > 1 else order[0][1]
+            hit = memo.get(mkey)
+            if hit is not None:
+                return hit
+            with sv.timed():
+                sv.queries += 1
+                s = z3.Solver(ctx=sv.ctx)
+                s.set("timeout", sv.timeout_ms)
+                s.add(*sv._domain, z3.Or(*[term(k) for _, k in order[:n]]))
+                out = s.check() != z3.unsat
+            memo[mkey] = out
+            return out
+
+        if not possible(len(order)):
+            if rest is None:
+                return None
+            # none of these is possible; past MAX_PAIRS the next candidate with other
+            # conditions is reported unasked (sound: a race is kept)
+            return next((i for i in range(rest, len(cands))
+                         if literals(cands[i]) not in keys), None)
+        lo, hi = 1, len(order)               # possible(hi) holds; find the least
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if possible(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        return order[lo - 1][0]
 
     # ------------------------------------------------------------------ events
 
@@ -238,14 +347,18 @@ class RaceTracker:
         element in access order names the threads)."""
         infl = (self.pending[g] > 0) & (self.p_thread[g] != t)
         if infl.any():
-            i = int(np.nonzero(infl)[0][0])
-            self._report(op, "read", g[i], int(self.p_thread[g[i]]), int(t[i]),
-                         int(self.p_at[g[i]]), at, "an asynchronous copy in flight")
-        wt, wat = self._other_writer(g, t)
-        race = (self.w_epoch[g] == self.epoch) & (wt >= 0)
-        if race.any():
-            i = int(np.nonzero(race)[0][0])
-            self._report(op, "read", g[i], int(wt[i]), int(t[i]), int(wat[i]), at, "a write")
+            idx = np.nonzero(infl)[0]
+            pt, pat = self.p_thread[g[idx]], self.p_at[g[idx]]
+            j = self._first([(int(a), int(b), int(c), at)
+                             for a, b, c in zip(pt, pat, t[idx])]) \
+                if self._conditional(at, pat) else 0
+            if j is not None:
+                self._report(op, "read", g[idx[j]], int(pt[j]), int(t[idx[j]]),
+                             int(pat[j]), at, "an asynchronous copy in flight")
+        race = self._writer_race(g, t, self.w_epoch[g] == self.epoch, at)
+        if race is not None:
+            i, w, wat = race
+            self._report(op, "read", g[i], w, int(t[i]), wat, at, "a write")
         self._save(("r_epoch", "r_lo", "r_hi", "r_at"), g)
         fresh = self.r_epoch[g] != self.epoch
         lo = np.minimum(np.where(fresh, _MAX, self.r_lo[g]), t)
@@ -281,17 +394,17 @@ class RaceTracker:
             other = int(lo[i]) if lo[i] != t[i] else int(hi[i])
             self._report(op, "write", g[i], other, int(t[i]), int(self.r_at[g[i]]), at,
                          "a read")
-        wt, wat = self._other_writer(g, t)
-        ww = (self.w_epoch[g] >= since) & (wt >= 0)
+        ww = self.w_epoch[g] >= since
         if differs is not None:
             ww &= differs
-        if ww.any():
-            i = int(np.nonzero(ww)[0][0])
-            self._report(op, "write", g[i], int(wt[i]), int(t[i]), int(wat[i]), at,
-                         "a write of other data")
+        race = self._writer_race(g, t, ww, at)
+        if race is not None:
+            i, w, wat = race
+            self._report(op, "write", g[i], w, int(t[i]), wat, at, "a write of other data")
         cur = self.w_epoch[g] == self.epoch if keep else None
         if keep and cur.any():
             # this epoch's other writers (the lower of up to two) stay beside this one
+            wt, wat = self._other_writer(g, t)
             o, oat = np.where(cur, wt, -1), np.where(cur, wat, -1)
         else:
             o = oat = None
@@ -304,6 +417,42 @@ class RaceTracker:
         if others:
             self.w_other[g] = -1 if o is None else o
             self.w_oat[g] = -1 if oat is None else oat
+
+    def _writer_race(self, g: np.ndarray, t: np.ndarray, open_: np.ndarray, at: int
+                     ) -> tuple | None:
+        """The first element (in access order) of an access by threads ``t`` at point
+        ``at`` to granules ``g`` that meets a writer of another thread where ``open_``
+        (the write is in the epochs that matter) and can run on one launch with it (see
+        :meth:`_first`): ``(element, writer thread, writer's point)``, or None. Each
+        element's writers (the last one and a second one a branch join left) are tried
+        lowest thread first."""
+        w, o = self.w_thread[g], self.w_other[g]
+        cw = open_ & (w >= 0) & (w != t)
+        co = open_ & (o >= 0) & (o != t)
+        if not (cw.any() or co.any()):
+            return None
+        idx = np.nonzero(cw | co)[0]
+        wat, oat = self.w_at[g], self.w_oat[g]
+        if not self._conditional(at, wat[idx[cw[idx]]], oat[idx[co[idx]]]):
+            # (the usual case: no access under a runtime branch) the first element, its
+            # lower writer
+            i = int(idx[0])
+            wt, wp = self._other_writer(g[i:i + 1], t[i:i + 1])
+            return i, int(wt[0]), int(wp[0])
+        cands, owner = [], []
+        for i in idx.tolist():
+            pair = []
+            if cw[i]:
+                pair.append((int(w[i]), int(wat[i])))
+            if co[i]:
+                pair.append((int(o[i]), int(oat[i])))
+            for th, p in sorted(pair):
+                cands.append((th, p, int(t[i]), at))
+                owner.append(i)
+        j = self._first(cands)
+        if j is None:
+            return None
+        return owner[j], cands[j][0], cands[j][1]
 
     def _other_writer(self, g: np.ndarray, t: np.ndarray) -> tuple:
         """Per element, a last writer of granule ``g[i]`` other than thread ``t[i]`` (the

@@ -97,6 +97,9 @@ class Solver:
         #: variants of one analysis (Engine._always_reached / Engine._may_diverge)
         self.reach_memo: dict = {}
         self.diverge_memo: dict = {}
+        #: whether sets of runtime-branch conditions of two threads hold together for some
+        #: size (RaceTracker._first), shared by the variants too (domain only)
+        self.race_pair_memo: dict = {}
         self._lin_memo: dict[tuple[int, int], Any] = {}
         self._cond_memo: dict[int, Any] = {}
         self.queries = 0

@@ -349,7 +349,15 @@ def test_thread_dependent_arms_still_share_one_race_state():
             f"    else:\n        {_READ_T}\n")
     k = _k(_OPEN.replace("{BODY}", body))
     (d,) = _races(k)
-    assert [t["thread"] for t in d.witness["threads"]] == [1, 32]
+    # Both copies are transposed, 4-byte vectors, element e by thread e % 128: the write
+    # puts s[i, j] (element 32 i + j) by thread (32 i + j) % 128, the read takes s[j, i]
+    # for element e = 32 i + j by thread e % 128. Reader 1 meets writer 32 (s[1, 0]), 2
+    # meets 64, 3 meets 96: a writer in the then-arm (w < X.shape[0]) and a reader in the
+    # else-arm (r >= X.shape[0]) need w < r -- impossible for those (the witness said
+    # "thread 1 after thread 32"). The first possible pair: reader 4 reads s[4, 0] (byte
+    # 512) written by thread 0 (X.shape[0] in 1..4)
+    assert [t["thread"] for t in d.witness["threads"]] == [4, 0]
+    assert d.witness["byte"] == 512
     assert _dynamic_races(k)[32]
 
 
@@ -718,7 +726,12 @@ def test_arms_that_run_at_once_race_on_what_the_other_arm_wrote():
             f"    ave.barrier()\n    {_READ_16}\n")
     k = _k(_OPEN.replace("{BODY}", body))
     (d,) = _races(k)
-    assert "after a write of other data by thread 1" in d.message and d.witness["byte"] == 4
+    # (byte 4, s[0, 1], is thread 1's in the then-arm and thread 0's in the else-arm: a
+    # pair no size splits that way -- the witness was that. Byte 512, s[4, 0]: thread 0
+    # in the then-arm, thread 32 in the else-arm (its 16-byte vector 32), X.shape[0] in
+    # 1..32: the interpreter's pair for X 32 x 32)
+    assert "thread 32 (warp 1, lane 0) writes shared byte 512 after a write of other " \
+        "data by thread 0" in d.message and d.witness["byte"] == 512
     assert any("written by threads 0 and 32 with different values" in m
                for m in _dynamic_races(k)[32])
 
@@ -895,3 +908,86 @@ def test_fifth_review_cases(case):
         assert "AVE305" in dyn[64]
     else:
         assert dyn == {32: [], 64: []}
+
+
+# --- a race's two accesses must be able to run on one launch ------------------------------
+
+_SPLIT = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def split(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2], Z: ave.Tensor[ave.f32, 2]):
+    s = ave.alloc((4, 32), ave.f32, space="shared")
+    if ave.thread_id() < Z.shape[0]:
+        ave.copy(X[0:4, 0:32], s, vector_bytes=4)
+    else:
+        {READ}
+'''
+
+
+def _split_races(k, sizes=(1, 2, 3, 4, 5, 16, 32, 33, 64, 127, 128)):
+    """The interpreter's AVE304 messages per Z.shape[0] (the threads below it write)."""
+    out = {}
+    for m in sizes:
+        X = np.arange(128, dtype=np.float32).reshape(4, 32)
+        res = run(k, (1, 1), [X, np.zeros((32, 32), np.float32), np.zeros((m, 1), np.float32)])
+        out[m] = [x.message for x in res.diagnostics if x.code == "AVE304"]
+    return out
+
+
+def test_a_race_witness_names_threads_that_split_that_way():
+    # then: s (4 x 32 f32) in 4-byte vectors, element e by thread e; else: transpose(s)
+    # (32 x 4), element e = 4 i + j by thread e, reading s[j, i] (written by 32 j + i).
+    # A writer w (then: w < M) and a reader r (else: r >= M) need w < r: reader 1 meets
+    # writer 32 (impossible: the witness was that), reader 4 meets writer 1 (s[0, 1],
+    # byte 4) -- the first possible pair, M in 2..4, the interpreter's pair there
+    k = _k(_SPLIT.replace("{READ}", "ave.copy(ave.transpose(s), Y[0:32, 0:4], vector_bytes=4)"))
+    (d,) = _races(k)
+    assert [t["thread"] for t in d.witness["threads"]] == [4, 1] and d.witness["byte"] == 4
+    assert "thread 4 (warp 0, lane 4) reads shared byte 4 after a write by thread 1" in d.message
+    dyn = _split_races(k)
+    for m in (2, 3, 4):
+        assert "shared byte 4: written by thread 1 and read by thread 4" in dyn[m][0]
+    assert dyn[1] == [] and dyn[128] == []
+
+
+def test_no_race_when_no_size_splits_the_threads_that_way():
+    # else: s[0:4, 1:32], element e = 31 i + j by thread e reads s[i, j + 1], written by
+    # thread 32 i + j + 1 > e: a then-arm writer is always above the else-arm reader, which
+    # no M allows (w < M <= r). The checker reported a race; the interpreter finds none
+    k = _k(_SPLIT.replace("{READ}", "ave.copy(s[0:4, 1:32], Y[0:4, 0:31], vector_bytes=4)"))
+    assert _races(k) == []
+    assert all(v == [] for v in _split_races(k).values())
+    # (the reads of bytes nothing wrote before the branch are still reported)
+    assert [d.code for d in analyze(k).diagnostics] == ["AVE203"]
+
+
+def test_arms_every_thread_takes_the_same_way_never_race_with_each_other():
+    # arms with an asynchronous copy run one after the other on one race state: the
+    # then-arm's write and the else-arm's read of s (different threads) were a race,
+    # though `X.shape[0] > 64` sends every thread one way (the interpreter: none)
+    body = ("    s2 = ave.alloc((32, 32), ave.f32, space=\"shared\")\n"
+            f"    {_WRITE_16}\n    ave.barrier()\n    if X.shape[0] > 64:\n"
+            f"        ave.copy_async(X[m0:m0 + 32, n0:n0 + 32], s2, vector_bytes=16)\n"
+            f"        ave.commit_async()\n        {_WRITE_16}\n        ave.wait_async(0)\n"
+            f"    else:\n        {_READ_T}\n")
+    k = _k(_OPEN.replace("{BODY}", body))
+    assert _races(k) == []
+    assert _dynamic_races(k) == {32: [], 96: []}
+    # the same arms with the read after the branch: a race on the then path
+    k2 = _k(_OPEN.replace("{BODY}", body.replace(f"    else:\n        {_READ_T}\n",
+                                                  f"    {_READ_T}\n")))
+    (d,) = _races(k2)
+    assert d.range.start.line == 16          # (0-based: the read after the branch)
+    assert _dynamic_races(k2)[96] and _dynamic_races(k2)[32] == []
+
+
+def test_past_the_pair_limit_a_race_is_kept(monkeypatch):
+    # the possible-pair search asks z3 about MAX_PAIRS distinct condition sets at most;
+    # past them the next candidate is reported unasked (a race kept, never dropped)
+    from ave_core.analysis.races import RaceTracker
+    k = _k(_SPLIT.replace("{READ}", "ave.copy(s[0:4, 1:32], Y[0:4, 0:31], vector_bytes=4)"))
+    monkeypatch.setattr(RaceTracker, "MAX_PAIRS", 3)
+    (d,) = _races(k)
+    # candidates in access order: reader e meets writer e + 1 (row 0): the fourth is
+    # reader 3 and writer 4
+    assert [t["thread"] for t in d.witness["threads"]] == [3, 4]
