@@ -359,8 +359,10 @@ def _diagnose(kernel: KernelIR, r: AssertionResult) -> list[Diagnostic]:
               f"{lb} holds {f}={yv} ({desc(lb, yn, y.get('tags', {}))})"
         related = [Related(Location(p["file"], _range(p["range"])), p["label"])
                    for p in w.get("program_points", [])]
-        notes = [f"x = {xn}{x.get('tags')} (slot {x.get('slot')}, thread {x.get('thread')}), "
-                 f"y = {yn}{y.get('tags')} (slot {y.get('slot')}, thread {y.get('thread')})"]
+        # the elements compared, named as in the message (A/B for an MMA)
+        notes = [f"{la} = {desc(la, xn, x.get('tags', {}))} (slot {x.get('slot')}, thread "
+                 f"{x.get('thread')}), {lb} = {desc(lb, yn, y.get('tags', {}))} (slot "
+                 f"{y.get('slot')}, thread {y.get('thread')})"]
         notes += _witness_notes(w)
         return [Diagnostic("AVE201", msg, r.loc.file, r.loc.range, notes=notes,
                            related=related, witness=_schema_witness(w))]

@@ -114,3 +114,18 @@ def test_hand_witness_replays_in_the_interpreter(case):
     rp = confirm_pair(k, res, recs[occurrence], hw["thread"], dict(coords["x"]),
                       dict(coords["y"]))
     assert rp is not None and rp.confirmed, (case["file"], hw)
+
+
+def test_pairing_notes_name_the_operands_as_the_message_does():
+    # an MMA's message says A/B, an assert_conform's x/y: the note listing both elements
+    # used x/y for both (a fresh-user run); the elements as in the message, not dicts
+    _, a = _analysis(ROOT / "examples/broken/flash_attention_v_not_transposed.py", 0)
+    got = {}
+    for d in a.diagnostics:
+        if d.code == "AVE201":
+            kind = "mma" if d.message.startswith("MMA operand pairing") else "conform"
+            got.setdefault(kind, d.notes[0])
+    assert got["mma"].startswith("A = computed[batch=0, head=0, row=0, key=0] (slot [0, 0], "
+                                 "thread 0), B = V[batch=0, head=0, key=4, col=32] (slot")
+    assert got["conform"].startswith("x = computed[batch=0, head=0, row=0, key=0] (slot "
+                                     "[0, 0], thread 0), y = V[batch=0, head=0, key=4, col=32]")
