@@ -88,6 +88,10 @@ class Tags:
     src: np.ndarray    # (N,) int32 index of the ave.tag op (-1 none, -2 mixed)
     moved: np.ndarray  # (N,) int32 index of the exec record that last moved it (-1 none)
     via: np.ndarray = None  # (N,) int32 the move before that (e.g. the copy into shared)
+    #: (N,) int64 what data the elements are, for write/write races of untagged data (see
+    #: :func:`data_ids`): equal ids, the same data; 0 unknown, -1 joined different data;
+    #: None: computed (a new value: the shared-memory write gives it its id)
+    data: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if self.via is None:
@@ -121,11 +125,12 @@ class Tags:
 
     def take(self, idx: Any) -> "Tags":
         return Tags(rows_take(self.code, idx), rows_take(self.cond, idx), self.src[idx],
-                    self.moved[idx], self.via[idx])
+                    self.moved[idx], self.via[idx],
+                    None if self.data is None else self.data[idx])
 
     def copy(self) -> "Tags":
         return Tags(self.code.copy(), self.cond.copy(), self.src.copy(), self.moved.copy(),
-                    self.via.copy())
+                    self.via.copy(), None if self.data is None else self.data.copy())
 
     def put(self, idx: Any, other: "Tags") -> None:
         rows_put(self.code, idx, other.code)
@@ -133,6 +138,33 @@ class Tags:
         self.src[idx] = other.src
         self.moved[idx] = other.moved
         self.via[idx] = other.via
+        if other.data is not None or self.data is not None:
+            if self.data is None:
+                self.data = np.zeros(self.n, np.int64)
+            self.data[idx] = 0 if other.data is None else other.data
+
+
+_MUL = np.uint64(0x9E3779B97F4A7C15)      # (odd: x -> x * _MUL is a bijection mod 2**64)
+_SALT = np.uint64(0xD1B54A32D192ED03)
+
+
+def data_ids(seed: int, parts: Sequence[Any], n: int) -> np.ndarray:
+    """Data ids (see :attr:`Tags.data`) of ``n`` elements: a 64-bit hash of ``seed`` and
+    each element's ``parts`` (int64 arrays or scalars: a tensor and the packed symbolic
+    global coordinates of the element, or the exec record of a write and the element's
+    coordinates in its destination): per part ``h = (h ^ part) * odd; h ^= h >> 32``
+    from a seed spread the same way. Only equality is used; two different data share an
+    id with probability about 2**-64 per pair (then a write/write race of untagged data
+    would be missed), and 0 / -1 (unknown / joined) are as unlikely."""
+    h = np.full(n, np.uint64(seed % (1 << 64)), np.uint64)
+    with np.errstate(over="ignore"):
+        h *= _MUL
+        h ^= _SALT
+        for x in parts:
+            h ^= np.asarray(x).astype(np.uint64)
+            h *= _MUL
+            h ^= h >> np.uint64(32)
+    return h.view(np.int64)
 
 
 def agree(tags: Sequence[Tags], conds: CondTable) -> Tags:
@@ -148,6 +180,8 @@ def agree(tags: Sequence[Tags], conds: CondTable) -> Tags:
             code = _agree_code(a, b)
         base = Tags(code, conds.conj_arrays(base.cond, t.cond), _merge_src(base.src, t.src),
                     np.maximum(base.moved, t.moved), base.via)
+    if base.data is not None:       # a computed value is new data (one input: f(x))
+        base = Tags(base.code, base.cond, base.src, base.moved, base.via)
     return base          # one input: its tags as they are (tag arrays are never mutated)
 
 
@@ -172,6 +206,19 @@ def _join_code(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(keep, x | y, TOP)
 
 
+#: the datum of a masked-off element of a global read (zero-filled)
+_ZERO_DATUM = int(data_ids(0, [0], 1)[0])
+
+
+def _untagged_data(code: np.ndarray, data: np.ndarray | None) -> np.ndarray:
+    """Per element, its data id (:attr:`Tags.data`) where it has no tag (every field ⊥),
+    else 0: a write/write race between tagged data is decided by the tags (the same tags,
+    the same data), between untagged data by what the data is."""
+    if data is None:
+        return np.zeros(len(code), np.int64)
+    return np.where(all_last(code == ABSENT), data, 0)
+
+
 def _merge_src(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The tag origin of a value computed from two: the one both have, the one that exists,
     or -2 (mixed)."""
@@ -189,7 +236,7 @@ def join(a: Tags, b: Tags, conds: CondTable) -> Tags:
     stays a's (b's where a has nothing)."""
     x, y = a.code, b.code
     if a is b:
-        return Tags(x, a.cond, a.src, a.moved, a.via)
+        return Tags(x, a.cond, a.src, a.moved, a.via, a.data)
     if np.array_equal(x, y):
         code = x
     else:
@@ -202,7 +249,15 @@ def join(a: Tags, b: Tags, conds: CondTable) -> Tags:
         cond = np.where((same | ~hb)[:, None], a.cond,
                         np.where((~ha)[:, None], b.cond, 0)).astype(a.cond.dtype)
         via = np.where(ha, a.via, b.via)
-    return Tags(code, cond, _merge_src(a.src, b.src), np.maximum(a.moved, b.moved), via)
+    data = None
+    if a.data is not None or b.data is not None:
+        # the same data stays, unknown (0) takes the other side, different data: -1
+        da = a.data if a.data is not None else np.zeros(len(x), np.int64)
+        db = b.data if b.data is not None else np.zeros(len(x), np.int64)
+        data = da if da is db else np.where(
+            da == db, da, np.where(da == 0, db, np.where(db == 0, da, -1)))
+    return Tags(code, cond, _merge_src(a.src, b.src), np.maximum(a.moved, b.moved), via,
+                data)
 
 
 # ============================================================================ runtime objects
@@ -451,6 +506,8 @@ class Engine:
         self.G = self._granule()
         ng = max(size // self.G + 1, 1)
         self.smem = Tags.bottom(ng, self.F)
+        self.smem.data = np.zeros(ng, np.int64)
+        self._tensor_ids: dict = {}
         self.written = np.zeros(ng, bool)
         self.races = RaceTracker(self, ng)
         self.bounds = BoundsChecker(self)
@@ -634,15 +691,17 @@ class Engine:
                 one = cur_a ^ cur_b
                 if one.any():
                     code = np.where(cur_a[:, None], A.code, B.code)[one]
+                    ud = np.where(cur_a, _untagged_data(A.code, A.data),
+                                  _untagged_data(B.code, B.data))[one]
                     self._writer_over = [self.races.epoch, u[one], code,
-                                         np.ones(int(one.sum()), bool)]
+                                         np.ones(int(one.sum()), bool), ud]
 
     def _checkpoint(self) -> tuple:
         return (len(self._jlist), [list(g) for g in self.groups], list(self.open_group),
                 len(self.checks), len(self.uninit), len(self.records), len(self.tag_ops),
                 dict(self.occurrence), len(self.divergent), len(self.may_diverge),
                 None if self._writer_over is None else
-                [*self._writer_over[:3], self._writer_over[3].copy()])
+                [*self._writer_over[:3], self._writer_over[3].copy(), self._writer_over[4]])
 
     def _restore(self, cp: tuple) -> None:
         jlen, groups, open_group, nc, nu, nr, nt, occ, nd, nm, over = cp
@@ -656,7 +715,7 @@ class Engine:
             self.written[byts] = wr
         self.groups = [list(g) for g in groups]
         self.open_group = list(open_group)
-        self._writer_over = None if over is None else [*over[:3], over[3].copy()]
+        self._writer_over = None if over is None else [*over[:3], over[3].copy(), over[4]]
         del self.checks[nc:]
         del self.uninit[nu:]
         del self.divergent[nd:]
@@ -1274,6 +1333,17 @@ class Engine:
             tags.cond = self.conds.rows(guard, n).copy()
             off = self.conds.truth(tags.cond) == 1
             tags.code[off] = ABSENT
+            # what untagged elements are (write/write races of untagged data): the
+            # tensor's elements at these (symbolic) coordinates; zero where the mask is off
+            # (tagged elements: their tags say it)
+            if tile.tensor.tag_op is None:
+                tid = self._tensor_ids.setdefault(tile.tensor.name, len(self._tensor_ids) + 1)
+                tags.data = data_ids(tid, [(c.key.astype(np.int64) << 40) + c.conc
+                                           for c in gc], n)
+            elif off.any():
+                tags.data = np.zeros(n, np.int64)
+            if off.any():
+                tags.data[off] = _ZERO_DATUM
             return tags
         addr = self.shared_addresses(tile, coords)
         eb = tile.dtype.bytes
@@ -1314,6 +1384,15 @@ class Engine:
 
     def write_bytes(self, tile: TileVal, coords: list[np.ndarray], tags: Tags, op: Op,
                     deferred: bool, threads: np.ndarray | None = None) -> Any:
+        unt = all_last(tags.code == ABSENT)
+        if unt.any() and (tags.data is None or not tags.data[unt].all()):
+            # untagged computed data (or unknown): new, one datum per element of this
+            # write (a replicated element, held by several threads, is one datum); tagged
+            # data is what its tags say (see _differs)
+            fresh = data_ids(-1, [tags.moved, *coords], tags.n)
+            old = tags.data if tags.data is not None else np.zeros(tags.n, np.int64)
+            tags = Tags(tags.code, tags.cond, tags.src, tags.moved, tags.via,
+                        np.where(unt & (old == 0), fresh, old))
         addr = self.shared_addresses(tile, coords)
         eb = tile.dtype.bytes
         if np.any(addr < tile.lo) or np.any(addr + eb > tile.hi):
@@ -1343,16 +1422,21 @@ class Engine:
         where the other arm of an enclosing branch whose arms run at once (a condition that
         differs across threads) wrote, what it wrote (the stored tags are those before the
         branch, on this arm's own state)."""
-        d = any_last(rows_take(self.smem.code, byts) != t.code)
+        old = rows_take(self.smem.code, byts)
+        d = any_last(old != t.code)
+        # untagged data on both sides: what the data is (Tags.data) decides
+        nd = _untagged_data(t.code, t.data)
+        d |= _untagged_data(old, self.smem.data[byts]) != nd
         ov = self._writer_over
-        over = [(ov[1], ov[2], ov[3])] if (ov is not None and current_epoch and
-                                            ov[0] == self.races.epoch) else []
-        for ub, code, valid in over + [(ub, code, None) for ub, code in self._other_arm]:
+        over = [(ov[1], ov[2], ov[4], ov[3])] if (ov is not None and current_epoch and
+                                                   ov[0] == self.races.epoch) else []
+        for ub, code, ud, valid in over + [(ub, code, ud, None)
+                                           for ub, code, ud in self._other_arm]:
             pos, hit = _lookup(ub, byts)
             if valid is not None:
                 hit &= valid[pos]
             if hit.any():
-                d[hit] = any_last(code[pos[hit]] != t.code[hit])
+                d[hit] = any_last(code[pos[hit]] != t.code[hit]) | (ud[pos[hit]] != nd[hit])
         return d
 
     # ------------------------------------------------------------------ movement
@@ -2753,7 +2837,8 @@ class Engine:
                 self._writer_over = None
             overlay = tags_fork and not fork and bool(arms)
             if overlay:
-                self._other_arm.append((arms[0][0], arms[0][1].code))
+                self._other_arm.append((arms[0][0], arms[0][1].code,
+                                        _untagged_data(arms[0][1].code, arms[0][1].data)))
             try:
                 outs.append(self.exec_block(region) or [])
             finally:

@@ -605,7 +605,17 @@ def test_arms_on_one_race_state_keep_both_writers(arms):
     body = (f"    ave.barrier()\n    if {cond}:\n        {_WRITE_T}\n{extra}"
             f"    else:\n        {_WRITE_16}\n    {_READ_16}\n")
     k = _k(_OPEN.replace("{BODY}", body))
-    (d,) = _races(k)
+    *ww, d = _races(k)
+    if arms == "thread-dependent condition":
+        # both arms run at once and write different (untagged) data: thread 0 writes X[0,
+        # 4] into s[4, 0] (byte 512) in the then-arm, thread 32 writes X[4, 0] there in the
+        # else-arm -- the interpreter's write/write pair for X 32 x 32 (it names byte 514,
+        # the first byte whose values differ); tags alone (X is untagged) missed it
+        (w,) = ww
+        assert "thread 32 (warp 1, lane 0) writes shared byte 512 after a write of other " \
+            "data by thread 0" in w.message
+    else:
+        assert ww == []     # (one arm runs: no write/write race between them)
     assert [t["thread"] for t in d.witness["threads"]] == [0, 1] and d.witness["byte"] == 4
     # the earlier access is thread 1's: the then-arm's transposed write (line 10)
     earlier = [p for p in d.witness["program_points"] if p["label"].startswith("earlier")]
@@ -613,6 +623,9 @@ def test_arms_on_one_race_state_keep_both_writers(arms):
     dyn = _dynamic_races(k)
     assert any("shared byte 4: written by thread 1 and read by thread 0" in m
                for m in dyn[96] + dyn[32])
+    if arms == "thread-dependent condition":
+        assert any("shared byte 514: written by threads 0 and 32 with different values" in m
+                   for m in dyn[32])
 
 
 def test_the_earlier_access_of_a_joined_writer_is_its_own_arm():
@@ -991,3 +1004,62 @@ def test_past_the_pair_limit_a_race_is_kept(monkeypatch):
     # candidates in access order: reader e meets writer e + 1 (row 0): the fourth is
     # reader 3 and writer 4
     assert [t["thread"] for t in d.witness["threads"]] == [3, 4]
+
+
+# --- write/write races of untagged data -------------------------------------------------
+
+_UNTAGGED = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    tv = ave.tv_layout(ave.layout((8, 16), (64, 1)), ave.layout(4, 16), (16, 32))
+    s = ave.alloc((24, 32), ave.f32, space="shared")
+    x = ave.load(X[0:16, 0:32], tv)
+{BODY}    ave.barrier()
+    ave.copy(s, Y[0:24, 0:32], vector_bytes=4)
+'''
+
+
+def _untagged_run(k):
+    X = np.random.default_rng(3).random((17, 32)).astype(np.float32)
+    res = run(k, (1, 1), [X, np.zeros((24, 32), np.float32)])
+    return [x.message for x in res.diagnostics if x.code == "AVE304"]
+
+
+@pytest.mark.parametrize("case", ["copies", "stores", "loaded"])
+def test_write_write_races_of_untagged_data(case):
+    # Write/write races were decided by the tags alone: two threads writing different
+    # *untagged* data (X is not tagged) into one byte looked like "the same data" (the
+    # interpreter: AVE304). What the data is now decides: a global element (tensor and
+    # coordinates, through registers too), or the element of a computed value
+    race, same = {
+        # s[0, 1] (byte 4): X[0, 1] by thread 0 (its 16-byte vector s[0, 0:4]), then
+        # X[1, 1] by thread 1 (4-byte vectors of X[1:17]: other rows) -- the same rows
+        # again: no race
+        "copies": ("    ave.copy(X[0:16, 0:32], s[0:16, :], vector_bytes=16)\n"
+                   "    ave.copy(X[1:17, 0:32], s[0:16, :], vector_bytes=4)\n",
+                   "    ave.copy(X[0:16, 0:32], s[0:16, :], vector_bytes=16)\n"
+                   "    ave.copy(X[0:16, 0:32], s[0:16, :], vector_bytes=4)\n"),
+        # computed values: s[8, 0] gets 2 x[8, 0] (thread 64) then x[0, 0] + 1 (thread 0)
+        # -- one computed value stored twice by the same threads: no race
+        "stores": ("    ave.store(s[0:16, :], x * 2.0)\n    ave.store(s[8:24, :], x + 1.0)\n",
+                   "    y = x * 2.0\n    ave.store(s[0:16, :], y)\n    ave.store(s[0:16, :], y)\n"),
+        # X loaded into registers keeps what it is: stored, then the same rows copied by
+        # other threads (no race) or other rows (a race: byte 4, threads 0 and 1)
+        "loaded": ("    ave.store(s[0:16, :], x)\n"
+                   "    ave.copy(X[1:17, 0:32], s[0:16, :], vector_bytes=4)\n",
+                   "    ave.store(s[0:16, :], x)\n"
+                   "    ave.copy(X[0:16, 0:32], s[0:16, :], vector_bytes=4)\n"),
+    }[case]
+    k = _k(_UNTAGGED.replace("{BODY}", race))
+    (d,) = _races(k)
+    w = d.witness
+    later, earlier = (t["thread"] for t in w["threads"])
+    assert "after a write of other data" in d.message
+    # the interpreter names the same byte and threads
+    assert any(f"shared byte {w['byte']}: written by threads {earlier} and {later} with "
+               "different values" in m for m in _untagged_run(k)), _untagged_run(k)
+    want = {"copies": (4, 1, 0), "stores": (1024, 0, 64), "loaded": (4, 1, 0)}[case]
+    assert (w["byte"], later, earlier) == want
+    k2 = _k(_UNTAGGED.replace("{BODY}", same))
+    assert _races(k2) == [] and _untagged_run(k2) == []
