@@ -2142,15 +2142,24 @@ class Engine:
                     kept = (R, int(cnt[0]))
             plan = self._pick_cache[key] = (p3.reshape(W, -1), kept, rows, cols)
         pick, kept, rows, cols = plan
-        held = pick >= 0
-        if not all_active:
-            held &= self.active[np.where(held, pick // V, 0)]
-        pk = np.where(held, pick, 0).reshape(-1)
-        h = held.reshape(-1)
+        # the gather index, the held slots and their holders: the plan's when every thread
+        # is active (kept with it, per register count: they depend on nothing else; never
+        # mutated, like tag arrays)
+        derived = self._pick_cache.get((key, V)) if all_active else None
+        if derived is None:
+            held = pick >= 0
+            if not all_active:
+                held &= self.active[np.where(held, pick // V, 0)]
+            pk = np.where(held, pick, 0).reshape(-1)
+            h = held.reshape(-1)
+            derived = (pk, h, bool(h.all()), np.where(h, pk // V, -1), np.where(h, pk % V, -1))
+            if all_active:
+                self._pick_cache[(key, V)] = derived
+        pk, h, h_all, holder, reg = derived
         tags = x.tags.take(pk)
-        if not h.all():
+        if not h_all:
             tags.code = np.where(h[:, None], tags.code, ABSENT)
-        out = {"tags": tags, "holder": np.where(h, pk // V, -1), "reg": np.where(h, pk % V, -1),
+        out = {"tags": tags, "holder": holder, "reg": reg,
                "held": h, "shape": kept, "W": pick.shape[0], "rows": rows, "cols": cols,
                "fields": _fields_present(tags.code)}     # unheld slots are ABSENT
         if all_active:
@@ -2217,6 +2226,7 @@ class Engine:
         F = self.F
         code = t.code.reshape(W, R, C, F)
         held = D["held"].reshape(W, R, C)
+        all_held = bool(held.all())
         # ok: every held element of the line holds the first held one's value, a value
         # (not ⊥ or ⊤: codes > 0); a line with nothing held is ok
         if axis == 1:       # per (w, r), along c
@@ -2225,8 +2235,9 @@ class Engine:
             base = t.take(((wi * R + ri) * C + i0).reshape(-1))
             c0 = base.code.reshape(W, R, 1, F)
             same = code == c0
-            same |= ~held[..., None]
-            ok = same.all(axis=2)
+            if not all_held:
+                same |= ~held[..., None]
+            ok = _all_axis2(same)
             some = held.any(axis=2)                                        # (W, R)
         else:               # per (w, c), along r
             i0 = np.argmax(held, axis=1)                                   # (W, C)
@@ -2234,7 +2245,8 @@ class Engine:
             base = t.take(((wi * R + i0) * C + ci).reshape(-1))
             c0 = base.code.reshape(W, 1, C, F)
             same = code == c0
-            same |= ~held[..., None]
+            if not all_held:
+                same |= ~held[..., None]
             ok = same.all(axis=1)
             some = held.any(axis=1)                                        # (W, C)
         ok = ok.reshape(W * (R if axis == 1 else C), F)
@@ -2935,9 +2947,25 @@ def convert_index(src_lin: np.ndarray, dst_lin: np.ndarray, T: int, n: int) -> n
     return np.where(ok, order[np.maximum(pos, 0)], first_any[dst_lin])
 
 
+def _all_axis2(x: np.ndarray) -> np.ndarray:
+    """``x.all(axis=2)`` of a 4-D bool array with a short last axis: the axis is halved
+    while its length is even (contiguous blocks AND-ed) -- numpy's reduction over a middle
+    axis with a short inner one is slow ((4, 32, 16, 6): 9 us vs 27 us)."""
+    n = x.shape[2]
+    while n > 1 and n % 2 == 0:
+        n //= 2
+        x = x[:, :, :n] & x[:, :, n:]
+    return x.all(axis=2)
+
+
 def _fields_present(code: np.ndarray) -> np.ndarray:
-    """(F,) bool: the fields some element carries (column scans: cheaper than any(0))."""
-    return np.array([code[:, f].any() for f in range(code.shape[1])], bool)
+    """(F,) bool: the fields some element carries. The rows are OR-ed in 32 blocks first
+    (one contiguous reduction), then the few rows left per field: 3x faster than a scan
+    per column (8192 x 6 int64: 9 us vs 26 us; ``any(axis=0)``: 94 us)."""
+    n, F = code.shape
+    if F and n >= 256 and n % 32 == 0 and code.flags.c_contiguous:
+        code = np.bitwise_or.reduce(code.reshape(32, -1), axis=0).reshape(-1, F)
+    return np.array([code[:, f].any() for f in range(F)], bool)
 
 
 def _fields_held(code: np.ndarray, held: np.ndarray) -> np.ndarray:
