@@ -2288,9 +2288,12 @@ class Engine:
         ckey = None
         if check.violation is None and check.unknown is None and common.any():
             sel = np.nonzero(common)[0]
-            ckey = (W, R, K, C, common.tobytes(), X["held"].tobytes(), Y["held"].tobytes(),
-                    tx.code.take(sel, axis=1).tobytes(), ty.code.take(sel, axis=1).tobytes())
-            hit = self._pair_memo.get(ckey)
+            # keyed by the shapes, the compared fields and a sample of their rows; an entry
+            # is the same values when the held slots and the compared columns are equal
+            # (checked: hashing them whole cost more than the checks they saved)
+            ckey = (W, R, K, C, common.tobytes(), tx.code[::61].take(sel, axis=1).tobytes(),
+                    ty.code[::61].take(sel, axis=1).tobytes())
+            hit = self._pair_memo_get(ckey, X["held"], Y["held"], tx.code, ty.code, sel)
             if hit is not None:
                 check.compared += hit[0]
                 check.covered += hit[1]
@@ -2337,11 +2340,28 @@ class Engine:
         if not bad.any():
             whole[wkey] = (Y, compared, covered)      # nothing can violate: a clean verdict
             if ckey is not None:
-                if len(self._pair_memo) >= 64:
-                    self._pair_memo.pop(next(iter(self._pair_memo)))
-                self._pair_memo[ckey] = (compared, covered)
+                bucket = self._pair_memo.get(ckey)
+                if bucket is None:
+                    if len(self._pair_memo) >= 64:
+                        self._pair_memo.pop(next(iter(self._pair_memo)))
+                    bucket = self._pair_memo[ckey] = []
+                bucket.append((X["held"], Y["held"], tx.code.take(sel, axis=1),
+                               ty.code.take(sel, axis=1), compared, covered))
             return
         self._find_in_slots(check, X, Y, hx, hy, bad, common, op)
+
+    def _pair_memo_get(self, ckey: tuple, hx: np.ndarray, hy: np.ndarray, cx: np.ndarray,
+                       cy: np.ndarray, sel: np.ndarray) -> tuple | None:
+        """(compared, covered) of a clean contraction verdict on the same values: an entry
+        of ``ckey``'s bucket whose held slots equal ``hx``/``hy`` and whose compared
+        columns equal columns ``sel`` of ``cx``/``cy`` (the verdict and its counts depend
+        on nothing else); None when there is none."""
+        for ex, ey, vx, vy, compared, covered in self._pair_memo.get(ckey, ()):
+            if (ex is hx or np.array_equal(ex, hx)) and (ey is hy or np.array_equal(ey, hy)) \
+                    and np.array_equal(vx, cx.take(sel, axis=1)) \
+                    and np.array_equal(vy, cy.take(sel, axis=1)):
+                return compared, covered
+        return None
 
     #: checks whose later violations at a location are never reported (the analysis keeps
     #: the first witness of an assertion, an MMA or a store into a tagged tensor)
