@@ -177,7 +177,12 @@ def agree(tags: Sequence[Tags], conds: CondTable) -> Tags:
         if t is base or np.array_equal(a, b):
             code = a            # the same fields and values: they agree everywhere
         else:
-            code = _agree_code(a, b)
+            # (kept by contents: the result is shared like any tag array, never mutated)
+            memo = conds.memo["agree"]
+            key, code = memo.get(a, b)
+            if code is None:
+                code = _agree_code(a, b)
+                memo.put(key, a, b, code)
         base = Tags(code, conds.conj_arrays(base.cond, t.cond), _merge_src(base.src, t.src),
                     np.maximum(base.moved, t.moved), base.via)
     if base.data is not None:       # a computed value is new data (one input: f(x))

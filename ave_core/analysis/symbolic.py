@@ -392,8 +392,52 @@ class Cond:
     conc: int
 
 
+class ContentMemo:
+    """Results of a pure function of two integer arrays, by the arrays' contents: an
+    elementwise op of an iteration often meets the operands of an earlier one again (the
+    two halves of an accumulator scaled by one factor, an MMA chain's accumulator and
+    products the same every iteration, a variant's epilogue after another's).
+
+    Keyed by the shapes, dtypes and a sample of rows of both arrays; an entry is used only
+    when its (copied) arrays equal the new ones element for element, so a hit is exactly
+    the result the function gives. Holds at most ``size`` keys (the oldest go first). One
+    lives in a :class:`CondTable`: one analysis run, never across runs."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self._d: dict = {}
+
+    @staticmethod
+    def _key(a: np.ndarray, b: np.ndarray) -> tuple:
+        sa = a[::max(1, len(a) // 64)]
+        sb = b[::max(1, len(b) // 64)]
+        return (a.shape, b.shape, a.dtype.str, b.dtype.str, sa.tobytes(), sb.tobytes())
+
+    def get(self, a: np.ndarray, b: np.ndarray) -> tuple[tuple, Any]:
+        """(the key, the kept result for these contents or None)."""
+        key = self._key(a, b)
+        for ea, eb, out in self._d.get(key, ()):
+            if np.array_equal(ea, a) and np.array_equal(eb, b):
+                return key, out
+        return key, None
+
+    def put(self, key: tuple, a: np.ndarray, b: np.ndarray, out: Any) -> None:
+        """Keep ``out`` for the contents of ``a`` and ``b`` (copied: a caller may reuse
+        its arrays; ``out`` itself must not be mutated afterwards)."""
+        bucket = self._d.get(key)
+        if bucket is None:
+            if len(self._d) >= self.size:
+                self._d.pop(next(iter(self._d)))
+            bucket = self._d[key] = []
+        bucket.append((a.copy(), b.copy(), out))
+
+
 class CondTable:
-    """Hash-consed conjunctions of :class:`Cond`. Id 0 = true, id 1 = false."""
+    """Hash-consed conjunctions of :class:`Cond`. Id 0 = true, id 1 = false.
+
+    It also holds the content memos of one analysis run (:class:`ContentMemo`): ``memo``
+    by name, for the elementwise tag computations the engine repeats (``"conj"``: guard
+    rows' conjunctions, ``"agree"``: the field values of ``engine.agree``)."""
 
     def __init__(self) -> None:
         self.sets: list[frozenset[Cond] | None] = [frozenset(), None]
@@ -403,6 +447,7 @@ class CondTable:
         self._log: dict[str, list] = {}            # pred -> [(key, conc, id)] in order made
         self._atomic_tab: dict[str, tuple] = {}    # pred -> (log length, codes, ids) sorted
         self._conj_last: tuple | None = None       # (a result of conj_arrays, its b)
+        self.memo: dict[str, ContentMemo] = {"conj": ContentMemo(), "agree": ContentMemo()}
 
     def of(self, conds: frozenset[Cond]) -> int:
         i = self.ids.get(conds)
@@ -502,7 +547,16 @@ class CondTable:
             # below its last one): an MMA chain's accumulator meeting the same products'
             # guards again (a k-step whose products were reused)
             return a.copy()
-        out = self._conj(a, b)
+        if n >= 256:
+            # (a copy: callers may change the rows they get, e.g. _bool_op's cut rows)
+            memo = self.memo["conj"]
+            key, hit = memo.get(a, b)
+            if hit is None:
+                hit = self._conj(a, b)
+                memo.put(key, a, b, hit)
+            out = hit.copy()
+        else:
+            out = self._conj(a, b)
         self._conj_last = (out, b)
         return out
 
