@@ -124,9 +124,12 @@ class Tags:
         return code_conc(self.code)
 
     def take(self, idx: Any) -> "Tags":
-        return Tags(rows_take(self.code, idx), rows_take(self.cond, idx), self.src[idx],
-                    self.moved[idx], self.via[idx],
-                    None if self.data is None else self.data[idx])
+        # (rows_take for the 1-D arrays too: ``take``/``compress`` beat fancy indexing
+        # there as well, by 1.5x for an index, 5x for a mask)
+        return Tags(rows_take(self.code, idx), rows_take(self.cond, idx),
+                    rows_take(self.src, idx), rows_take(self.moved, idx),
+                    rows_take(self.via, idx),
+                    None if self.data is None else rows_take(self.data, idx))
 
     def copy(self) -> "Tags":
         return Tags(self.code.copy(), self.cond.copy(), self.src.copy(), self.moved.copy(),
