@@ -129,17 +129,24 @@ def _common_atoms(g: np.ndarray, cand: np.ndarray, held: np.ndarray, axis: int
     # a quick test against one other held element (the last): an atom missing from its
     # row is not common (rows with per-row masks, such as m < M, end here)
     n = held.shape[axis]
-    last = n - 1 - np.argmax(np.flip(held, axis=axis), axis=axis)          # (W, K)
-    probe = _pick_along(g, last, axis)                                      # (W, K, G)
-    some = np.any(held, axis=axis)[..., None]        # a slot nobody holds keeps them all
-    out = nz & (any_last(probe[..., None, :] == cand[..., :, None]) | ~some)
+    all_held = bool(held.all())
+    if all_held:                # (the usual: every element held; the same, without scans)
+        shp = held.shape[:axis] + held.shape[axis + 1:]
+        last = np.full(shp, n - 1, np.int64)
+        probe = _pick_along(g, last, axis)
+        out = nz & any_last(probe[..., None, :] == cand[..., :, None])
+    else:
+        last = n - 1 - np.argmax(np.flip(held, axis=axis), axis=axis)      # (W, K)
+        probe = _pick_along(g, last, axis)                                  # (W, K, G)
+        some = np.any(held, axis=axis)[..., None]    # a slot nobody holds keeps them all
+        out = nz & (any_last(probe[..., None, :] == cand[..., :, None]) | ~some)
     if not out.any():
         return out
     for j in range(cand.shape[-1]):
         if not out[..., j].any():
             continue
         inrow = any_last(g == np.expand_dims(cand[..., j], axis)[..., None])
-        out[..., j] &= np.all(inrow | ~held, axis=axis)
+        out[..., j] &= np.all(inrow if all_held else inrow | ~held, axis=axis)
     return out
 
 
