@@ -11,7 +11,7 @@ enumerated exactly — registers are arrays indexed by thread id, as in the pape
   moved it: the witness' related locations);
 * shared memory is tracked per **byte** (vector accesses, packed types and views behave
   as on the hardware); async copies land at the ``wait_async`` that retires their group;
-  ``ave.reset`` forgets tags; barriers never clear tags; global writes are not tracked;
+  ``ave.reset`` forgets tags (not what data the bytes hold); barriers never clear tags; global writes are not tracked;
 * compute follows DESIGN §2: an elementwise op or a reduction keeps the fields its inputs
   agree on; an MMA result takes A's row fields and B's column fields; joins (branches on
   runtime values, ``ave.where``) keep identical values, let ⊥ conform and make
@@ -88,9 +88,9 @@ class Tags:
     src: np.ndarray    # (N,) int32 index of the ave.tag op (-1 none, -2 mixed)
     moved: np.ndarray  # (N,) int32 index of the exec record that last moved it (-1 none)
     via: np.ndarray = None  # (N,) int32 the move before that (e.g. the copy into shared)
-    #: (N,) int64 what data the elements are, for write/write races of untagged data (see
-    #: :func:`data_ids`): equal ids, the same data; 0 unknown, -1 joined different data;
-    #: None: computed (a new value: the shared-memory write gives it its id)
+    #: (N,) int64 what data the elements are, for write/write races (see :func:`data_ids`,
+    #: :func:`_other_data`): equal ids, the same data; 0 unknown, -1 joined different
+    #: data; None: computed (a new value: the shared-memory write gives it its ids)
     data: np.ndarray | None = None
 
     def __post_init__(self) -> None:
@@ -218,13 +218,16 @@ def _join_code(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 _ZERO_DATUM = int(data_ids(0, [0], 1)[0])
 
 
-def _untagged_data(code: np.ndarray, data: np.ndarray | None) -> np.ndarray:
-    """Per element, its data id (:attr:`Tags.data`) where it has no tag (every field ⊥),
-    else 0: a write/write race between tagged data is decided by the tags (the same tags,
-    the same data), between untagged data by what the data is."""
-    if data is None:
-        return np.zeros(len(code), np.int64)
-    return np.where(all_last(code == ABSENT), data, 0)
+def _other_data(da: np.ndarray, db: np.ndarray, ca: np.ndarray, cb: np.ndarray
+                ) -> np.ndarray:
+    """Per element, whether data ``db`` (tags ``cb``) is other data than ``da`` (``ca``):
+    a write/write race needs other data. What the data is (:attr:`Tags.data`) decides
+    where both are known -- the same global element (also through registers) is the same
+    data, a computed value is new data: ``x * 2`` and ``x * 3`` have x's tags, yet differ;
+    joined different data (-1) is other data -- and the tags where one is unknown (0)."""
+    known = (da != 0) & (db != 0)
+    out = np.where(known, (da != db) | (da == -1), any_last(ca != cb))
+    return out
 
 
 def _merge_src(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -699,8 +702,7 @@ class Engine:
                 one = cur_a ^ cur_b
                 if one.any():
                     code = np.where(cur_a[:, None], A.code, B.code)[one]
-                    ud = np.where(cur_a, _untagged_data(A.code, A.data),
-                                  _untagged_data(B.code, B.data))[one]
+                    ud = np.where(cur_a, A.data, B.data)[one]
                     self._writer_over = [self.races.epoch, u[one], code,
                                          np.ones(int(one.sum()), bool), ud]
 
@@ -1341,15 +1343,11 @@ class Engine:
             tags.cond = self.conds.rows(guard, n).copy()
             off = self.conds.truth(tags.cond) == 1
             tags.code[off] = ABSENT
-            # what untagged elements are (write/write races of untagged data): the
+            # what the elements are (write/write races are between different data): the
             # tensor's elements at these (symbolic) coordinates; zero where the mask is off
-            # (tagged elements: their tags say it)
-            if tile.tensor.tag_op is None:
-                tid = self._tensor_ids.setdefault(tile.tensor.name, len(self._tensor_ids) + 1)
-                tags.data = data_ids(tid, [(c.key.astype(np.int64) << 40) + c.conc
-                                           for c in gc], n)
-            elif off.any():
-                tags.data = np.zeros(n, np.int64)
+            tid = self._tensor_ids.setdefault(tile.tensor.name, len(self._tensor_ids) + 1)
+            tags.data = data_ids(tid, [(c.key.astype(np.int64) << 40) + c.conc for c in gc],
+                                 n)
             if off.any():
                 tags.data[off] = _ZERO_DATUM
             return tags
@@ -1392,15 +1390,13 @@ class Engine:
 
     def write_bytes(self, tile: TileVal, coords: list[np.ndarray], tags: Tags, op: Op,
                     deferred: bool, threads: np.ndarray | None = None) -> Any:
-        unt = all_last(tags.code == ABSENT)
-        if unt.any() and (tags.data is None or not tags.data[unt].all()):
-            # untagged computed data (or unknown): new, one datum per element of this
-            # write (a replicated element, held by several threads, is one datum); tagged
-            # data is what its tags say (see _differs)
+        if tags.data is None or not tags.data.all():
+            # computed data (or unknown): new, one datum per element of this write (a
+            # replicated element, held by several threads, is one datum)
             fresh = data_ids(-1, [tags.moved, *coords], tags.n)
-            old = tags.data if tags.data is not None else np.zeros(tags.n, np.int64)
             tags = Tags(tags.code, tags.cond, tags.src, tags.moved, tags.via,
-                        np.where(unt & (old == 0), fresh, old))
+                        fresh if tags.data is None else np.where(tags.data == 0, fresh,
+                                                                 tags.data))
         addr = self.shared_addresses(tile, coords)
         eb = tile.dtype.bytes
         if np.any(addr < tile.lo) or np.any(addr + eb > tile.hi):
@@ -1430,11 +1426,8 @@ class Engine:
         where the other arm of an enclosing branch whose arms run at once (a condition that
         differs across threads) wrote, what it wrote (the stored tags are those before the
         branch, on this arm's own state)."""
-        old = rows_take(self.smem.code, byts)
-        d = any_last(old != t.code)
-        # untagged data on both sides: what the data is (Tags.data) decides
-        nd = _untagged_data(t.code, t.data)
-        d |= _untagged_data(old, self.smem.data[byts]) != nd
+        nd = t.data if t.data is not None else np.zeros(t.n, np.int64)
+        d = _other_data(self.smem.data[byts], nd, rows_take(self.smem.code, byts), t.code)
         ov = self._writer_over
         over = [(ov[1], ov[2], ov[4], ov[3])] if (ov is not None and current_epoch and
                                                    ov[0] == self.races.epoch) else []
@@ -1444,7 +1437,8 @@ class Engine:
             if valid is not None:
                 hit &= valid[pos]
             if hit.any():
-                d[hit] = any_last(code[pos[hit]] != t.code[hit]) | (ud[pos[hit]] != nd[hit])
+                q = pos[hit]
+                d[hit] = _other_data(ud[q], nd[hit], code[q], t.code[hit])
         return d
 
     # ------------------------------------------------------------------ movement
@@ -1727,7 +1721,11 @@ class Engine:
         coords = [c.reshape(-1) for c in np.indices(t.shape)]
         addr = self.shared_addresses(t, coords)
         byts = ((addr // self.G)[:, None] + np.arange(t.dtype.bytes // self.G)).reshape(-1)
-        self._smem_write(byts, Tags.bottom(len(byts), self.F), written=False)
+        # (tags forgotten; the data is still there: a write of the same data after it is
+        # no write/write race)
+        b = Tags.bottom(len(byts), self.F)
+        b.data = self.smem.data[byts].copy()
+        self._smem_write(byts, b, written=False)
 
     def op_ave_load(self, op):
         src: TileVal = self.env[op.operands[0]]
@@ -2877,8 +2875,7 @@ class Engine:
                 self._writer_over = None
             overlay = tags_fork and not fork and bool(arms)
             if overlay:
-                self._other_arm.append((arms[0][0], arms[0][1].code,
-                                        _untagged_data(arms[0][1].code, arms[0][1].data)))
+                self._other_arm.append((arms[0][0], arms[0][1].code, arms[0][1].data))
             try:
                 outs.append(self.exec_block(region) or [])
             finally:

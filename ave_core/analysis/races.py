@@ -12,8 +12,8 @@ time -- but for every program and every trip count ``1..T`` at once:
 * a write (a store, a copy; a cp.async when its wait retires it) races with a read by
   another thread in any epoch since the write was issued (an asynchronous copy spans
   every barrier between its issue and its wait), and with a write by another thread of
-  different data since then (different tags; for untagged data, a different datum:
-  ``Tags.data`` in the engine).
+  different data since then (a different datum: ``Tags.data`` in the engine, the global
+  element or the computed value an element is; the tags where it is unknown).
 
 The two accesses of a finding must be able to run on one launch: under branches on runtime
 values their threads' path conditions must hold together for some size (``if

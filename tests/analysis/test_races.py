@@ -1063,3 +1063,39 @@ def test_write_write_races_of_untagged_data(case):
     assert (w["byte"], later, earlier) == want
     k2 = _k(_UNTAGGED.replace("{BODY}", same))
     assert _races(k2) == [] and _untagged_run(k2) == []
+
+
+_TAGGED = _UNTAGGED.replace("    tv = ave.tv_layout", "    X = ave.tag(X, lambda m, n: ave.label(row=m, col=n))\n"
+                            "    tv = ave.tv_layout")
+
+
+@pytest.mark.parametrize("tagged", [False, True], ids=["untagged", "tagged"])
+@pytest.mark.parametrize("case,race", [
+    # s[0:16] by 4-byte vectors (element e by thread e), then x * 2 stored from registers
+    # (the tv layout: s[0, 1] by thread 0): x * 2 has X's tags, but it is other data --
+    # a race the tags alone missed (tagged X); byte 4, threads 1 then 0
+    ("computed", True),
+    ("same data", False),          # x itself: X's elements again, no race
+    # ave.reset forgets tags, not data: the same elements written again by other threads
+    # (16-byte vectors) are no race (it was one); other rows are
+    ("reset, same data", False),
+    ("reset, other data", True),
+])
+def test_what_the_data_is_decides_write_write_races(tagged, case, race):
+    body = "    ave.copy(X[0:16, 0:32], s[0:16, :], vector_bytes=4)\n" + {
+        "computed": "    ave.store(s[0:16, :], x * 2.0)\n",
+        "same data": "    ave.store(s[0:16, :], x)\n",
+        "reset, same data": "    ave.reset(s)\n"
+                            "    ave.copy(X[0:16, 0:32], s[0:16, :], vector_bytes=16)\n",
+        "reset, other data": "    ave.reset(s)\n"
+                             "    ave.copy(X[1:17, 0:32], s[0:16, :], vector_bytes=16)\n",
+    }[case]
+    k = _k((_TAGGED if tagged else _UNTAGGED).replace("{BODY}", body))
+    dyn = _untagged_run(k)
+    if not race:
+        assert _races(k) == [] and dyn == []
+        return
+    (d,) = _races(k)
+    assert "thread 0 (warp 0, lane 0) writes shared byte 4 after a write of other data by " \
+        "thread 1" in d.message
+    assert any("written by threads 1 and 0 with different values" in m for m in dyn)
