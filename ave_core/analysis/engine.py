@@ -11,7 +11,8 @@ enumerated exactly — registers are arrays indexed by thread id, as in the pape
   moved it: the witness' related locations);
 * shared memory is tracked per **byte** (vector accesses, packed types and views behave
   as on the hardware); async copies land at the ``wait_async`` that retires their group;
-  ``ave.reset`` forgets tags (not what data the bytes hold); barriers never clear tags; global writes are not tracked;
+  ``ave.reset`` forgets tags (not what data the bytes hold); barriers never clear tags;
+  global writes are not tracked;
 * compute follows DESIGN §2: an elementwise op or a reduction keeps the fields its inputs
   agree on; an MMA result takes A's row fields and B's column fields; joins (branches on
   runtime values, ``ave.where``) keep identical values, let ⊥ conform and make
