@@ -1065,8 +1065,9 @@ def test_write_write_races_of_untagged_data(case):
     assert _races(k2) == [] and _untagged_run(k2) == []
 
 
-_TAGGED = _UNTAGGED.replace("    tv = ave.tv_layout", "    X = ave.tag(X, lambda m, n: ave.label(row=m, col=n))\n"
-                            "    tv = ave.tv_layout")
+_TAGGED = _UNTAGGED.replace(
+    "    tv = ave.tv_layout",
+    "    X = ave.tag(X, lambda m, n: ave.label(row=m, col=n))\n    tv = ave.tv_layout")
 
 
 @pytest.mark.parametrize("tagged", [False, True], ids=["untagged", "tagged"])
