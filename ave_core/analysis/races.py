@@ -21,7 +21,8 @@ ave.thread_id() < M:`` puts a then-arm thread below M and an else-arm thread at 
 it; two arms of a branch every thread takes the same way never run together). The first
 element of the access (in access order) whose pair is possible is reported; none: no
 finding (:meth:`RaceTracker._first`). The readers of a byte are kept as the lowest and
-highest thread only, so a write after reads is reported without that check.
+highest thread with their points: a write after reads meets those two; when neither is
+possible but others read the byte between them, the first is reported (sound).
 
 A finding names the two threads (warp, lane), the loop iterations, the shared byte, and the
 two program points; its witness carries a fix for the language server: insert
@@ -43,6 +44,17 @@ from ave_core.analysis.symbolic import rows_put
 
 
 _MAX = np.iinfo(np.int64).max
+#: a reader's point when it read the granule at several points of the epoch
+AMBIG = -2
+
+
+def _reader_at(fresh: np.ndarray, new: np.ndarray, old: np.ndarray, old_at: np.ndarray,
+               at: Any, better: np.ndarray) -> np.ndarray:
+    """The point of the lowest (highest) reader after reads by ``new`` at ``at`` (``better``:
+    the new one is lower (higher) than ``old``): the new point, the old one, or AMBIG
+    when the same thread read at two points."""
+    return np.where(fresh | better, at,
+                    np.where((new == old) & (old_at != at), AMBIG, old_at))
 
 
 class RaceTracker:
@@ -50,7 +62,7 @@ class RaceTracker:
 
     #: the per-granule state, one column each (see __init__)
     COLUMNS = ("w_epoch", "w_thread", "w_at", "r_epoch", "r_lo", "r_hi", "r_at", "pending",
-               "p_thread", "p_at", "w_other", "w_oat")
+               "p_thread", "p_at", "w_other", "w_oat", "r_lo_at", "r_hi_at")
     _COL = {name: i for i, name in enumerate(COLUMNS)}
 
     def __init__(self, eng: Any, ngran: int) -> None:
@@ -64,7 +76,8 @@ class RaceTracker:
         # p_at: asynchronous copies into the granule in flight, the last one's thread and
         # point; w_other / w_oat: a second writer thread of the last write's epoch and its
         # point, from the other arm of a runtime branch (see :meth:`join`, and ``keep`` of
-        # :meth:`write`; -1 none).
+        # :meth:`write`; -1 none); r_lo_at / r_hi_at: where the lowest (highest) reader
+        # read (AMBIG: at several points).
         self.state = np.full((ngran, len(self.COLUMNS)), -1, np.int64)
         for i, name in enumerate(self.COLUMNS):
             setattr(self, name, self.state[:, i])
@@ -112,7 +125,7 @@ class RaceTracker:
         paths = self.paths
         if paths[at]:
             return True
-        return any(paths[p] for arr in points for p in np.unique(arr).tolist())
+        return any(paths[p] for arr in points for p in np.unique(arr).tolist() if p >= 0)
 
     #: at most this many distinct pairs of path conditions are put to z3 per finding
     MAX_PAIRS = 512
@@ -131,14 +144,18 @@ class RaceTracker:
         Where z3 cannot tell within its budget, or past :attr:`MAX_PAIRS` distinct sets,
         the pair is taken as possible (sound: a race is kept)."""
         paths = self.paths
-        if not any(paths[a] or paths[b] for _, a, _, b in cands):
+
+        def path(p: int) -> tuple:
+            return paths[p] if p >= 0 else ()   # (AMBIG: read at several points: none)
+
+        if not any(path(a) or path(b) for _, a, _, b in cands):
             return 0
 
         def literals(c: tuple) -> frozenset | None:
             ta, a, tb, b = c
             lits = [(br.arm, br.rows[t].tobytes())
-                    for path, t in ((paths[a], ta), (paths[b], tb))
-                    for br in path if not br.certain[t]]
+                    for pth, t in ((path(a), ta), (path(b), tb))
+                    for br in pth if not br.certain[t]]
             return frozenset(lits) if lits else None
 
         keys: set = set()
@@ -250,11 +267,20 @@ class RaceTracker:
         hi = np.where(both, np.maximum(sa[:, c["r_hi"]], sb[:, c["r_hi"]]),
                       np.where(ca, sa[:, c["r_hi"]], sb[:, c["r_hi"]]))
         take_a = (ca & ~cb) | (~ca & ~cb & (ra > rb))
-        for name in ("r_lo", "r_hi", "r_at"):
+        for name in ("r_lo", "r_hi", "r_at", "r_lo_at", "r_hi_at"):
             out[:, c[name]] = np.where(take_a, sa[:, c[name]], sb[:, c[name]])
         cur = ca | cb
         out[:, c["r_lo"]] = np.where(cur, lo, out[:, c["r_lo"]])
         out[:, c["r_hi"]] = np.where(cur, hi, out[:, c["r_hi"]])
+        for name, col, pick_a in (("r_lo", "r_lo_at", sa[:, c["r_lo"]] < sb[:, c["r_lo"]]),
+                                  ("r_hi", "r_hi_at", sa[:, c["r_hi"]] > sb[:, c["r_hi"]])):
+            # both paths read: the point of the side the reader comes from (the same
+            # reader on both at different points: AMBIG)
+            xa, xb = sa[:, c[col]], sb[:, c[col]]
+            same = sa[:, c[name]] == sb[:, c[name]]
+            both_at = np.where(same, np.where(xa == xb, xa, AMBIG),
+                               np.where(pick_a, xa, xb))
+            out[:, c[col]] = np.where(both, both_at, out[:, c[col]])
         out[:, c["r_epoch"]] = np.where(cur, E, np.maximum(ra, rb))
         # writes
         wa, wb = sa[:, c["w_epoch"]], sb[:, c["w_epoch"]]
@@ -321,7 +347,8 @@ class RaceTracker:
         at = self.point(op)
         ug, tmin, tmax = self._readers(g, t)
         rows = self.state.take(ug, axis=0)          # (len(ug), columns): one gather
-        w_epoch, w_thread, _, r_epoch, r_lo, r_hi, _, pending, p_thread, _, w_other, _ = rows.T
+        (w_epoch, w_thread, _, r_epoch, r_lo, r_hi, _, pending, p_thread, _, w_other, _,
+         _, _) = rows.T
         # per distinct granule: some reader differs from the in-flight copy's thread (the
         # last writer's) iff the readers are not all that one thread
         if not (((pending > 0) & ((p_thread != tmin) | (p_thread != tmax))).any() or
@@ -329,25 +356,35 @@ class RaceTracker:
                  ((w_thread != tmin) | (w_thread != tmax))).any() or
                 ((w_other >= 0).any() and ((w_epoch == self.epoch) & (w_other >= 0) &
                                            ((w_other != tmin) | (w_other != tmax))).any())):
-            j = self.eng.journal
-            if j is not None:
-                old = rows.copy()
-
-                def undo() -> None:
-                    rows_put(self.state, ug, old)
-                undo.race_g = ug
-                j.append(undo)
-            fresh = r_epoch != self.epoch
-            lo = np.where(fresh, tmin, np.minimum(r_lo, tmin))
-            hi = np.where(fresh, tmax, np.maximum(r_hi, tmax))
-            c = self._COL
-            rows[:, c["r_lo"]] = lo                 # rows is a copy (take): updated in place
-            rows[:, c["r_hi"]] = hi
-            rows[:, c["r_epoch"]] = self.epoch
-            rows[:, c["r_at"]] = at
-            rows_put(self.state, ug, rows)          # one scatter
+            self._record_reads(ug, rows, tmin, tmax, at)
             return
         self._read_elements(g, t, op, at)
+
+    def _record_reads(self, ug: np.ndarray, rows: np.ndarray, tmin: np.ndarray,
+                      tmax: np.ndarray, at: int) -> None:
+        """Record reads at point ``at`` of distinct granules ``ug`` (their state ``rows``, a
+        copy: updated in place) by threads ``tmin..tmax`` (lowest and highest reader per
+        granule), journaled."""
+        j = self.eng.journal
+        if j is not None:
+            old = rows.copy()
+
+            def undo() -> None:
+                rows_put(self.state, ug, old)
+            undo.race_g = ug
+            j.append(undo)
+        c = self._COL
+        r_lo, r_hi = rows[:, c["r_lo"]], rows[:, c["r_hi"]]
+        fresh = rows[:, c["r_epoch"]] != self.epoch
+        lo_at = _reader_at(fresh, tmin, r_lo, rows[:, c["r_lo_at"]], at, tmin < r_lo)
+        hi_at = _reader_at(fresh, tmax, r_hi, rows[:, c["r_hi_at"]], at, tmax > r_hi)
+        rows[:, c["r_lo"]] = np.where(fresh, tmin, np.minimum(r_lo, tmin))
+        rows[:, c["r_hi"]] = np.where(fresh, tmax, np.maximum(r_hi, tmax))
+        rows[:, c["r_lo_at"]] = lo_at
+        rows[:, c["r_hi_at"]] = hi_at
+        rows[:, c["r_epoch"]] = self.epoch
+        rows[:, c["r_at"]] = at
+        rows_put(self.state, ug, rows)              # one scatter
 
     def _read_elements(self, g: np.ndarray, t: np.ndarray, op: Any, at: int) -> None:
         """:meth:`read` element by element (where a finding is reported: its first
@@ -366,21 +403,8 @@ class RaceTracker:
         if race is not None:
             i, w, wat = race
             self._report(op, "read", g[i], w, int(t[i]), wat, at, "a write")
-        self._save(("r_epoch", "r_lo", "r_hi", "r_at"), g)
-        fresh = self.r_epoch[g] != self.epoch
-        lo = np.minimum(np.where(fresh, _MAX, self.r_lo[g]), t)
-        hi = np.maximum(np.where(fresh, -1, self.r_hi[g]), t)
-        # several elements of one access may be the same granule: reduce per granule, in
-        # scratch arrays kept at (MAX, -1) between accesses
-        slo, shi = self._scratch_lo, self._scratch_hi
-        np.minimum.at(slo, g, lo)
-        np.maximum.at(shi, g, hi)
-        self.r_epoch[g] = self.epoch
-        self.r_lo[g] = slo[g]
-        self.r_hi[g] = shi[g]
-        self.r_at[g] = at
-        slo[g] = _MAX
-        shi[g] = -1
+        ug, tmin, tmax = self._readers(g, t)
+        self._record_reads(ug, self.state.take(ug, axis=0), tmin, tmax, at)
 
     def write(self, g: np.ndarray, t: np.ndarray, op: Any, since: int | None = None,
               at: int | None = None, differs: np.ndarray | None = None,
@@ -397,10 +421,10 @@ class RaceTracker:
         lo, hi = self.r_lo[g], self.r_hi[g]
         rr = (self.r_epoch[g] >= since) & (lo >= 0) & ((lo != t) | (hi != t))
         if rr.any():
-            i = int(np.nonzero(rr)[0][0])
-            other = int(lo[i]) if lo[i] != t[i] else int(hi[i])
-            self._report(op, "write", g[i], other, int(t[i]), int(self.r_at[g[i]]), at,
-                         "a read")
+            found = self._reader_race(g, t, rr, at)
+            if found is not None:
+                i, other, oat = found
+                self._report(op, "write", g[i], other, int(t[i]), oat, at, "a read")
         ww = self.w_epoch[g] >= since
         if differs is not None:
             ww &= differs
@@ -424,6 +448,43 @@ class RaceTracker:
         if others:
             self.w_other[g] = -1 if o is None else o
             self.w_oat[g] = -1 if oat is None else oat
+
+    def _reader_race(self, g: np.ndarray, t: np.ndarray, rr: np.ndarray, at: int
+                     ) -> tuple | None:
+        """The first element of a write by threads ``t`` at ``at`` to granules ``g`` that
+        meets a read by another thread where ``rr``, and can run on one launch with it (see
+        :meth:`_first`): ``(element, reader thread, reader's point)``, or None. Of a
+        granule's readers the lowest and highest are known, with their points (AMBIG:
+        several; then the last read's point is named); when neither is possible but some
+        granule had readers between them, the first element is reported (one of those
+        may be: sound)."""
+        lo, hi = self.r_lo[g], self.r_hi[g]
+        lat, hat, rat = self.r_lo_at[g], self.r_hi_at[g], self.r_at[g]
+
+        def first() -> tuple:
+            i = int(np.nonzero(rr)[0][0])
+            if lo[i] != t[i]:
+                return i, int(lo[i]), int(lat[i] if lat[i] >= 0 else rat[i])
+            return i, int(hi[i]), int(hat[i] if hat[i] >= 0 else rat[i])
+
+        idx = np.nonzero(rr)[0]
+        if not self._conditional(at, lat[idx], hat[idx]):
+            return first()
+        cands, owner = [], []
+        for i in idx.tolist():
+            seen = None
+            for th, p in ((int(lo[i]), int(lat[i])), (int(hi[i]), int(hat[i]))):
+                if th != t[i] and (th, p) != seen:
+                    cands.append((th, p, int(t[i]), at))
+                    owner.append(i)
+                    seen = (th, p)
+        j = self._first(cands)
+        if j is None:
+            # no lowest/highest reader's pair is possible: none other exists where each
+            # granule had one reader thread
+            return None if bool((lo[idx] == hi[idx]).all()) else first()
+        i = owner[j]
+        return i, cands[j][0], cands[j][1] if cands[j][1] >= 0 else int(rat[i])
 
     def _writer_race(self, g: np.ndarray, t: np.ndarray, open_: np.ndarray, at: int
                      ) -> tuple | None:

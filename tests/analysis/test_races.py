@@ -1100,3 +1100,52 @@ def test_what_the_data_is_decides_write_write_races(tagged, case, race):
     assert "thread 0 (warp 0, lane 0) writes shared byte 4 after a write of other data by " \
         "thread 1" in d.message
     assert any("written by threads 1 and 0 with different values" in m for m in dyn)
+
+
+_SPLIT_RW = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def split(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2], Z: ave.Tensor[ave.f32, 2]):
+    s = ave.alloc((4, 32), ave.f32, space="shared")
+    ave.copy(X[0:4, 0:32], s, vector_bytes=4)
+    ave.barrier()
+    if ave.thread_id() < Z.shape[0]:
+        {READ}
+    else:
+        {WRITE}
+'''
+
+
+def test_a_write_after_reads_names_a_reader_that_splits_that_way():
+    # then: transpose(s) read (element e = 4 i + j by thread e reads s[j, i]); else: s
+    # written in 4-byte vectors (element e by thread e). A reader r (then: r < M) and a
+    # writer w (else: w >= M) need r < w. s[0, 1] (the write's element 1) was read by
+    # thread 4: impossible (the witness said "thread 1 writes byte 4 after a read by
+    # thread 4"); s[1, 0] (element 32, byte 128) was read by thread 1: M in 2..32, the
+    # interpreter's pair at M = 2
+    k = _k(_SPLIT_RW.replace("{READ}", "ave.copy(ave.transpose(s), Y[0:32, 0:4], "
+                                       "vector_bytes=4)")
+           .replace("{WRITE}", "ave.copy(X[4:8, 0:32], s, vector_bytes=4)"))
+    (d,) = _races(k)
+    assert "thread 32 (warp 1, lane 0) writes shared byte 128 after a read by thread 1 " in \
+        d.message
+    X = np.arange(256, dtype=np.float32).reshape(8, 32)
+    res = run(k, (1, 1), [X, np.zeros((32, 32), np.float32), np.zeros((2, 1), np.float32)])
+    assert any("shared byte 128: read by thread 1 and overwritten by thread 32" in x.message
+               for x in res.diagnostics)
+
+
+def test_no_write_after_read_race_when_no_size_splits_the_threads_that_way():
+    # then: s read (element e by thread e); else: X written into s[0:4, 1:32] (view
+    # element 31 i + j, i.e. s element 32 i + j + 1, by thread 31 i + j): each else-arm
+    # writer is below the then-arm reader of its byte, which no M allows (r < M <= w).
+    # The checker reported a race (thread 0 writes byte 4 after thread 1's read); the
+    # interpreter finds none for any M
+    k = _k(_SPLIT_RW.replace("{READ}", "ave.copy(s, Y[0:4, 0:32], vector_bytes=4)")
+           .replace("{WRITE}", "ave.copy(X[4:8, 0:31], s[0:4, 1:32], vector_bytes=4)"))
+    assert _races(k) == []
+    X = np.arange(256, dtype=np.float32).reshape(8, 32)
+    for m in (1, 2, 31, 32, 33, 64, 127, 128):
+        res = run(k, (1, 1), [X, np.zeros((32, 32), np.float32),
+                              np.zeros((m, 1), np.float32)])
+        assert not [x for x in res.diagnostics if x.code == "AVE304"]
