@@ -215,10 +215,6 @@ def _join_code(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(keep, x | y, TOP)
 
 
-#: the datum of a masked-off element of a global read (zero-filled)
-_ZERO_DATUM = int(data_ids(0, [0], 1)[0])
-
-
 def _other_data(da: np.ndarray, db: np.ndarray, ca: np.ndarray, cb: np.ndarray
                 ) -> np.ndarray:
     """Per element, whether data ``db`` (tags ``cb``) is other data than ``da`` (``ca``):
@@ -262,10 +258,11 @@ def join(a: Tags, b: Tags, conds: CondTable) -> Tags:
                         np.where((~ha)[:, None], b.cond, 0)).astype(a.cond.dtype)
         via = np.where(ha, a.via, b.via)
     data = None
-    if a.data is not None or b.data is not None:
-        # the same data stays, unknown (0) takes the other side, different data: -1
-        da = a.data if a.data is not None else np.zeros(len(x), np.int64)
-        db = b.data if b.data is not None else np.zeros(len(x), np.int64)
+    if a.data is not None and b.data is not None:
+        # the same data stays, unknown (0: a byte not written) takes the other side,
+        # different data: -1; a computed side (None: a constant of ave.where) makes the
+        # join computed (None: new data when stored)
+        da, db = a.data, b.data
         data = da if da is db else np.where(
             da == db, da, np.where(da == 0, db, np.where(db == 0, da, -1)))
     return Tags(code, cond, _merge_src(a.src, b.src), np.maximum(a.moved, b.moved), via,
@@ -1345,12 +1342,11 @@ class Engine:
             off = self.conds.truth(tags.cond) == 1
             tags.code[off] = ABSENT
             # what the elements are (write/write races are between different data): the
-            # tensor's elements at these (symbolic) coordinates; zero where the mask is off
+            # tensor's elements at these (symbolic) coordinates, under the mask
             tid = self._tensor_ids.setdefault(tile.tensor.name, len(self._tensor_ids) + 1)
-            tags.data = data_ids(tid, [(c.key.astype(np.int64) << 40) + c.conc for c in gc],
-                                 n)
-            if off.any():
-                tags.data[off] = _ZERO_DATUM
+            tags.data = self._masked_data(
+                data_ids(tid, [(c.key.astype(np.int64) << 40) + c.conc for c in gc], n),
+                tags.cond, op)
             return tags
         addr = self.shared_addresses(tile, coords)
         eb = tile.dtype.bytes
@@ -1364,12 +1360,35 @@ class Engine:
             for j in range(1, eb // G):
                 if not np.array_equal(rows_take(self.smem.code, byts[:, j]), tags.code):
                     tags = join(tags, self.smem.take(byts[:, j]), self.conds)
+            # an element of several granules is one datum if they hold one (a packed pair
+            # of two data read as one: -1, other data than any -- its granules' data are
+            # not kept apart)
+            dd = self.smem.data[byts]
+            tags.data = np.where((dd == dd[:, :1]).all(axis=1), dd[:, 0], -1)
+        if op.attrs.get("masked"):
+            tags.data = self._masked_data(tags.data, self.conds.rows(guard, n), op)
         self.races.read(g, gt, op)
         wr = all_last(self.written[byts])
         if not wr.all():
             i = int(np.nonzero(~wr)[0][0])
             self.uninit.append((op, self.loops, int(threads[i]), int(first[i]) * G))
         return tags
+
+    def _masked_data(self, data: np.ndarray, rows: np.ndarray, op: Op) -> np.ndarray:
+        """The data (:attr:`Tags.data`) a masked read yields: ``data`` where the guard
+        ``rows`` holds, the ``other`` value (0 by default) where it fails, and where it
+        depends on sizes, a datum of its own for that element, guard and ``other`` (two
+        reads under the same guard yield the same)."""
+        truth = self.conds.truth(rows)
+        if (truth == 0).all():
+            return data
+        other = op.attrs.get("other", 0) or 0
+        od = data_ids(1, [np.float64(other).view(np.int64)], 1)[0]
+        out = np.where(truth == 1, od, data)
+        sym = truth > 1
+        if sym.any():
+            out[sym] = data_ids(2, [data[sym], od, *rows[sym].T], int(sym.sum()))
+        return out
 
     def _granules(self, addr: np.ndarray, per: int, threads: np.ndarray) -> tuple:
         """The granules of the elements at byte addresses ``addr`` (``(n, per)``), flat,

@@ -62,7 +62,8 @@ class RaceTracker:
 
     #: the per-granule state, one column each (see __init__)
     COLUMNS = ("w_epoch", "w_thread", "w_at", "r_epoch", "r_lo", "r_hi", "r_at", "pending",
-               "p_thread", "p_at", "w_other", "w_oat", "r_lo_at", "r_hi_at")
+               "p_thread", "p_at", "w_other", "w_oat", "r_lo_at", "r_hi_at", "w_lthread",
+               "w_lat")
     _COL = {name: i for i, name in enumerate(COLUMNS)}
 
     def __init__(self, eng: Any, ngran: int) -> None:
@@ -77,7 +78,10 @@ class RaceTracker:
         # point; w_other / w_oat: a second writer thread of the last write's epoch and its
         # point, from the other arm of a runtime branch (see :meth:`join`, and ``keep`` of
         # :meth:`write`; -1 none); r_lo_at / r_hi_at: where the lowest (highest) reader
-        # read (AMBIG: at several points).
+        # read (AMBIG: at several points); w_lthread / w_lat: a writer of those epochs (a
+        # thread and its point) the two kept dropped -- a third writer, or one thread's
+        # write on another path (AMBIG: several; -1 none): a later access may meet it on a
+        # path where it cannot meet the ones kept.
         self.state = np.full((ngran, len(self.COLUMNS)), -1, np.int64)
         for i, name in enumerate(self.COLUMNS):
             setattr(self, name, self.state[:, i])
@@ -127,69 +131,56 @@ class RaceTracker:
             return True
         return any(paths[p] for arr in points for p in np.unique(arr).tolist() if p >= 0)
 
-    #: at most this many distinct pairs of path conditions are put to z3 per finding
-    MAX_PAIRS = 512
+    #: distinct sets of path conditions put to z3 in one query (a chunk), and in all per
+    #: finding (past it the next candidate is reported unasked: sound)
+    CHUNK = 512
+    MAX_PAIRS = 16384
 
     def _first(self, cands: list) -> int | None:
         """The first candidate of a finding, in access order, whose two accesses can run
-        on one launch: ``cands`` holds ``(other thread, its point, thread, point)`` per
-        conflicting element (and writer). Under branches on runtime values that differ
-        across threads (``if ave.thread_id() < M: write else: read``) a thread pair is
-        possible only when some size sends each thread its way (thread 1 in the then-arm
-        and thread 32 in the else-arm need 1 < M <= 32; the reverse pair is impossible);
-        for a branch every thread takes the same way whose arms share one race state
-        (arms with asynchronous copies), its two arms never run together. z3 under the
-        sizes' domain (``Solver.race_pair_memo``): the first possible pair by binary search
-        over prefixes of the distinct condition sets. None: no pair is possible (no race).
-        Where z3 cannot tell within its budget, or past :attr:`MAX_PAIRS` distinct sets,
-        the pair is taken as possible (sound: a race is kept)."""
+        on one launch: ``cands`` holds ``(other thread, its point, thread, point[, taken
+        as possible])`` per conflicting element (and writer). Under branches on runtime
+        values that differ across threads (``if ave.thread_id() < M: write else: read``) a
+        thread pair is possible only when some size sends each thread its way (thread 1
+        in the then-arm and thread 32 in the else-arm need 1 < M <= 32; the reverse pair
+        is impossible); for a branch every thread takes the same way whose arms share one
+        race state (arms with asynchronous copies), its two arms never run together. z3
+        under the sizes' domain (``Solver.race_pair_memo``): the distinct condition sets in
+        order, a chunk of :attr:`CHUNK` per query, the first possible one by binary search
+        in the first chunk that has one. None: no pair is possible (no race). Where z3
+        cannot tell within its budget, or past :attr:`MAX_PAIRS` distinct sets, the pair
+        is taken as possible (sound: a race is kept)."""
         paths = self.paths
 
         def path(p: int) -> tuple:
             return paths[p] if p >= 0 else ()   # (AMBIG: read at several points: none)
 
-        if not any(path(a) or path(b) for _, a, _, b in cands):
+        if not any(path(c[1]) or path(c[3]) for c in cands):
             return 0
 
         def literals(c: tuple) -> frozenset | None:
-            ta, a, tb, b = c
+            ta, a, tb, b = c[:4]
+            if len(c) > 4 and c[4]:
+                return None                     # (taken as possible)
             lits = [(br.arm, br.rows[t].tobytes())
                     for pth, t in ((path(a), ta), (path(b), tb))
                     for br in pth if not br.certain[t]]
             return frozenset(lits) if lits else None
 
-        keys: set = set()
-        order: list = []                       # (first candidate index, literals)
-        rest = None                            # where the candidates not looked at begin
-        for i, c in enumerate(cands):
-            key = literals(c)
-            if key is None:
-                if not order:
-                    return i                   # no condition: possible
-                order.append((i, None))        # (possible: the search ends here)
-                break
-            if key not in keys:
-                keys.add(key)
-                order.append((i, key))
-                if len(order) >= self.MAX_PAIRS:
-                    rest = i + 1
-                    break
         sv = self.eng.solver
         z3 = sv.z3
         memo = sv.race_pair_memo
 
         def term(key: Any) -> Any:
-            if key is None:
-                return z3.BoolVal(True, sv.ctx)
             parts = []
             for arm, row in sorted(key):
                 c = sv.cond(list(self.eng._cond_ids(np.frombuffer(row, np.int32))))
                 parts.append(c if arm == 0 else z3.Not(c))
             return z3.And(*parts)
 
-        def possible(n: int) -> bool:
-            """Some of the first ``n`` condition sets holds for some size."""
-            mkey = frozenset(k for _, k in order[:n]) if n > 1 else order[0][1]
+        def possible(keys: list) -> bool:
+            """Some of these condition sets holds for some size."""
+            mkey = frozenset(keys) if len(keys) > 1 else keys[0]
             hit = memo.get(mkey)
             if hit is not None:
                 return hit
@@ -197,26 +188,47 @@ class RaceTracker:
                 sv.queries += 1
                 s = z3.Solver(ctx=sv.ctx)
                 s.set("timeout", sv.timeout_ms)
-                s.add(*sv._domain, z3.Or(*[term(k) for _, k in order[:n]]))
+                s.add(*sv._domain, z3.Or(*[term(k) for k in keys]))
                 out = s.check() != z3.unsat
             memo[mkey] = out
             return out
 
-        if not possible(len(order)):
-            if rest is None:
+        seen: set = set()
+        chunk: list = []                       # (first candidate index, literals)
+        total = 0
+
+        def search() -> int | None:
+            """The first possible candidate of the chunk, or None."""
+            if not possible([k for _, k in chunk]):
                 return None
-            # none of these is possible; past MAX_PAIRS the next candidate with other
-            # conditions is reported unasked (sound: a race is kept)
-            return next((i for i in range(rest, len(cands))
-                         if literals(cands[i]) not in keys), None)
-        lo, hi = 1, len(order)               # possible(hi) holds; find the least
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if possible(mid):
-                hi = mid
-            else:
-                lo = mid + 1
-        return order[lo - 1][0]
+            lo, hi = 1, len(chunk)           # the first hi hold one; find the least
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if possible([k for _, k in chunk[:mid]]):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            return chunk[lo - 1][0]
+
+        for i, c in enumerate(cands):
+            key = literals(c)
+            if key is None:
+                # no condition: possible -- unless an earlier candidate of the chunk is
+                j = search() if chunk else None
+                return i if j is None else j
+            if key in seen:
+                continue
+            if total >= self.MAX_PAIRS:
+                return i                       # (not asked: sound)
+            seen.add(key)
+            chunk.append((i, key))
+            total += 1
+            if len(chunk) >= self.CHUNK:
+                j = search()
+                if j is not None:
+                    return j
+                chunk = []
+        return search() if chunk else None
 
     # ------------------------------------------------------------------ events
 
@@ -287,7 +299,7 @@ class RaceTracker:
         ca = (wa == ea) & (sa[:, c["w_thread"]] >= 0)
         cb = (wb == eb) & (sb[:, c["w_thread"]] >= 0)
         take_a = (ca & ~cb) | (~ca & ~cb & (wa > wb))
-        for name in ("w_thread", "w_at", "w_other", "w_oat"):
+        for name in ("w_thread", "w_at", "w_other", "w_oat", "w_lthread", "w_lat"):
             out[:, c[name]] = np.where(take_a, sa[:, c[name]], sb[:, c[name]])
         both = ca & cb
         if both.any():
@@ -300,6 +312,14 @@ class RaceTracker:
             w1, a1, w2, a2 = _two_writers(w, at)
             out[both, c["w_thread"]], out[both, c["w_at"]] = w1, a1
             out[both, c["w_other"]], out[both, c["w_oat"]] = w2, a2
+            # writers (thread, point) of either path not kept, and those either path
+            # had lost: the one lost (or AMBIG)
+            cw = np.concatenate([w, np.stack([ta[:, c["w_lthread"]], tb[:, c["w_lthread"]]],
+                                             axis=1)], axis=1)
+            cat = np.concatenate([at, np.stack([ta[:, c["w_lat"]], tb[:, c["w_lat"]]],
+                                               axis=1)], axis=1)
+            lth, lat = _dropped(cw, cat, np.stack([w1, w2], axis=1), np.stack([a1, a2], axis=1))
+            out[both, c["w_lthread"]], out[both, c["w_lat"]] = lth, lat
         out[:, c["w_epoch"]] = np.where(ca | cb, E, np.maximum(wa, wb))
         # untouched granules open before the branch: open after it when a path kept them
         if E != e0 and (ea == e0 or eb == e0):
@@ -348,7 +368,7 @@ class RaceTracker:
         ug, tmin, tmax = self._readers(g, t)
         rows = self.state.take(ug, axis=0)          # (len(ug), columns): one gather
         (w_epoch, w_thread, _, r_epoch, r_lo, r_hi, _, pending, p_thread, _, w_other, _,
-         _, _) = rows.T
+         _, _, _, _) = rows.T
         # per distinct granule: some reader differs from the in-flight copy's thread (the
         # last writer's) iff the readers are not all that one thread
         if not (((pending > 0) & ((p_thread != tmin) | (p_thread != tmax))).any() or
@@ -393,8 +413,9 @@ class RaceTracker:
         if infl.any():
             idx = np.nonzero(infl)[0]
             pt, pat = self.p_thread[g[idx]], self.p_at[g[idx]]
-            j = self._first([(int(a), int(b), int(c), at)
-                             for a, b, c in zip(pt, pat, t[idx])]) \
+            many = self.pending[g[idx]] > 1       # (only the last issuer is kept)
+            j = self._first([(int(a), int(b), int(c), at, bool(f))
+                             for a, b, c, f in zip(pt, pat, t[idx], many)]) \
                 if self._conditional(at, pat) else 0
             if j is not None:
                 self._report(op, "read", g[idx[j]], int(pt[j]), int(t[idx[j]]),
@@ -439,12 +460,23 @@ class RaceTracker:
             o, oat = np.where(cur, wt, -1), np.where(cur, wat, -1)
         else:
             o = oat = None
+        # writers (thread, point) of the epochs that matter this record drops: a later
+        # access may meet them on a path where it cannot meet the ones kept
+        pw = (self.w_epoch[g] >= since) & (self.w_thread[g] >= 0)
+        cand_w = np.stack([self.w_thread[g], self.w_other[g], self.w_lthread[g]], axis=1)
+        cand_a = np.stack([self.w_at[g], self.w_oat[g], self.w_lat[g]], axis=1)
+        kw = np.stack([t, o if o is not None else np.full(len(g), -1)], axis=1)
+        ka = np.stack([np.broadcast_to(at, len(g)),
+                       oat if oat is not None else np.full(len(g), -1)], axis=1)
+        lth, lat = _dropped(np.where(pw[:, None], cand_w, -1), cand_a, kw, ka)
         others = o is not None or bool((self.w_other[g] >= 0).any())
-        self._save(("w_epoch", "w_thread", "w_at", "w_other", "w_oat") if others else
-                   ("w_epoch", "w_thread", "w_at"), g)
+        self._save(("w_epoch", "w_thread", "w_at", "w_other", "w_oat", "w_lthread", "w_lat")
+                   if others else ("w_epoch", "w_thread", "w_at", "w_lthread", "w_lat"), g)
         self.w_epoch[g] = self.epoch
         self.w_thread[g] = t
         self.w_at[g] = at
+        self.w_lthread[g] = lth
+        self.w_lat[g] = lat
         if others:
             self.w_other[g] = -1 if o is None else o
             self.w_oat[g] = -1 if oat is None else oat
@@ -494,17 +526,22 @@ class RaceTracker:
         :meth:`_first`): ``(element, writer thread, writer's point)``, or None. Each
         element's writers (the last one and a second one a branch join left) are tried
         lowest thread first."""
-        w, o = self.w_thread[g], self.w_other[g]
+        w, o, lw = self.w_thread[g], self.w_other[g], self.w_lthread[g]
         cw = open_ & (w >= 0) & (w != t)
         co = open_ & (o >= 0) & (o != t)
-        if not (cw.any() or co.any()):
+        cl = open_ & (w >= 0) & (lw >= 0) & (lw != t)      # (a dropped writer)
+        if not (cw.any() or co.any() or cl.any()):
             return None
-        idx = np.nonzero(cw | co)[0]
-        wat, oat = self.w_at[g], self.w_oat[g]
-        if not self._conditional(at, wat[idx[cw[idx]]], oat[idx[co[idx]]]):
-            # (the usual case: no access under a runtime branch) the first element, its
-            # lower writer
-            i = int(idx[0])
+        idx = np.nonzero(cw | co | cl)[0]
+        wat, oat, lat = self.w_at[g], self.w_oat[g], self.w_lat[g]
+        if not self._conditional(at, wat[idx[cw[idx]]], oat[idx[co[idx]]],
+                                 lat[idx[cl[idx]]]):
+            # (the usual case: no access under a runtime branch) the first element with a
+            # kept writer, its lower one (a dropped writer matters only on some path)
+            k = idx[(cw | co)[idx]]
+            if not k.size:
+                return None
+            i = int(k[0])
             wt, wp = self._other_writer(g[i:i + 1], t[i:i + 1])
             return i, int(wt[0]), int(wp[0])
         cands, owner = [], []
@@ -514,6 +551,9 @@ class RaceTracker:
                 pair.append((int(w[i]), int(wat[i])))
             if co[i]:
                 pair.append((int(o[i]), int(oat[i])))
+            if cl[i]:
+                # a dropped writer (its point AMBIG: one of several, taken as possible)
+                pair.append((int(lw[i]), int(lat[i])))
             for th, p in sorted(pair):
                 cands.append((th, p, int(t[i]), at))
                 owner.append(i)
@@ -565,6 +605,20 @@ class RaceTracker:
                                    "barrier_fixes": (other_at < at and
                                                      what != "an asynchronous copy in flight"),
                                    "in_branch": getattr(self.eng, "in_branch", 0) > 0})
+
+
+def _dropped(cw: np.ndarray, ca: np.ndarray, kw: np.ndarray, ka: np.ndarray) -> tuple:
+    """Per row, the writers (thread, point) among ``cw``/``ca`` (thread -1: none; point
+    AMBIG: one of several) not among the kept ``kw``/``ka``: ``(thread, point)`` of the
+    first, with point AMBIG when there are several (the thread is one of them); ``(-1,
+    -1)`` for none."""
+    kept = ((cw[:, :, None] == kw[:, None, :]) & (ca[:, :, None] == ka[:, None, :])).any(2)
+    lost = (cw >= 0) & ~kept
+    n = lost.sum(axis=1) + (lost & (ca == AMBIG)).any(axis=1)
+    i = lost.argmax(axis=1)
+    r = np.arange(len(cw))
+    return (np.where(n == 0, -1, cw[r, i]),
+            np.where(n == 0, -1, np.where(n == 1, ca[r, i], AMBIG)))
 
 
 def _two_writers(w: np.ndarray, at: np.ndarray) -> tuple:
