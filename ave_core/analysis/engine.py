@@ -165,7 +165,8 @@ def data_ids(seed: int, parts: Sequence[Any], n: int) -> np.ndarray:
         h *= _MUL
         h ^= _SALT
         for x in parts:
-            h ^= np.asarray(x).astype(np.uint64)
+            x = np.asarray(x)
+            h ^= x.view(np.uint64) if x.dtype == np.int64 else x.astype(np.uint64)
             h *= _MUL
             h ^= h >> np.uint64(32)
     return h.view(np.int64)
@@ -1383,11 +1384,14 @@ class Engine:
         if (truth == 0).all():
             return data
         other = op.attrs.get("other", 0) or 0
-        od = data_ids(1, [np.float64(other).view(np.int64)], 1)[0]
+        od = int(data_ids(1, [np.float64(other).view(np.int64)], 1)[0])
         out = np.where(truth == 1, od, data)
         sym = truth > 1
         if sym.any():
-            out[sym] = data_ids(2, [data[sym], od, *rows[sym].T], int(sym.sum()))
+            # (the guard row's four int32 ids as two int64 words)
+            g = np.ascontiguousarray(rows[sym], np.int32)
+            g = g.view(np.int64) if g.shape[1] % 2 == 0 else g.astype(np.int64)
+            out[sym] = data_ids(od, [data[sym], *g.T], int(sym.sum()))
         return out
 
     def _granules(self, addr: np.ndarray, per: int, threads: np.ndarray) -> tuple:

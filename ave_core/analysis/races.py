@@ -90,6 +90,8 @@ class RaceTracker:
         #: per point, the enclosing branches on runtime values (Engine.runtime_branches):
         #: a reported pair of accesses must be able to run on one launch (see _first)
         self.paths: list = []
+        #: per point, whether it lies under a runtime branch (self.paths[p] non-empty)
+        self._cpt = np.zeros(256, bool)
         self._scratch_lo = np.full(ngran, _MAX, np.int64)
         self._scratch_hi = np.full(ngran, -1, np.int64)
         self._summary: dict = {}
@@ -118,8 +120,13 @@ class RaceTracker:
 
     def point(self, op: Any) -> int:
         self._push(self.points, (op, self.eng.loops))
-        self._push(self.paths, tuple(self.eng.runtime_branches))
-        return len(self.points) - 1
+        path = tuple(self.eng.runtime_branches)
+        self._push(self.paths, path)
+        n = len(self.points)
+        if n > len(self._cpt):
+            self._cpt = np.concatenate([self._cpt, np.zeros(len(self._cpt) + 64, bool)])
+        self._cpt[n - 1] = bool(path)
+        return n - 1
 
     # ------------------------------------------------------------------ possible pairs
 
@@ -463,12 +470,21 @@ class RaceTracker:
         # writers (thread, point) of the epochs that matter this record drops: a later
         # access may meet them on a path where it cannot meet the ones kept
         pw = (self.w_epoch[g] >= since) & (self.w_thread[g] >= 0)
-        cand_w = np.stack([self.w_thread[g], self.w_other[g], self.w_lthread[g]], axis=1)
-        cand_a = np.stack([self.w_at[g], self.w_oat[g], self.w_lat[g]], axis=1)
-        kw = np.stack([t, o if o is not None else np.full(len(g), -1)], axis=1)
-        ka = np.stack([np.broadcast_to(at, len(g)),
-                       oat if oat is not None else np.full(len(g), -1)], axis=1)
-        lth, lat = _dropped(np.where(pw[:, None], cand_w, -1), cand_a, kw, ka)
+        lth = lat = -1
+        if pw.any():
+            # (only a writer on another path than the ones kept can matter: none when no
+            # point involved lies under a runtime branch)
+            cpt = self._cpt
+            w_at, w_oat, w_lat = self.w_at[g], self.w_oat[g], self.w_lat[g]
+            if cpt[at] or cpt[w_at[pw]].any() or cpt[w_oat[pw & (w_oat >= 0)]].any() or \
+                    (pw & (self.w_lthread[g] >= 0)).any():
+                cand_w = np.stack([self.w_thread[g], self.w_other[g], self.w_lthread[g]],
+                                  axis=1)
+                cand_a = np.stack([w_at, w_oat, w_lat], axis=1)
+                kw = np.stack([t, o if o is not None else np.full(len(g), -1)], axis=1)
+                ka = np.stack([np.broadcast_to(at, len(g)),
+                               oat if oat is not None else np.full(len(g), -1)], axis=1)
+                lth, lat = _dropped(np.where(pw[:, None], cand_w, -1), cand_a, kw, ka)
         others = o is not None or bool((self.w_other[g] >= 0).any())
         self._save(("w_epoch", "w_thread", "w_at", "w_other", "w_oat", "w_lthread", "w_lat")
                    if others else ("w_epoch", "w_thread", "w_at", "w_lthread", "w_lat"), g)
@@ -526,6 +542,8 @@ class RaceTracker:
         :meth:`_first`): ``(element, writer thread, writer's point)``, or None. Each
         element's writers (the last one and a second one a branch join left) are tried
         lowest thread first."""
+        if not open_.any():
+            return None                        # (the usual write: a new epoch's first)
         w, o, lw = self.w_thread[g], self.w_other[g], self.w_lthread[g]
         cw = open_ & (w >= 0) & (w != t)
         co = open_ & (o >= 0) & (o != t)
