@@ -152,6 +152,14 @@ _MUL = np.uint64(0x9E3779B97F4A7C15)      # (odd: x -> x * _MUL is a bijection m
 _SALT = np.uint64(0xD1B54A32D192ED03)
 
 
+#: the seeds of data_ids, one per kind of datum (a global element, the 'other' value of a
+#: masked read, a read whose mask depends on sizes, a computed value): ids of different
+#: kinds never meet but by chance (a 'other' value of 0 hashed like element 0 of the first
+#: tensor read: a missed race, found by a review helper)
+_DATUM_GLOBAL, _DATUM_OTHER, _DATUM_MASKED, _DATUM_COMPUTED = (
+    0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1)
+
+
 def data_ids(seed: int, parts: Sequence[Any], n: int) -> np.ndarray:
     """Data ids (see :attr:`Tags.data`) of ``n`` elements: a 64-bit hash of ``seed`` and
     each element's ``parts`` (int64 arrays or scalars: a tensor and the packed symbolic
@@ -1346,7 +1354,8 @@ class Engine:
             # tensor's elements at these (symbolic) coordinates, under the mask
             tid = self._tensor_ids.setdefault(tile.tensor.name, len(self._tensor_ids) + 1)
             tags.data = self._masked_data(
-                data_ids(tid, [(c.key.astype(np.int64) << 40) + c.conc for c in gc], n),
+                data_ids(_DATUM_GLOBAL, [tid] + [(c.key.astype(np.int64) << 40) + c.conc
+                                                 for c in gc], n),
                 tags.cond, op)
             return tags
         addr = self.shared_addresses(tile, coords)
@@ -1384,14 +1393,14 @@ class Engine:
         if (truth == 0).all():
             return data
         other = op.attrs.get("other", 0) or 0
-        od = int(data_ids(1, [np.float64(other).view(np.int64)], 1)[0])
+        od = int(data_ids(_DATUM_OTHER, [np.float64(other).view(np.int64)], 1)[0])
         out = np.where(truth == 1, od, data)
         sym = truth > 1
         if sym.any():
             # (the guard row's four int32 ids as two int64 words)
             g = np.ascontiguousarray(rows[sym], np.int32)
             g = g.view(np.int64) if g.shape[1] % 2 == 0 else g.astype(np.int64)
-            out[sym] = data_ids(od, [data[sym], *g.T], int(sym.sum()))
+            out[sym] = data_ids(_DATUM_MASKED, [od, data[sym], *g.T], int(sym.sum()))
         return out
 
     def _granules(self, addr: np.ndarray, per: int, threads: np.ndarray) -> tuple:
@@ -1417,7 +1426,7 @@ class Engine:
         if tags.data is None or not tags.data.all():
             # computed data (or unknown): new, one datum per element of this write (a
             # replicated element, held by several threads, is one datum)
-            fresh = data_ids(-1, [tags.moved, *coords], tags.n)
+            fresh = data_ids(_DATUM_COMPUTED, [tags.moved, *coords], tags.n)
             tags = Tags(tags.code, tags.cond, tags.src, tags.moved, tags.via,
                         fresh if tags.data is None else np.where(tags.data == 0, fresh,
                                                                  tags.data))

@@ -1299,3 +1299,26 @@ def test_a_packed_pair_moved_as_one_element_is_two_data():
     res = run(k, (1, 1), [X, np.zeros((16, 64), np.uint16)])
     assert any("shared byte 2054: written by threads 0 and 1 with different values" in x.message
                for x in res.diagnostics)
+
+
+def test_the_other_value_of_a_masked_read_is_not_a_tensor_element():
+    # (a second review) B[0] copied into s1[8] by thread 0, then the masked copy writes
+    # 0.0 there (mask i >= 64 is off) by thread 8: other data. The datum of the 'other'
+    # value 0.0 was hashed like element 0 of the first tensor read (the same seed and
+    # part): "the same data", a missed race
+    k = _k('''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(B: ave.Tensor[ave.f32, 1], Y: ave.Tensor[ave.f32, 2]):
+    s1 = ave.alloc((64,), ave.f32, space="shared")
+    ave.copy(B[0:1], s1[8:9], vector_bytes=4)
+    ave.copy(B[0:12], s1[0:12], vector_bytes=4, mask=lambda i: i >= 64)
+    ave.barrier()
+    ave.copy(s1[0:12], B[0:12], vector_bytes=4)
+''')
+    (d,) = _races(k)
+    assert "thread 8 (warp 0, lane 8) writes shared byte 32 after a write of other data by " \
+        "thread 0" in d.message
+    res = run(k, (1, 1), [np.arange(1, 13, dtype=np.float32), np.zeros((1, 1), np.float32)])
+    assert any("written by threads 0 and 8 with different values" in x.message
+               for x in res.diagnostics)
