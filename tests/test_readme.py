@@ -18,6 +18,17 @@ def test_readme_kernel_compiles():
     assert len(k.ops("ave.mma")) == 1 and len(k.ops("ave.assert_conform")) == 1
 
 
+def test_readme_kernel_checks_clean():
+    # "ave-lsp --check proves every assertion of this kernel": and reports nothing else (a
+    # fresh-user run copied it verbatim and got an AVE208 -- B's rows were not tied to K)
+    from ave_core.analysis import analyze
+    code = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)[0]
+    (k,) = compile_source(code, "README.md").kernels
+    a = analyze(k)
+    assert a.diagnostics == [], [d.format_text() for d in a.diagnostics]
+    assert [r.status for r in a.assertions] == ["proved"] * 3
+
+
 def test_readme_has_exactly_two_setup_commands():
     text = README.read_text(encoding="utf-8")
     setup = text.split("## Set up", 1)[1].split("\n## ", 1)[0]
