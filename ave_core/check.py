@@ -363,8 +363,9 @@ def _record(k: Any, spec: dict | None, summary: tuple, diags: list[Diagnostic],
         if key in seen:
             seen[key].notes.append(f"also in the specialization {cfg}")
             continue
-        d.notes.append(f"in the specialization {cfg} = "
-                       + ", ".join(f"{n}={v!r}" for n, v in k.constexprs.items()))
+        d.notes.append(f"in the specialization {cfg}" + (
+            " = " + ", ".join(f"{n}={v!r}" for n, v in k.constexprs.items())
+            if k.constexprs else " (no constexprs)"))
         seen[key] = d
         diags.append(d)
 

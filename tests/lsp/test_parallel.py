@@ -330,3 +330,16 @@ def test_cli_progress_names_every_file_and_ends_once(pool, tmp_path, with_pool):
     assert {c for _, c in rec.updates[:-1]} >= {GEMM, "examples/mi300x/gemm_mfma.py"}
     done = [d for d, _ in rec.updates]
     assert done == sorted(done)
+
+
+def test_a_kernel_without_constexprs_says_so(tmp_path):
+    # (a fresh-user run: "in the specialization defaults = " with nothing after it)
+    f = tmp_path / "t.py"
+    f.write_text("import ave_core.lang as ave\n\n@ave.kernel(threads=128)\n"
+                 "def t(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):\n"
+                 "    s = ave.alloc((32, 32), ave.f32, space=\"shared\")\n"
+                 "    ave.copy(X[0:32, 0:32], s, vector_bytes=16)\n"
+                 "    ave.copy(ave.transpose(s), Y[0:32, 0:32], vector_bytes=4)\n")
+    res = check_mod.check_file(str(f))
+    (d,) = [d for d in res.diagnostics if d.code == "AVE207"]
+    assert "in the specialization defaults (no constexprs)" in d.notes
