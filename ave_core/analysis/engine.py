@@ -1422,7 +1422,12 @@ class Engine:
         return out
 
     def write_bytes(self, tile: TileVal, coords: list[np.ndarray], tags: Tags, op: Op,
-                    deferred: bool, threads: np.ndarray | None = None) -> Any:
+                    deferred: bool, threads: np.ndarray | None = None,
+                    weak: bool | None = None) -> Any:
+        """Write ``tags`` to the shared bytes of ``tile`` at ``coords`` by ``threads`` (race
+        tracking; None: not tracked), or for an asynchronous copy (``deferred``) return the
+        plan its wait_async lands. ``weak``: the write may not happen (see
+        :meth:`_smem_write`; its other writers stay writers)."""
         if tags.data is None or not tags.data.all():
             # computed data (or unknown): new, one datum per element of this write (a
             # replicated element, held by several threads, is one datum)
@@ -1447,8 +1452,8 @@ class Engine:
             return byts, t, thr, issued, self._weak_writes(True), self._shared_arms()
         if thr is not None:
             self.races.write(byts, thr, op, differs=self._differs(byts, t),
-                             keep=self._shared_arms())
-        self._smem_write(byts, t, threads=thr)
+                             keep=self._shared_arms() or bool(weak))
+        self._smem_write(byts, t, threads=thr, weak=weak or None)
         return None
 
     def _differs(self, byts: np.ndarray, t: Tags, current_epoch: bool = True) -> np.ndarray:
@@ -1814,8 +1819,21 @@ class Engine:
         act = np.repeat(self.active, V)
         tags = fr.tags.copy()
         tags.moved[:] = self.record(op)
-        self.write_bytes(dst, [c[act] for c in coords], tags.take(act), op, False,
-                         np.repeat(np.arange(T), V)[act])
+        threads = np.repeat(np.arange(T), V)
+        if not op.attrs.get("masked"):
+            self.write_bytes(dst, [c[act] for c in coords], tags.take(act), op, False,
+                             threads[act])
+            return
+        # a masked store writes where its mask holds: nothing where it fails, and where
+        # sizes decide, a write that may not happen (weak: old and new tags joined, the
+        # bytes' other writers kept) -- it counted as writing every element (a missed
+        # race with the writer it does not replace; a review helper)
+        truth = self.conds.truth(self.conds.rows(self.eval_mask(op, coords, dst, T * V),
+                                                 T * V))
+        for sel, weak in ((act & (truth == 0), None), (act & (truth > 1), True)):
+            if sel.any():
+                self.write_bytes(dst, [c[sel] for c in coords], tags.take(sel), op, False,
+                                 threads[sel], weak=weak)
 
     def _check_into_tagged(self, op: Op, tags: Tags, dst: TileVal, coords: list,
                            thread: np.ndarray, guard: np.ndarray,

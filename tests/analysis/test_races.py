@@ -1159,6 +1159,7 @@ _REVIEW = '''import ave_core.lang as ave
 def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2], Z: ave.Tensor[ave.f32, 2]):
     M = Z.shape[0]
     tv = ave.tv_layout(ave.layout((8, 16), (64, 1)), ave.layout(4, 16), (16, 32))
+    tv2 = ave.tv_layout(ave.layout((16, 8), (1, 64)), ave.layout(4, 16), (16, 32))
     tv3 = ave.tv_layout(ave.layout((32, 4), (1, 128)), ave.layout((2, 2), (32, 64)), (16, 32))
     s = ave.alloc((32, 32), ave.f32, space="shared")
     t = ave.alloc((32, 32), ave.f32, space="shared")
@@ -1239,6 +1240,25 @@ _REVIEW_CASES = {
         "other=1.0)\n",
         "thread 0 (warp 0, lane 0) writes shared byte 1024 after a write of other data by "
         "thread 64 ", 1),
+    # a masked store into shared memory writes where its mask holds only: s[1, 0] (byte
+    # 128) is thread 8's by the 16-byte copy (vector 8), then thread 1's by the masked
+    # store (tv2) where 1 < M. The store counted as writing every element, so thread 8
+    # was forgotten: thread 1 reading (or overwriting) s[1, 0] met only its own write --
+    # but where the mask is off (M = 1) thread 8's write is the last (a second review
+    # helper; the interpreter reports both for M = 1)
+    "masked store, then a read": (
+        "    x2 = ave.load(X[0:16, 0:32], tv2)\n"
+        "    ave.copy(X[0:16, 0:32], s[0:16, :], vector_bytes=16)\n"
+        "    ave.store(s[0:16, :], x2, mask=lambda m, n: m < M)\n"
+        "    r = ave.load(s[0:16, :], tv2)\n    ave.store(Y[0:16, 0:32], r)\n",
+        "thread 1 (warp 0, lane 1) reads shared byte 128 after a write by thread 8 ", 1),
+    "masked store, then a store": (
+        "    x2 = ave.load(X[0:16, 0:32], tv2)\n"
+        "    ave.copy(X[0:16, 0:32], s[0:16, :], vector_bytes=16)\n"
+        "    ave.store(s[0:16, :], x2, mask=lambda m, n: m < M)\n"
+        "    ave.store(s[0:16, :], x2 * 2.0)\n",
+        "thread 1 (warp 0, lane 1) writes shared byte 128 after a write of other data by "
+        "thread 8 ", 1),
     # a masked copy from shared memory (t holds X): X or zeros, not X
     "masked shared source": (
         "    ave.copy(X[0:16, 0:32], t[0:16, :], vector_bytes=16)\n    ave.barrier()\n"
