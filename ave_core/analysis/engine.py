@@ -232,8 +232,7 @@ def _other_data(da: np.ndarray, db: np.ndarray, ca: np.ndarray, cb: np.ndarray
     data, a computed value is new data: ``x * 2`` and ``x * 3`` have x's tags, yet differ;
     joined different data (-1) is other data -- and the tags where one is unknown (0)."""
     known = (da != 0) & (db != 0)
-    out = np.where(known, (da != db) | (da == -1), any_last(ca != cb))
-    return out
+    return np.where(known, (da != db) | (da == -1), any_last(ca != cb))
 
 
 def _merge_src(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -131,12 +131,10 @@ class RaceTracker:
     # ------------------------------------------------------------------ possible pairs
 
     def _conditional(self, at: int, *points: np.ndarray) -> bool:
-        """Some of these points (``at`` and arrays of earlier ones) lies under a branch on
-        a runtime value."""
-        paths = self.paths
-        if paths[at]:
-            return True
-        return any(paths[p] for arr in points for p in np.unique(arr).tolist() if p >= 0)
+        """Some of these points (``at`` and arrays of earlier ones; AMBIG entries are
+        none) lies under a branch on a runtime value."""
+        cpt = self._cpt
+        return bool(cpt[at]) or any(bool(cpt[arr[arr >= 0]].any()) for arr in points)
 
     #: distinct sets of path conditions put to z3 in one query (a chunk), and in all per
     #: finding (past it the next candidate is reported unasked: sound)
@@ -156,14 +154,12 @@ class RaceTracker:
         order, a chunk of :attr:`CHUNK` per query, the first possible one by binary search
         in the first chunk that has one. None: no pair is possible (no race). Where z3
         cannot tell within its budget, or past :attr:`MAX_PAIRS` distinct sets, the pair
-        is taken as possible (sound: a race is kept)."""
+        is taken as possible (sound: a race is kept). Callers ask only where some point
+        is conditional (:meth:`_conditional`)."""
         paths = self.paths
 
         def path(p: int) -> tuple:
             return paths[p] if p >= 0 else ()   # (AMBIG: read at several points: none)
-
-        if not any(path(c[1]) or path(c[3]) for c in cands):
-            return 0
 
         def literals(c: tuple) -> frozenset | None:
             ta, a, tb, b = c[:4]
@@ -187,7 +183,7 @@ class RaceTracker:
 
         def possible(keys: list) -> bool:
             """Some of these condition sets holds for some size."""
-            mkey = frozenset(keys) if len(keys) > 1 else keys[0]
+            mkey = frozenset(keys)
             hit = memo.get(mkey)
             if hit is not None:
                 return hit

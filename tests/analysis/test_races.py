@@ -40,6 +40,16 @@ def _races(k):
     return [d for d in analyze(k).diagnostics if d.code == "AVE207"]
 
 
+def _incremental_is_full(k):
+    """The findings (text) of the default incremental analysis, asserted equal to those of
+    a full run of every trip-count variant."""
+    from ave_core.analysis import AnalysisOptions
+    inc = [d.format_text() for d in analyze(k).diagnostics]
+    assert inc == [d.format_text() for d in
+                   analyze(k, AnalysisOptions(incremental=False)).diagnostics]
+    return inc
+
+
 def test_transpose_race_witness_and_fix():
     # copy 1: 16-byte vectors of s (4 f32, 8 per row) -> s[1, 0:4] is vector 8, thread 8;
     # copy 2: 4-byte vectors of transpose(s), vector i by thread i -> thread 1 reads
@@ -365,16 +375,13 @@ def test_a_forked_branch_resumes_in_later_variants():
     # the branch inside a runtime loop: variants resume before it (the race state is
     # restored whole); results equal a run of every variant from the start, and the
     # interpreter finds the same race
-    from ave_core.analysis import AnalysisOptions
     body = ("    for i in ave.range(0, X.shape[1] // 32):\n        ave.barrier()\n"
             f"        if X.shape[0] > 64:\n            {_WRITE_T}\n"
             f"            ave.barrier()\n            {_READ_T}\n            {_WRITE_T}\n"
             f"        else:\n            {_READ_T}\n"
             f"    {_READ_16}\n")
     k = _k(_OPEN.replace("{BODY}", body))
-    inc = [d.format_text() for d in analyze(k).diagnostics]
-    full = [d.format_text() for d in analyze(k, AnalysisOptions(incremental=False)).diagnostics]
-    assert inc == full
+    _incremental_is_full(k)
     # the then-arm's last write races with the read before it (no barrier between:
     # thread 1 writes byte 4, thread 32 read it) and stays open past the loop: thread 0
     # reads byte 4 (s[0, 1], written by thread 1)
@@ -470,6 +477,14 @@ def _join_run(k, K):
     c = np.zeros((64, 64), np.float32)
     run(k, (1,), [a, b, c], checks=False)
     return c, af[:, 32:64] @ bf[32:64], af[:, 0:32] @ bf[32:64]
+
+
+def _proved_and_right(k, sizes=(64,)):
+    """The MMA proved, no AVE201, and the interpreter's C the right product for each K."""
+    assert _pairing(k) == (["proved"], [])
+    for K in sizes:
+        c, right, _ = _join_run(k, K)
+        assert np.abs(c - right).max() < 1e-2
 
 
 def test_a_tile_one_path_does_not_refill_is_the_merge_of_both_not_the_refill():
@@ -707,9 +722,7 @@ def test_both_arms_of_a_thread_dependent_branch_refill_by_the_same_threads():
     k = _join_body("    ave.copy(A[0:64, 0:32], sA)\n    ave.barrier()\n"
                    "    if ave.thread_id() < M:\n        ave.copy(A[0:64, 32:64], sA)\n"
                    "    else:\n        ave.copy(A[0:64, 32:64], sA, mask=lambda m, kk: kk < K)\n")
-    assert _pairing(k) == (["proved"], [])
-    c, right, _ = _join_run(k, 64)
-    assert np.abs(c - right).max() < 1e-2
+    _proved_and_right(k)
 
 
 def test_a_branch_on_the_condition_of_an_enclosing_one_has_one_path():
@@ -719,10 +732,7 @@ def test_a_branch_on_the_condition_of_an_enclosing_one_has_one_path():
              "        else:\n            ave.copy(A[0:64, 0:32], sA)\n")
     k = _join_body("    ave.copy(A[0:64, 0:32], sA)\n    ave.barrier()\n    if K > 64:\n"
                    + inner + "    else:\n        ave.copy(A[0:64, 32:64], sA)\n")
-    assert _pairing(k) == (["proved"], [])
-    for K in (64, 96):
-        c, right, _ = _join_run(k, K)
-        assert np.abs(c - right).max() < 1e-2
+    _proved_and_right(k, (64, 96))
 
 
 # --- from the third review (a review helper) -----------------------------------------------
@@ -755,7 +765,6 @@ def test_a_divergent_barrier_is_decided_under_each_variants_trip_counts():
     # when first met, and the variants that resumed after it kept that answer: the
     # default (incremental) run found nothing where each variant alone finds AVE209 (a
     # review helper's fuzzer); the interpreter deadlocks (AVE305) for M = 64, K = 96
-    from ave_core.analysis import AnalysisOptions
     from tests.analysis.test_accumulation import KERNEL
     loop = "        ave.copy(A[0:64, k0:k0 + 32], sA, mask=lambda m, k: (m < M) & (k < K))\n"
     text = KERNEL.replace("{K0}", "kt * 32").replace(loop, (
@@ -763,9 +772,7 @@ def test_a_divergent_barrier_is_decided_under_each_variants_trip_counts():
         "                ave.copy(A[0:32, k0:k0 + 32], sA[0:32, :], mask=lambda m, kk: kk < K)\n"
         "                if k0 + 32 <= K:\n                    ave.barrier()\n") + loop)
     k = compile_source(text, "d.py").kernels[0]
-    inc = [d.format_text() for d in analyze(k).diagnostics]
-    full = [d.format_text() for d in analyze(k, AnalysisOptions(incremental=False)).diagnostics]
-    assert inc == full
+    inc = _incremental_is_full(k)
     assert any(" AVE209 " in x for x in inc)
     assert "AVE305" in _interp_codes(k, 96)
 
@@ -774,20 +781,16 @@ def test_an_arm_no_size_allows_is_no_path():
     # `if K > 0:` -- sizes are >= 1, so the else path never runs; merging its stale tile
     # in made the refill ⊤ (a false AVE201). z3 is asked under the sizes' domain only (the
     # same answer in every trip-count variant: incremental runs agree with full ones)
-    from ave_core.analysis import AnalysisOptions
     k = _join_body("    ave.copy(A[0:64, 0:32], sA)\n    ave.barrier()\n    if K > 0:\n"
                    "        ave.copy(A[0:64, 32:64], sA)\n    else:\n"
                    "        ave.copy(A[0:64, 0:32], sA)\n")
-    assert _pairing(k) == (["proved"], [])
-    c, right, _ = _join_run(k, 64)
-    assert np.abs(c - right).max() < 1e-2
+    _proved_and_right(k)
     # an arm some sizes allow is still merged in (`K > 64`: ⊤, violated)
     k2 = _join_body("    ave.copy(A[0:64, 0:32], sA)\n    ave.barrier()\n    if K > 64:\n"
                     "        ave.copy(A[0:64, 32:64], sA)\n    else:\n"
                     "        ave.copy(A[0:64, 0:32], sA)\n")
     assert _pairing(k2)[0] == ["violated"]
-    assert [d.format_text() for d in analyze(k2).diagnostics] == \
-        [d.format_text() for d in analyze(k2, AnalysisOptions(incremental=False)).diagnostics]
+    _incremental_is_full(k2)
 
 
 # --- from the fourth review (a review helper) ---------------------------------------------
@@ -870,7 +873,6 @@ _A_16 = "ave.copy_async(X[m0:m0 + 32, n0:n0 + 32], s, vector_bytes=16)"
 @pytest.mark.parametrize("case", ["async copy over the branch", "same condition, forked or not",
                                   "overlay in a loop", "grid size and program id"])
 def test_fifth_review_cases(case):
-    from ave_core.analysis import AnalysisOptions
     if case == "async copy over the branch":
         # an async copy in flight across `if N > 64: W4 else: W^T; barrier`: its retire
         # meets the else-path's transposed write (an older epoch), which the one-path
@@ -906,9 +908,7 @@ def test_fifth_review_cases(case):
                 f"        {_WRITE_16}\n        ave.barrier()\n    {_READ_16}\n")
         expect = ["AVE209"]
     k = _tagged(body)
-    inc = [d.format_text() for d in analyze(k).diagnostics]
-    full = [d.format_text() for d in analyze(k, AnalysisOptions(incremental=False)).diagnostics]
-    assert inc == full
+    inc = _incremental_is_full(k)
     assert sorted({d.code for d in analyze(k).diagnostics}) == expect, inc
     dyn = {}
     for n in (32, 64):
@@ -1273,10 +1273,7 @@ _REVIEW_CASES = {
 def test_review_of_possible_pairs_and_data(case):
     body, want, lowest = _REVIEW_CASES[case]
     k = _k(_REVIEW.replace("{BODY}", body))
-    from ave_core.analysis import AnalysisOptions
-    inc = [d.format_text() for d in analyze(k).diagnostics]
-    assert inc == [d.format_text() for d in
-                   analyze(k, AnalysisOptions(incremental=False)).diagnostics]
+    _incremental_is_full(k)
     dyn = _review_sizes(k)
     if want is None:
         assert _races(k) == [] and dyn == {}
