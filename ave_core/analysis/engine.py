@@ -156,8 +156,23 @@ _SALT = np.uint64(0xD1B54A32D192ED03)
 #: masked read, a read whose mask depends on sizes, a computed value): ids of different
 #: kinds never meet but by chance (a 'other' value of 0 hashed like element 0 of the first
 #: tensor read: a missed race, found by a review helper)
-_DATUM_GLOBAL, _DATUM_OTHER, _DATUM_MASKED, _DATUM_COMPUTED = (
-    0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1)
+_DATUM_GLOBAL, _DATUM_OTHER, _DATUM_MASKED, _DATUM_COMPUTED, _DATUM_CONSTANT = (
+    0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1,
+    0x510E527FADE682D1)
+
+
+def constant_datum(value: Any, dtype: Any) -> np.int64:
+    """The datum (see :attr:`Tags.data`) of a compile-time constant of ``dtype``: equal
+    for equal values of one dtype, wherever and however they are stored (two threads that
+    store zeros into the same shared bytes do not race: the bytes hold the same values,
+    as the interpreter's byte compare sees them). The value is keyed by its float64 bits
+    (``-0.0`` and ``0.0`` differ, as their bytes do) and the dtype by name; a constant
+    stored through a cast is computed data (new: sound)."""
+    import struct
+    import zlib
+    bits = struct.unpack("<q", struct.pack("<d", float(value)))[0]
+    name = zlib.crc32(str(getattr(dtype, "name", dtype)).encode())
+    return data_ids(_DATUM_CONSTANT, [np.int64(bits), np.int64(name)], 1)[0]
 
 
 def data_ids(seed: int, parts: Sequence[Any], n: int) -> np.ndarray:
@@ -2024,7 +2039,13 @@ class Engine:
 
     def op_ave_full(self, op):
         V = op.attrs["layout"].num_values
-        self.env[op.result] = FragVal(Tags.bottom(self.T * V, self.F), V)
+        tags = Tags.bottom(self.T * V, self.F)
+        if op.attrs.get("value") is not None:
+            # a constant: the same datum in every element (a fill from a runtime scalar
+            # stays computed: new data per store)
+            tags.data = np.full(tags.n, constant_datum(op.attrs["value"],
+                                                       op.result.type.dtype), np.int64)
+        self.env[op.result] = FragVal(tags, V)
 
     def op_ave_coord(self, op):
         tab = self.table(op.attrs["layout"])

@@ -1,7 +1,7 @@
 """Static shared-memory race detection (AVE207).
 
 Two different threads touch the same shared byte, at least one of them writing, with no
-barrier between them: a data race. DESIGN §3: barriers end race epochs (and never clear
+barrier between them: a data race. Barriers end race epochs (and never clear
 tags). The engine enumerates every thread exactly, so the detector follows, per shared
 granule (the engine's byte-exact storage unit), the last writer thread and the reader
 thread(s) of the current epoch, as the interpreter's dynamic check (AVE304) does at run

@@ -1065,6 +1065,33 @@ def test_write_write_races_of_untagged_data(case):
     assert _races(k2) == [] and _untagged_run(k2) == []
 
 
+@pytest.mark.parametrize("second,race", [
+    ("ave.zeros((16, 32), ave.f32, tv2)", False),
+    ("ave.full((16, 32), 0.0, ave.f32, tv2)", False),
+    ("ave.full((16, 32), 1.0, ave.f32, tv2)", True),
+    ("ave.full((16, 32), -0.0, ave.f32, tv2)", True),      # other bytes: the sign bit
+])
+def test_constants_are_the_same_data_wherever_stored(second, race):
+    # Zeros stored twice by two layouts (other threads for one byte) were reported: every
+    # store made new data. A constant is one datum per value and dtype, as the
+    # interpreter's byte compare sees it. s[0, 8] (byte 32) is thread 2's under tv
+    # (flat (t % 8) * 64 + t // 8 + 16 v, column-major: s[0, 8:12]) and thread 0's under
+    # tv2 (flat t % 16 + 16 (t // 16) + 128 v: s[0, 0], s[0, 8], s[0, 16], s[0, 24])
+    body = ("    tv2 = ave.tv_layout(ave.layout((16, 8), (1, 16)), ave.layout(4, 128), (16, 32))\n"
+            "    ave.store(s[0:16, :], ave.zeros((16, 32), ave.f32, tv))\n"
+            f"    ave.store(s[0:16, :], {second})\n")
+    k = _k(_UNTAGGED.replace("{BODY}", body))
+    dyn = _untagged_run(k)
+    if not race:
+        assert _races(k) == [] and dyn == []
+        return
+    (d,) = _races(k)
+    w = d.witness
+    assert (w["byte"], [t["thread"] for t in w["threads"]]) == (32, [0, 2])
+    assert "after a write of other data" in d.message
+    assert any("written by threads 2 and 0 with different values" in m for m in dyn), dyn
+
+
 _TAGGED = _UNTAGGED.replace(
     "    tv = ave.tv_layout",
     "    X = ave.tag(X, lambda m, n: ave.label(row=m, col=n))\n    tv = ave.tv_layout")
