@@ -152,13 +152,12 @@ _MUL = np.uint64(0x9E3779B97F4A7C15)      # (odd: x -> x * _MUL is a bijection m
 _SALT = np.uint64(0xD1B54A32D192ED03)
 
 
-#: the seeds of data_ids, one per kind of datum (a global element, the 'other' value of a
-#: masked read, a read whose mask depends on sizes, a computed value): ids of different
-#: kinds never meet but by chance (a 'other' value of 0 hashed like element 0 of the first
-#: tensor read: a missed race, found by a review helper)
-_DATUM_GLOBAL, _DATUM_OTHER, _DATUM_MASKED, _DATUM_COMPUTED, _DATUM_CONSTANT = (
-    0x6A09E667F3BCC908, 0xBB67AE8584CAA73B, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1,
-    0x510E527FADE682D1)
+#: the seeds of data_ids, one per kind of datum (a global element, a read whose mask
+#: depends on sizes, a computed value, a compile-time constant -- also the 'other' value of
+#: a masked read): ids of different kinds never meet but by chance (an 'other' value of 0
+#: hashed like element 0 of the first tensor read: a missed race, found by a review helper)
+_DATUM_GLOBAL, _DATUM_MASKED, _DATUM_COMPUTED, _DATUM_CONSTANT = (
+    0x6A09E667F3BCC908, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1, 0x510E527FADE682D1)
 
 
 def constant_datum(value: Any, dtype: Any) -> np.int64:
@@ -1370,7 +1369,7 @@ class Engine:
             tags.data = self._masked_data(
                 data_ids(_DATUM_GLOBAL, [tid] + [(c.key.astype(np.int64) << 40) + c.conc
                                                  for c in gc], n),
-                tags.cond, op)
+                tags.cond, op, tile.dtype)
             return tags
         addr = self.shared_addresses(tile, coords)
         eb = tile.dtype.bytes
@@ -1390,7 +1389,7 @@ class Engine:
             dd = self.smem.data[byts]
             tags.data = np.where((dd == dd[:, :1]).all(axis=1), dd[:, 0], -1)
         if op.attrs.get("masked"):
-            tags.data = self._masked_data(tags.data, self.conds.rows(guard, n), op)
+            tags.data = self._masked_data(tags.data, self.conds.rows(guard, n), op, tile.dtype)
         self.races.read(g, gt, op)
         wr = all_last(self.written[byts])
         if not wr.all():
@@ -1398,16 +1397,19 @@ class Engine:
             self.uninit.append((op, self.loops, int(threads[i]), int(first[i]) * G))
         return tags
 
-    def _masked_data(self, data: np.ndarray, rows: np.ndarray, op: Op) -> np.ndarray:
-        """The data (:attr:`Tags.data`) a masked read yields: ``data`` where the guard
-        ``rows`` holds, the ``other`` value (0 by default) where it fails, and where it
-        depends on sizes, a datum of its own for that element, guard and ``other`` (two
-        reads under the same guard yield the same)."""
+    def _masked_data(self, data: np.ndarray, rows: np.ndarray, op: Op, dtype: Any
+                     ) -> np.ndarray:
+        """The data (:attr:`Tags.data`) a masked read of elements of ``dtype`` yields:
+        ``data`` where the guard ``rows`` holds, the ``other`` value (0 by default) where
+        it fails -- a constant of ``dtype``, the same datum as that constant stored by
+        ``ave.full`` (:func:`constant_datum`: a copy's zero-fill and ``ave.zeros`` write
+        the same bytes) -- and where it depends on sizes, a datum of its own for that
+        element, guard and ``other`` (two reads under the same guard yield the same)."""
         truth = self.conds.truth(rows)
         if (truth == 0).all():
             return data
         other = op.attrs.get("other", 0) or 0
-        od = int(data_ids(_DATUM_OTHER, [np.float64(other).view(np.int64)], 1)[0])
+        od = int(constant_datum(other, dtype))
         out = np.where(truth == 1, od, data)
         sym = truth > 1
         if sym.any():

@@ -1092,6 +1092,26 @@ def test_constants_are_the_same_data_wherever_stored(second, race):
     assert any("written by threads 2 and 0 with different values" in m for m in dyn), dyn
 
 
+@pytest.mark.parametrize("fill,race", [("0.0", False), ("1.0", True)])
+def test_a_masked_copys_zero_fill_is_the_constant_zero(fill, race):
+    # A masked copy writes zeros where its mask fails (rows 8..15 here: m < 8 fails for
+    # certain); ave.zeros stored over them by other threads is the same bytes: no race
+    # (it was reported: the fill was a datum of its own). s[8, 0] (byte 1024): thread 64's
+    # 16-byte vector (8 per row) in the copy, thread 0's under the store's layout (flat
+    # t % 16 + 16 (t // 16) + 128 v, column-major in the (8, 32) block: s[8 + 0, 0])
+    tv2 = "ave.tv_layout(ave.layout((16, 8), (1, 16)), ave.layout(2, 128), (8, 32))"
+    body = ("    ave.copy(X[0:16, 0:32], s[0:16, :], vector_bytes=16, mask=lambda m, n: m < 8)\n"
+            f"    ave.store(s[8:16, :], ave.full((8, 32), {fill}, ave.f32, {tv2}))\n")
+    k = _k(_UNTAGGED.replace("{BODY}", body))
+    dyn = _untagged_run(k)
+    if not race:
+        assert _races(k) == [] and dyn == []
+        return
+    (d,) = _races(k)
+    assert (d.witness["byte"], [t["thread"] for t in d.witness["threads"]]) == (1024, [0, 64])
+    assert any("written by threads 64 and 0 with different values" in m for m in dyn), dyn
+
+
 _TAGGED = _UNTAGGED.replace(
     "    tv = ave.tv_layout",
     "    X = ave.tag(X, lambda m, n: ave.label(row=m, col=n))\n    tv = ave.tv_layout")
