@@ -135,8 +135,9 @@ CODES: dict[str, CodeInfo] = {
            "never, over the unrolled loop: the right pairs of the wrong k-tile."),
         _c("AVE207", "shared-memory race", _E,
            "Two threads touch the same shared-memory bytes, at least one writing, with no "
-           "barrier between them (found statically, for every thread and trip count); an "
-           "asynchronous copy counts from its issue to its wait."),
+           "barrier between them, or a thread reads bytes an asynchronous copy still has in "
+           "flight (found statically, for every thread and trip count); an asynchronous "
+           "copy counts from its issue to its wait."),
         _c("AVE208", "global access out of bounds", _E,
            "A load, copy or store of a global tensor can touch an element outside its shape "
            "that its mask does not exclude (found statically, for every program id and size)."),

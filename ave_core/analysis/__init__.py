@@ -283,8 +283,15 @@ def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
         who = "another thread"
     kind = {"read": "reads", "write": "writes"}[f["kind"]]
     msg = (f"shared-memory race: thread {later['thread']} (warp {later['warp']}, lane "
-           f"{later['lane']}) {kind} shared byte {w['byte']}" + (f" ({loops})" if loops else "")
-           + f" after {f['what']} by {who} with no barrier between")
+           f"{later['lane']}) {kind} shared byte {w['byte']}" + (f" ({loops})" if loops else ""))
+    if f["what"] == "an asynchronous copy in flight":
+        # (a barrier does not help: the copy's wait_async does)
+        own = f["threads"][0] == f["threads"][1]
+        msg += (" while " + ("its own asynchronous copy" if own else
+                             f"an asynchronous copy by {who}")
+                + " into it is still in flight (no ave.wait_async has retired it)")
+    else:
+        msg += f" after {f['what']} by {who} with no barrier between"
     related = [Related(Location(p["file"], _range(p["range"])), p["label"])
                for p in w["program_points"]]
     notes = _witness_notes(w)

@@ -8,7 +8,8 @@ thread(s) of the current epoch, as the interpreter's dynamic check (AVE304) does
 time -- but for every program and every trip count ``1..T`` at once:
 
 * a read races with a write of another thread in the same epoch, and with an
-  asynchronous copy into the byte still in flight (issued, not retired by a wait_async);
+  asynchronous copy into the byte still in flight (issued, not retired by a wait_async),
+  its own thread's too (the copy's bytes land at the wait);
 * a write (a store, a copy; a cp.async when its wait retires it) races with a read by
   another thread in any epoch since the write was issued (an asynchronous copy spans
   every barrier between its issue and its wait), and with a write by another thread of
@@ -370,11 +371,12 @@ class RaceTracker:
         at = self.point(op)
         ug, tmin, tmax = self._readers(g, t)
         rows = self.state.take(ug, axis=0)          # (len(ug), columns): one gather
-        (w_epoch, w_thread, _, r_epoch, r_lo, r_hi, _, pending, p_thread, _, w_other, _,
+        (w_epoch, w_thread, _, r_epoch, r_lo, r_hi, _, pending, _, _, w_other, _,
          _, _, _, _) = rows.T
-        # per distinct granule: some reader differs from the in-flight copy's thread (the
-        # last writer's) iff the readers are not all that one thread
-        if not (((pending > 0) & ((p_thread != tmin) | (p_thread != tmax))).any() or
+        # per distinct granule: a copy still in flight into it (any thread's, the reader's
+        # own too), or some reader differs from the last writer's thread (the readers are
+        # not all that one thread)
+        if not ((pending > 0).any() or
                 ((w_epoch == self.epoch) & (w_thread >= 0) &
                  ((w_thread != tmin) | (w_thread != tmax))).any() or
                 ((w_other >= 0).any() and ((w_epoch == self.epoch) & (w_other >= 0) &
@@ -412,7 +414,10 @@ class RaceTracker:
     def _read_elements(self, g: np.ndarray, t: np.ndarray, op: Any, at: int) -> None:
         """:meth:`read` element by element (where a finding is reported: its first
         element in access order names the threads)."""
-        infl = (self.pending[g] > 0) & (self.p_thread[g] != t)
+        # an asynchronous copy in flight into the byte: by another thread, or by this one
+        # (cp.async's bytes land at its wait: the thread's own read before it sees old
+        # or new bytes -- the interpreter's AVE304 reports both)
+        infl = self.pending[g] > 0
         if infl.any():
             idx = np.nonzero(infl)[0]
             pt, pat = self.p_thread[g[idx]], self.p_at[g[idx]]
@@ -662,7 +667,7 @@ def witness(eng: Any, f: dict) -> dict:
     other, thread = f["threads"]
     # the thread of the reported (later) access first, then the other one
     threads = [{"thread": thread, "warp": thread // ws, "lane": thread % ws}]
-    if other >= 0:
+    if other >= 0 and other != thread:      # (its own asynchronous copy: one thread)
         threads.append({"thread": other, "warp": other // ws, "lane": other % ws})
     pts = []
     for (op, loops), label in ((f["earlier"] or (None, ()), "earlier access"),

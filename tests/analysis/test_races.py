@@ -1386,3 +1386,43 @@ def k(B: ave.Tensor[ave.f32, 1], Y: ave.Tensor[ave.f32, 2]):
     res = run(k, (1, 1), [np.arange(1, 13, dtype=np.float32), np.zeros((1, 1), np.float32)])
     assert any("written by threads 0 and 8 with different values" in x.message
                for x in res.diagnostics)
+
+
+# --- a thread's own asynchronous copy in flight ------------------------------------------
+
+_OWN_INFLIGHT = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    s = ave.alloc((32, 32), ave.f32, space="shared")
+    ave.copy(X[0:32, 0:32], s, vector_bytes=16)
+    ave.barrier()
+    ave.copy_async(X[32:64, 0:32], s, vector_bytes=16)
+    ave.commit_async()
+{WAIT}    ave.copy(s, Y[0:32, 0:32], vector_bytes=16)
+    ave.wait_async(0)
+'''
+
+
+@pytest.mark.parametrize("wait", [False, True])
+def test_a_read_of_the_threads_own_copy_in_flight(wait):
+    # Each thread reads back the 16-byte vector its own copy_async is still moving (the
+    # same layout: vector i by thread i): the bytes land at the wait, so the read sees the
+    # old or the new rows. Only reads of *other* threads' copies were reported; the
+    # interpreter reports its own too. First element: s[0, 0:4], byte 0, thread 0.
+    k = _k(_OWN_INFLIGHT.replace("{WAIT}", "    ave.wait_async(0)\n" if wait else ""))
+    X = np.random.default_rng(5).random((64, 32)).astype(np.float32)
+    res = run(k, (1, 1), [X, np.zeros((32, 32), np.float32)])
+    dyn = [x.message for x in res.diagnostics if x.code == "AVE304"]
+    if wait:
+        assert _races(k) == [] and dyn == []
+        return
+    (d,) = _races(k)
+    assert d.range.start.line == 9
+    assert [t["thread"] for t in d.witness["threads"]] == [0] and d.witness["byte"] == 0
+    assert d.message == ("shared-memory race: thread 0 (warp 0, lane 0) reads shared byte 0 "
+                         "while its own asynchronous copy into it is still in flight (no "
+                         "ave.wait_async has retired it)")
+    assert "fix" not in d.witness          # a barrier does not help: the wait does
+    assert dyn and "shared byte 0 is read while an asynchronous copy" in dyn[0] and \
+        "thread 0 (warp 0, lane 0)" in dyn[0]
