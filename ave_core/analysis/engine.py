@@ -153,25 +153,38 @@ _SALT = np.uint64(0xD1B54A32D192ED03)
 
 
 #: the seeds of data_ids, one per kind of datum (a global element, a read whose mask
-#: depends on sizes, a computed value, a compile-time constant -- also the 'other' value of
-#: a masked read): ids of different kinds never meet but by chance (an 'other' value of 0
-#: hashed like element 0 of the first tensor read: a missed race, found by a review helper)
-_DATUM_GLOBAL, _DATUM_MASKED, _DATUM_COMPUTED, _DATUM_CONSTANT = (
-    0x6A09E667F3BCC908, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1, 0x510E527FADE682D1)
+#: depends on sizes, a computed value, known bytes -- a compile-time constant, also the
+#: 'other' value of a masked read --, and part j > 0 of an element of several shared
+#: granules, see Engine.granule_data): ids of different kinds never meet but by chance
+#: (an 'other' value of 0 hashed like element 0 of the first tensor read: a missed race,
+#: found by a review helper)
+_DATUM_GLOBAL, _DATUM_MASKED, _DATUM_COMPUTED, _DATUM_CONSTANT, _DATUM_PART = (
+    0x6A09E667F3BCC908, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1, 0x510E527FADE682D1,
+    0x9B05688C2B3E6C1F)
 
 
-def constant_datum(value: Any, dtype: Any) -> np.int64:
-    """The datum (see :attr:`Tags.data`) of a compile-time constant of ``dtype``: equal
-    for equal values of one dtype, wherever and however they are stored (two threads that
-    store zeros into the same shared bytes do not race: the bytes hold the same values,
-    as the interpreter's byte compare sees them). The value is keyed by its float64 bits
-    (``-0.0`` and ``0.0`` differ, as their bytes do) and the dtype by name; a constant
-    stored through a cast is computed data (new: sound)."""
-    import struct
-    import zlib
-    bits = struct.unpack("<q", struct.pack("<d", float(value)))[0]
-    name = zlib.crc32(str(getattr(dtype, "name", dtype)).encode())
-    return data_ids(_DATUM_CONSTANT, [np.int64(bits), np.int64(name)], 1)[0]
+def constant_bytes(value: Any, dtype: Any) -> bytes | None:
+    """The storage bytes (little-endian) of a compile-time constant ``value`` of ``dtype``,
+    as a store writes them: floats rounded to nearest even (bf16, f16, fp8: the
+    interpreter's :func:`ave_core.interp.numerics.to_storage`), integers wrapped to the
+    dtype's width (two's complement). None when the value has no float64 form (a huge
+    integer for a float dtype: the fill is then computed data)."""
+    from ave_core.interp.numerics import to_storage
+    try:
+        if dtype.is_float:
+            with np.errstate(over="ignore", invalid="ignore"):
+                return np.asarray(to_storage(dtype, np.asarray(float(value)))).tobytes()
+        return (int(value) % (1 << (8 * dtype.bytes))).to_bytes(dtype.bytes, "little")
+    except (OverflowError, ValueError, TypeError):
+        return None
+
+
+def bytes_datum(raw: bytes) -> int:
+    """The datum (see :attr:`Tags.data`) of known bytes: equal for equal bytes, whatever
+    dtype wrote them (f32 zeros and two bf16 zeros are the same bytes, as the interpreter's
+    byte compare sees them)."""
+    return int(data_ids(_DATUM_CONSTANT, [np.int64(int.from_bytes(raw, "little")),
+                                          np.int64(len(raw))], 1)[0])
 
 
 def data_ids(seed: int, parts: Sequence[Any], n: int) -> np.ndarray:
@@ -538,6 +551,9 @@ class Engine:
         ng = max(size // self.G + 1, 1)
         self.smem = Tags.bottom(ng, self.F)
         self.smem.data = np.zeros(ng, np.int64)
+        #: the data of known bytes (constants, their granules): datum -> the bytes (see
+        #: granule_data, element_data)
+        self._bytes: dict = {}
         self._tensor_ids: dict = {}
         self.written = np.zeros(ng, bool)
         self.races = RaceTracker(self, ng)
@@ -1383,11 +1399,9 @@ class Engine:
             for j in range(1, eb // G):
                 if not np.array_equal(rows_take(self.smem.code, byts[:, j]), tags.code):
                     tags = join(tags, self.smem.take(byts[:, j]), self.conds)
-            # an element of several granules is one datum if they hold one (a packed pair
-            # of two data read as one: -1, other data than any -- its granules' data are
-            # not kept apart)
-            dd = self.smem.data[byts]
-            tags.data = np.where((dd == dd[:, :1]).all(axis=1), dd[:, 0], -1)
+            # an element of several granules is the datum whose parts they hold (a packed
+            # pair of two data read as one: -1, other data than any)
+            tags.data = self.element_data(self.smem.data[byts])
         if op.attrs.get("masked"):
             tags.data = self._masked_data(tags.data, self.conds.rows(guard, n), op, tile.dtype)
         self.races.read(g, gt, op)
@@ -1401,15 +1415,16 @@ class Engine:
                      ) -> np.ndarray:
         """The data (:attr:`Tags.data`) a masked read of elements of ``dtype`` yields:
         ``data`` where the guard ``rows`` holds, the ``other`` value (0 by default) where
-        it fails -- a constant of ``dtype``, the same datum as that constant stored by
-        ``ave.full`` (:func:`constant_datum`: a copy's zero-fill and ``ave.zeros`` write
-        the same bytes) -- and where it depends on sizes, a datum of its own for that
+        it fails -- a constant of ``dtype``, its bytes' datum (:meth:`constant_datum`: a
+        copy's zero-fill and ``ave.zeros`` write the same bytes) -- and where it depends on sizes, a datum of its own for that
         element, guard and ``other`` (two reads under the same guard yield the same)."""
         truth = self.conds.truth(rows)
         if (truth == 0).all():
             return data
         other = op.attrs.get("other", 0) or 0
-        od = int(constant_datum(other, dtype))
+        od = self.constant_datum(other, dtype)
+        if od is None:
+            od = -1             # (no float64 form: other data than anything)
         out = np.where(truth == 1, od, data)
         sym = truth > 1
         if sym.any():
@@ -1417,6 +1432,72 @@ class Engine:
             g = np.ascontiguousarray(rows[sym], np.int32)
             g = g.view(np.int64) if g.shape[1] % 2 == 0 else g.astype(np.int64)
             out[sym] = data_ids(_DATUM_MASKED, [od, data[sym], *g.T], int(sym.sum()))
+        return out
+
+    def constant_datum(self, value: Any, dtype: Any) -> int | None:
+        """The datum of a compile-time constant of ``dtype``: its storage bytes'
+        (:func:`constant_bytes`, :func:`bytes_datum`), so equal bytes are the same data
+        whatever dtype wrote them; the bytes are registered (:meth:`granule_data` splits
+        them into their granules', :meth:`element_data` joins those). None: ``value`` is
+        None or has no float64 form."""
+        if value is None:
+            return None
+        raw = constant_bytes(value, dtype)
+        if raw is None:
+            return None
+        return self._known(raw)
+
+    def _known(self, raw: bytes) -> int:
+        """The datum of known bytes, registered with them (and their granules')."""
+        d = bytes_datum(raw)
+        if d not in self._bytes:
+            self._bytes[d] = raw
+            G = self.G
+            for j in range(0, len(raw), G) if len(raw) > G else ():
+                part = raw[j:j + G]
+                self._bytes.setdefault(bytes_datum(part), part)
+        return d
+
+    def granule_data(self, data: np.ndarray, per: int) -> np.ndarray:
+        """The data ``(n, per)`` of the ``per`` granules each of ``n`` elements covers: a
+        granule holds a part of its element, not the element (the low and the high half of
+        an f32 are different bytes: two threads writing them into one granule race). Part
+        0 keeps the element's datum (a bf16 view of an f32's low half reads it), part j > 0
+        a datum of its own derived from it; known bytes (a constant) split into their
+        granules' bytes (f32 zeros are two bf16 zeros). 0 (unknown) and -1 (joined
+        different) stay as they are. :meth:`element_data` is the inverse."""
+        out = np.empty((len(data), per), np.int64)
+        out[:, 0] = data
+        plain = (data != 0) & (data != -1)
+        for j in range(1, per):
+            out[:, j] = np.where(plain, data_ids(_DATUM_PART, [data, np.int64(j)], len(data)),
+                                 data)
+        if self._bytes:
+            G = self.G
+            for d in np.unique(data):
+                raw = self._bytes.get(int(d))
+                if raw is not None and len(raw) == per * G:
+                    out[data == d] = [bytes_datum(raw[j:j + G]) for j in range(0, len(raw), G)]
+        return out
+
+    def element_data(self, dd: np.ndarray) -> np.ndarray:
+        """The data of elements whose granules hold ``dd`` ``(n, per)``: the element whose
+        parts they are (:meth:`granule_data`), else -1 (parts of different data: other
+        data than anything)."""
+        per = dd.shape[1]
+        want = self.granule_data(dd[:, 0], per)
+        out = np.where((dd == want).all(axis=1), dd[:, 0], -1)
+        bad = out == -1
+        if self._bytes and bad.any():
+            # granules of known bytes (two i8 zeros read as an f16): the datum of their
+            # concatenation
+            rows, inv = np.unique(dd[bad], axis=0, return_inverse=True)
+            got = np.full(len(rows), -1, np.int64)
+            for r, row in enumerate(rows):
+                parts = [self._bytes.get(int(x)) for x in row]
+                if all(p is not None for p in parts):
+                    got[r] = self._known(b"".join(parts))
+            out[bad] = got[inv.reshape(-1)]
         return out
 
     def _granules(self, addr: np.ndarray, per: int, threads: np.ndarray) -> tuple:
@@ -1462,6 +1543,7 @@ class Engine:
             byts = ((addr // self.G)[:, None] + np.arange(per)).reshape(-1)
             rep = np.repeat(np.arange(tags.n), per)
             t = tags.take(rep)
+            t.data = self.granule_data(tags.data, per).reshape(-1)
             thr = threads[rep] if threads is not None else None
         if deferred:
             issued = self.races.issue_async(byts, thr, op) if thr is not None else None
@@ -2042,11 +2124,11 @@ class Engine:
     def op_ave_full(self, op):
         V = op.attrs["layout"].num_values
         tags = Tags.bottom(self.T * V, self.F)
-        if op.attrs.get("value") is not None:
-            # a constant: the same datum in every element (a fill from a runtime scalar
-            # stays computed: new data per store)
-            tags.data = np.full(tags.n, constant_datum(op.attrs["value"],
-                                                       op.result.type.dtype), np.int64)
+        d = self.constant_datum(op.attrs.get("value"), op.result.type.dtype)
+        if d is not None:
+            # a constant: its bytes are its datum, in every element (a fill from a runtime
+            # scalar stays computed: new data per store)
+            tags.data = np.full(tags.n, d, np.int64)
         self.env[op.result] = FragVal(tags, V)
 
     def op_ave_coord(self, op):

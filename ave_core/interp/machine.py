@@ -614,17 +614,24 @@ class Machine:
         return m & inb, addr
 
     def read_tile(self, t: RTile, coords: Sequence[np.ndarray], threads: np.ndarray, op: Op,
-                  mask: np.ndarray | None = None, other: Any = 0
+                  mask: np.ndarray | None = None, other: Any = 0, raw: bool = False
                   ) -> tuple[np.ndarray, np.ndarray | None]:
-        """Compute values (and provenance) of tile elements at ``coords`` read by ``threads``."""
+        """Compute values (and provenance) of tile elements at ``coords`` read by ``threads``;
+        ``raw``: their storage bits instead (``other`` converted to them), for a copy that
+        moves bytes unchanged (NaN payloads, fp8 -0)."""
         n = np.shape(coords[0])[0] if len(coords) else 0
-        cd = NUM.compute_dtype(t.dtype)
-        vals = np.full(n, other, dtype=cd)
+        if raw:
+            vals = np.full(n, NUM.to_storage(t.dtype, np.asarray(other)),
+                           dtype=NUM.STORAGE[t.dtype.name])
+            conv = lambda x: x  # noqa: E731
+        else:
+            vals = np.full(n, other, dtype=NUM.compute_dtype(t.dtype))
+            conv = lambda x: NUM.from_storage(t.dtype, x)  # noqa: E731
         prov = np.full(n, BOTTOM, dtype=np.int64) if self.prov_on else None
         m = np.ones(n, dtype=bool) if mask is None else mask.copy()
         if t.space == "global":
             ok, flat, tc = self.global_access(t, coords, m, threads, op, "read")
-            vals[ok] = NUM.from_storage(t.dtype, t.tensor.flat[flat[ok]])
+            vals[ok] = conv(t.tensor.flat[flat[ok]])
             if prov is not None:
                 prov[ok] = _prov_ids(t.tensor, [c[ok] for c in tc])
             return vals, prov
@@ -634,8 +641,8 @@ class Machine:
         th = threads[ok]
         if a.size:
             byts = a[:, None] + np.arange(eb)
-            raw = np.ascontiguousarray(self.smem[byts]).view(NUM.STORAGE[t.dtype.name]).reshape(-1)
-            vals[ok] = NUM.from_storage(t.dtype, raw)
+            bits = np.ascontiguousarray(self.smem[byts]).view(NUM.STORAGE[t.dtype.name]).reshape(-1)
+            vals[ok] = conv(bits)
             if prov is not None:
                 p = self.smem_prov[byts]
                 prov[ok] = np.where(np.all(p == p[:, :1], axis=1), p[:, 0], MIXED)
@@ -645,10 +652,12 @@ class Machine:
 
     def write_tile(self, t: RTile, coords: Sequence[np.ndarray], vals: np.ndarray,
                    prov: np.ndarray | None, threads: np.ndarray, op: Op,
-                   mask: np.ndarray | None = None, deferred: bool = False) -> Any:
+                   mask: np.ndarray | None = None, deferred: bool = False,
+                   raw: bool = False) -> Any:
+        """Write compute values ``vals`` (``raw``: storage bits, see :meth:`read_tile`)."""
         n = np.shape(coords[0])[0]
         m = np.ones(n, dtype=bool) if mask is None else mask
-        st = NUM.to_storage(t.dtype, vals)
+        st = np.asarray(vals, NUM.STORAGE[t.dtype.name]) if raw else NUM.to_storage(t.dtype, vals)
         if t.space == "global":
             ok, flat, _ = self.global_access(t, coords, m, threads, op, "write")
             t.tensor.flat[flat[ok]] = st[ok]
@@ -807,14 +816,18 @@ class Machine:
         on_dst = op.attrs.get("mask_side") == "dst"
         mask = self.eval_mask(op, coords, thread, dst if on_dst else src)
         rmask, wmask = (None, mask) if on_dst else (mask, None)
-        vals, prov = self.read_tile(src, coords, thread, op, rmask, op.attrs.get("other", 0))
+        # a copy moves bytes: storage bits end to end when the dtypes agree
+        raw = src.dtype == dst.dtype
+        vals, prov = self.read_tile(src, coords, thread, op, rmask, op.attrs.get("other", 0),
+                                    raw=raw)
         if deferred:
-            plan = self.write_tile(dst, coords, vals, prov, thread, op, None, deferred=True)
+            plan = self.write_tile(dst, coords, vals, prov, thread, op, None, deferred=True,
+                                   raw=raw)
             b, raw, th, bp = plan
             self.pending[b] += 1
             self.open_group.append((b, raw, th, bp, op, self.epoch, tuple(self.loop_stack)))
         else:
-            self.write_tile(dst, coords, vals, prov, thread, op, wmask)
+            self.write_tile(dst, coords, vals, prov, thread, op, wmask, raw=raw)
 
     def op_ave_copy(self, op):
         self._copy_common(op, deferred=False)

@@ -54,7 +54,8 @@ def _fp8_table(dt: DType) -> np.ndarray:
         e, m, bias = (codes >> 2) & 0x1F, codes & 0x3, 15
         val = np.where(e == 0, m / 4.0 * 2.0 ** (1 - bias), (1 + m / 4.0) * 2.0 ** (e - bias))
         val = np.where(e == 31, np.where(m == 0, np.inf, np.nan), val)
-    return (sign * val).astype(np.float64)
+    # (a NaN keeps its sign: 0xff is fp8e4m3's negative NaN, it comes back as 0xff)
+    return np.copysign(val, sign).astype(np.float64)
 
 
 _FP8_TABLES = {D.fp8e4m3.name: _fp8_table(D.fp8e4m3), D.fp8e5m2.name: _fp8_table(D.fp8e5m2)}
@@ -75,8 +76,11 @@ def _fp8_bits(x: np.ndarray, dt: DType) -> np.ndarray:
     dlo, dhi = a - pos_vals[lo], pos_vals[hi] - a
     pick_hi = (dhi < dlo) | ((dhi == dlo) & ((pos_codes[hi] & 1) == 0))
     code = np.where(pick_hi, pos_codes[hi], pos_codes[lo])
-    code = np.where(np.signbit(x) & (code != 0), code | 0x80, code)
+    # the sign is kept for zero too: -0.0 is 0x80 (the OCP 8-bit floating point formats
+    # have a signed zero; it was stored as +0)
+    code = np.where(np.signbit(x), code | 0x80, code)
     nan_code = 0x7F if dt == D.fp8e4m3 else 0x7E
+    nan_code = np.where(np.signbit(x), nan_code | 0x80, nan_code)
     return np.where(np.isnan(x), nan_code, code).astype(np.uint8)
 
 
