@@ -154,13 +154,16 @@ _SALT = np.uint64(0xD1B54A32D192ED03)
 
 #: the seeds of data_ids, one per kind of datum (a global element, a read whose mask
 #: depends on sizes, a computed value, known bytes -- a compile-time constant, also the
-#: 'other' value of a masked read --, and part j > 0 of an element of several shared
-#: granules, see Engine.granule_data): ids of different kinds never meet but by chance
+#: 'other' value of a masked read --, part j > 0 of an element of several shared
+#: granules and an element made of the parts of others, see Engine.granule_data and
+#: element_data, and an element of ave.where whose condition the analysis does not
+#: follow): ids of different kinds never meet but by chance
 #: (an 'other' value of 0 hashed like element 0 of the first tensor read: a missed race,
 #: found by a review helper)
 _DATUM_GLOBAL, _DATUM_MASKED, _DATUM_COMPUTED, _DATUM_CONSTANT, _DATUM_PART = (
     0x6A09E667F3BCC908, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1, 0x510E527FADE682D1,
     0x9B05688C2B3E6C1F)
+_DATUM_WHOLE, _DATUM_SELECT = 0x1F83D9ABFB41BD6B, 0x5BE0CD19137E2179
 
 
 def constant_bytes(value: Any, dtype: Any) -> bytes | None:
@@ -554,6 +557,9 @@ class Engine:
         #: the data of known bytes (constants, their granules): datum -> the bytes (see
         #: granule_data, element_data)
         self._bytes: dict = {}
+        #: elements read from granules of different data (four i8 read as an f32): their
+        #: datum -> the granules' data (see element_data)
+        self._whole: dict = {}
         self._tensor_ids: dict = {}
         self.written = np.zeros(ng, bool)
         self.races = RaceTracker(self, ng)
@@ -1060,7 +1066,13 @@ class Engine:
     def _unary(self, op):
         x = self.env.get(op.operands[0])
         if isinstance(op.result.type, FragmentType):
-            self.env[op.result] = self._frag_elementwise(op, [x], op.name)
+            out = self._frag_elementwise(op, [x], op.name)
+            if op.name == "arith.cast" and isinstance(x, FragVal):
+                d = self._cast_constant(x, op)
+                if d is not None:
+                    out.tags = Tags(out.tags.code, out.tags.cond, out.tags.src, out.tags.moved,
+                                    out.tags.via, np.full(out.tags.n, d, np.int64))
+            self.env[op.result] = out
         elif isinstance(x, SymInt) and op.name == "arith.neg":
             self.env[op.result] = sym_binop(self.tab, "mul", x, SymInt.const(-1))
         else:
@@ -1074,7 +1086,18 @@ class Engine:
         c, a, b = (self.env.get(v) for v in op.operands)
         if isinstance(op.result.type, FragmentType):
             fa, fb = self._as_frag(a, op), self._as_frag(b, op)
-            self.env[op.result] = FragVal(join(fa.tags, fb.tags, self.conds), fa.V)
+            tags = join(fa.tags, fb.tags, self.conds)
+            da, db = fa.tags.data, fb.tags.data
+            if da is not None and db is not None and not (da == db).all():
+                # per element, one of two known data by a condition the analysis does not
+                # follow (a fragment comparison): a datum of this select, its two data and
+                # the element's logical coordinates (the same element, the same datum,
+                # wherever it is stored; it was -1, other data than anything)
+                coords = self.layout_coords(op.result.type.layout)
+                sel = data_ids(_DATUM_SELECT, [np.int64(id(op)), da, db, *coords], tags.n)
+                known = (da != 0) & (da != -1) & (db != 0) & (db != -1)
+                tags.data = np.where(da == db, da, np.where(known, sel, -1))
+            self.env[op.result] = FragVal(tags, fa.V)
             return
         if isinstance(a, SymInt) and isinstance(b, SymInt) and isinstance(c, np.ndarray):
             rows = self.conds.rows(c, self.T)
@@ -1458,6 +1481,28 @@ class Engine:
                 self._bytes.setdefault(bytes_datum(part), part)
         return d
 
+    def _cast_constant(self, x: FragVal, op: Op) -> int | None:
+        """The datum of ``ave.cast`` of a constant (every element the same known bytes):
+        the cast value's bytes, as the interpreter computes it (the register value rounded
+        to the new dtype: floats to nearest even, toward zero into an integer). None: not
+        a constant, or a float outside the integer dtype's range (or NaN): computed data."""
+        from ave_core.interp import numerics as NUM
+        data = x.tags.data
+        if data is None or data.size == 0 or not (data == data[0]).all():
+            return None
+        raw = self._bytes.get(int(data[0]))
+        src, dst = op.operands[0].type.dtype, op.result.type.dtype
+        if raw is None or len(raw) != src.bytes:
+            return None
+        with np.errstate(all="ignore"):
+            v = NUM.from_storage(src, np.frombuffer(raw, NUM.STORAGE[src.name]))
+            if not dst.is_float and v.dtype.kind == "f":
+                lim = 1 << (8 * dst.bytes - (0 if dst.name.startswith("u") else 1))
+                if not np.isfinite(v).all() or not (-lim <= np.trunc(v[0]) < lim):
+                    return None
+            r = NUM.round_to(dst, v)
+        return self._known(np.asarray(NUM.to_storage(dst, r)).tobytes())
+
     def granule_data(self, data: np.ndarray, per: int) -> np.ndarray:
         """The data ``(n, per)`` of the ``per`` granules each of ``n`` elements covers: a
         granule holds a part of its element, not the element (the low and the high half of
@@ -1472,31 +1517,41 @@ class Engine:
         for j in range(1, per):
             out[:, j] = np.where(plain, data_ids(_DATUM_PART, [data, np.int64(j)], len(data)),
                                  data)
-        if self._bytes:
+        if self._bytes or self._whole:
             G = self.G
             for d in np.unique(data):
                 raw = self._bytes.get(int(d))
                 if raw is not None and len(raw) == per * G:
                     out[data == d] = [bytes_datum(raw[j:j + G]) for j in range(0, len(raw), G)]
+                parts = self._whole.get(int(d))
+                if parts is not None and len(parts) == per:
+                    out[data == d] = parts
         return out
 
     def element_data(self, dd: np.ndarray) -> np.ndarray:
         """The data of elements whose granules hold ``dd`` ``(n, per)``: the element whose
-        parts they are (:meth:`granule_data`), else -1 (parts of different data: other
-        data than anything)."""
+        parts they are (:meth:`granule_data`); known bytes: their concatenation's; other
+        known data: a datum made of the parts (registered, so that :meth:`granule_data`
+        splits it back); a part unknown (0) or joined (-1): -1, other data than anything."""
         per = dd.shape[1]
         want = self.granule_data(dd[:, 0], per)
         out = np.where((dd == want).all(axis=1), dd[:, 0], -1)
-        bad = out == -1
-        if self._bytes and bad.any():
+        bad = (out == -1) & (dd != 0).all(axis=1) & (dd != -1).all(axis=1)
+        if bad.any():
             # granules of known bytes (two i8 zeros read as an f16): the datum of their
-            # concatenation
+            # concatenation; of other data: a datum made of theirs (granule_data splits it
+            # back: the element written elsewhere and read as i8 again is the same data)
             rows, inv = np.unique(dd[bad], axis=0, return_inverse=True)
-            got = np.full(len(rows), -1, np.int64)
+            got = np.empty(len(rows), np.int64)
             for r, row in enumerate(rows):
                 parts = [self._bytes.get(int(x)) for x in row]
                 if all(p is not None for p in parts):
                     got[r] = self._known(b"".join(parts))
+                else:
+                    key = tuple(int(x) for x in row)
+                    d = int(data_ids(_DATUM_WHOLE, [np.int64(x) for x in key], 1)[0])
+                    self._whole.setdefault(d, key)
+                    got[r] = d
             out[bad] = got[inv.reshape(-1)]
         return out
 

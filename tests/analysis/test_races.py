@@ -1499,6 +1499,12 @@ def k(Y: ave.Tensor[ave.f32, 1], I: ave.Tensor[ave.i32, 1]):
     ("i32 2**32 + 7, 7", False),
     # 1.0f and int 1 are other bytes (a masked read's 'other' value of each dtype)
     ("other 1.0f, other 1", True),
+    # a cast of a constant is the cast value's bytes (it was computed data: a false race
+    # the review fuzzer met in 22 of 35 false kernels): 1.75f to i32 is 1 (toward zero),
+    # f32 zeros to bf16 are bf16 zeros
+    ("cast 1.75f -> i32, 1", False),
+    ("cast 1.75f -> i32, 2", True),
+    ("f32 zeros, cast bf16 zeros", False),
 ])
 def test_constants_are_the_bytes_they_store(case, race):
     h = "    h = ave.view(s, (128,), ave.bf16)\n"
@@ -1512,6 +1518,13 @@ def test_constants_are_the_bytes_they_store(case, race):
                                      "    ave.store(si, ave.full((64,), 9007199254740993, ave.i32, tvB))\n",
         "i32 2**32 + 7, 7": si + "    ave.store(si, ave.full((64,), 4294967303, ave.i32, tvA))\n"
                                  "    ave.store(si, ave.full((64,), 7, ave.i32, tvB))\n",
+        "cast 1.75f -> i32, 1": si + "    ave.store(si, ave.cast(ave.full((64,), 1.75, ave.f32, tvA), ave.i32))\n"
+                                     "    ave.store(si, ave.full((64,), 1, ave.i32, tvB))\n",
+        "cast 1.75f -> i32, 2": si + "    ave.store(si, ave.cast(ave.full((64,), 1.75, ave.f32, tvA), ave.i32))\n"
+                                     "    ave.store(si, ave.full((64,), 2, ave.i32, tvB))\n",
+        "f32 zeros, cast bf16 zeros": h + "    ave.store(s, ave.zeros((64,), ave.f32, tvA))\n"
+                                          "    ave.store(h, ave.cast(ave.zeros((128,), ave.f32, tv2), "
+                                          "ave.bf16))\n",
         "other 1.0f, other 1": si + "    a = ave.load(Y[0:64], tvA, mask=lambda m: m < 0, other=1.0)\n"
                                     "    b = ave.load(I[0:64], tvB, mask=lambda m: m < 0, other=1)\n"
                                     "    ave.store(s, a)\n    ave.store(si, b)\n",
@@ -1550,3 +1563,50 @@ def k(X: ave.Tensor[ave.{dt}, 1]):
     ave.copy(s, X[0:64], vector_bytes=4)
 '''.replace("{dt}", dt))
         assert [d.code for d in analyze(k).diagnostics] == []
+
+
+_SELECTED = '''import ave_core.lang as ave
+
+
+@ave.kernel(threads=64)
+def k(Y: ave.Tensor[ave.f32, 1], M: ave.i32):
+    tv = ave.tv_layout(ave.layout(64, 1), ave.layout(4, 64), (256,))
+    s = ave.alloc((64,), ave.f32, space="shared")
+    t = ave.alloc((64,), ave.f32, space="shared")
+    s_u8 = ave.view(s, (256,), ave.u8)
+    t_u8 = ave.view(t, (256,), ave.u8)
+    ave.store(s_u8, ave.where(ave.coord((256,), 0, tv) < M, ave.full((256,), 7, ave.u8, tv),
+                              ave.full((256,), 1, ave.u8, tv)))
+    ave.barrier()
+    ave.copy(s, t, vector_bytes=4)
+    ave.copy({SRC}, {DST}, vector_bytes=8)
+    ave.barrier()
+    ave.copy(t, Y[0:64], vector_bytes=4)
+'''
+
+
+@pytest.mark.parametrize("src,dst,race", [("s_u8", "t_u8", False),
+                                          ("s_u8[0:128]", "t_u8[128:256]", True)])
+def test_selected_bytes_read_as_wider_elements_keep_what_they_are(src, dst, race):
+    # ave.where of two constants under a condition the analysis does not follow (a
+    # fragment comparison) was -1 per element, other data than anything; its bytes read as
+    # f32 (four u8 of different data) too. Copied into t twice, as f32 (thread i: t[i])
+    # and as u8 vectors of 8 (thread i: bytes 8 i ..): the same bytes, no race -- each
+    # element is one datum of the select, an element of several granules a datum made of
+    # theirs. Bytes 0..127 copied onto 128..255: other data (7 or 1 by the coordinate's
+    # side of M): byte 384 (t is at 256), f32 element 32 by thread 32, then u8 vector 16 by
+    # thread 0; the interpreter finds it for M = 3 (and most M)
+    k = _k(_SELECTED.replace("{SRC}", src).replace("{DST}", dst))
+    dyn = {}
+    for M in (0, 3, 100, 130, 200, 256):
+        r = run(k, (1,), [np.zeros(64, np.float32), M])
+        d = [x.message for x in r.diagnostics if x.code == "AVE304"]
+        if d:
+            dyn[M] = d[0]
+    if not race:
+        assert _races(k) == [] and dyn == {}
+        return
+    (d,) = _races(k)
+    assert (d.witness["byte"], [t["thread"] for t in d.witness["threads"]]) == (384, [0, 32])
+    assert "shared byte 384: written by threads 32 and 0 with different values" in dyn[3]
+    assert 0 not in dyn and 256 not in dyn       # every byte 1 / every byte 7: the same
