@@ -560,6 +560,9 @@ class Engine:
         #: elements read from granules of different data (four i8 read as an f32): their
         #: datum -> the granules' data (see element_data)
         self._whole: dict = {}
+        #: the ave.where ops whose elements are data of their own, numbered (the dict
+        #: keeps them: an id() could be reused by a later variant's op)
+        self._select_ops: dict = {}
         self._tensor_ids: dict = {}
         self.written = np.zeros(ng, bool)
         self.races = RaceTracker(self, ng)
@@ -1094,7 +1097,8 @@ class Engine:
                 # the element's logical coordinates (the same element, the same datum,
                 # wherever it is stored; it was -1, other data than anything)
                 coords = self.layout_coords(op.result.type.layout)
-                sel = data_ids(_DATUM_SELECT, [np.int64(id(op)), da, db, *coords], tags.n)
+                serial = self._select_ops.setdefault(op, len(self._select_ops) + 1)
+                sel = data_ids(_DATUM_SELECT, [np.int64(serial), da, db, *coords], tags.n)
                 known = (da != 0) & (da != -1) & (db != 0) & (db != -1)
                 tags.data = np.where(da == db, da, np.where(known, sel, -1))
             self.env[op.result] = FragVal(tags, fa.V)
