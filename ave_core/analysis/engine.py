@@ -1430,9 +1430,24 @@ class Engine:
             # pair of two data read as one: -1, other data than any)
             tags.data = self.element_data(self.smem.data[byts])
         if op.attrs.get("masked"):
-            tags.data = self._masked_data(tags.data, self.conds.rows(guard, n), op, tile.dtype)
+            rows = self.conds.rows(guard, n)
+            tags.data = self._masked_data(tags.data, rows, op, tile.dtype)
+            truth = self.conds.truth(rows)
+            if (truth != 0).any():
+                # as a global read (the elements it does not read hold the `other` value,
+                # no tags; the rest are read under the mask) -- and an element its mask
+                # excludes for certain is not read: no race, no uninitialized read (both
+                # were reported, the interpreter shows neither)
+                tags.code = np.where((truth == 1)[:, None], ABSENT, tags.code)
+                tags.cond = self.conds.conj_arrays(tags.cond, rows)
+                live = truth != 1
+                if not live.all():
+                    per = eb // G
+                    lf = np.repeat(live, per)
+                    g, gt, byts = g[lf], gt[lf], byts[live]
+                    first, threads = first[live], threads[live]
         self.races.read(g, gt, op)
-        wr = all_last(self.written[byts])
+        wr = all_last(self.written[byts]) if byts.size else np.ones(0, bool)
         if not wr.all():
             i = int(np.nonzero(~wr)[0][0])
             self.uninit.append((op, self.loops, int(threads[i]), int(first[i]) * G))

@@ -1610,3 +1610,42 @@ def test_selected_bytes_read_as_wider_elements_keep_what_they_are(src, dst, race
     assert (d.witness["byte"], [t["thread"] for t in d.witness["threads"]]) == (384, [0, 32])
     assert "shared byte 384: written by threads 32 and 0 with different values" in dyn[3]
     assert 0 not in dyn and 256 not in dyn       # every byte 1 / every byte 7: the same
+
+
+_MASKED_READ = '''import ave_core.lang as ave
+
+
+@ave.kernel(threads=64)
+def k(X: ave.Tensor[ave.f32, 1], Y: ave.Tensor[ave.f32, 1], M: ave.i32):
+    tvB = ave.tv_layout(ave.layout((2, 32), (32, 1)), ave.layout(1, 1), (64,))
+    s = ave.alloc((64,), ave.f32, space="shared")
+    ave.copy(X[0:{N}], s[0:{N}], vector_bytes=4)
+{BARRIER}    y = ave.load(s, tvB, mask=lambda m: {MASK})
+    ave.store(Y[0:64], y)
+'''
+
+
+@pytest.mark.parametrize("n,barrier,mask,codes", [
+    # the mask excludes every element for certain: nothing is read (a race and reads of
+    # bytes nothing wrote were reported; the interpreter shows neither)
+    (64, False, "m < 0", []),
+    (32, True, "m < 32", []),
+    # element 32 is read and nothing wrote it (tvB: thread 1 holds element 32, byte 128)
+    (32, True, "m < 33", ["AVE203"]),
+    # no barrier: thread 1 reads element 32, which thread 32 wrote (for M > 32)
+    (64, False, "m < M", ["AVE207"]),
+])
+def test_elements_a_mask_excludes_for_certain_are_not_read(n, barrier, mask, codes):
+    k = _k(_MASKED_READ.replace("{N}", str(n)).replace("{MASK}", mask)
+           .replace("{BARRIER}", "    ave.barrier()\n" if barrier else ""))
+    diags = analyze(k).diagnostics
+    assert [d.code for d in diags] == codes
+    dyn = set()
+    for M in (0, 33, 64):
+        r = run(k, (1,), [np.ones(64, np.float32), np.zeros(64, np.float32), M])
+        dyn |= {x.code for x in r.diagnostics}
+    assert dyn == {"AVE203": {"AVE303"}, "AVE207": {"AVE304"}}.get(codes[0] if codes else "",
+                                                                      set())
+    if codes:
+        w = diags[0].witness
+        assert w["threads"][0]["thread"] == 1 and w["byte"] == 128
