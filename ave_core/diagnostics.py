@@ -30,7 +30,7 @@ from importlib import resources
 from typing import Any, Iterable, Sequence
 
 #: Version of the JSON output schema (``"version"`` in the report).
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 
 
 class Severity(enum.IntEnum):

@@ -295,10 +295,14 @@ def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
     related = [Related(Location(p["file"], _range(p["range"])), p["label"])
                for p in w["program_points"]]
     notes = _witness_notes(w)
-    if "fix" in w:
-        notes.append(f"insert ave.barrier() before line {w['fix']['line'] + 1} (quick fix)")
     fix = w.pop("fix", None)
-    if fix is not None:
+    if fix is not None and fix["kind"] == "insert_wait":
+        calls = (["ave.commit_async()"] if fix["commit"] else []) + \
+            [f"ave.wait_async({fix['count']})", "ave.barrier()"]
+        notes.append(f"insert {', '.join(calls)} before line {fix['line'] + 1} (quick fix)")
+        fix = {**fix, "reason": "the asynchronous copy is still in flight"}
+    elif fix is not None:
+        notes.append(f"insert ave.barrier() before line {fix['line'] + 1} (quick fix)")
         fix = {**fix, "reason": "no barrier between the two accesses"}
     return Diagnostic("AVE207", msg, op.loc.file, op.loc.range, notes=notes, related=related,
                       witness=w, fix=fix)

@@ -1722,6 +1722,19 @@ class Engine:
                 # (issued under a branch whose arms share one state: it may not have been)
                 self._smem_write(byts, t, weak=weak, threads=thr)
 
+    def wait_needed(self, gran: int) -> tuple[int, bool]:
+        """For an asynchronous copy into granule ``gran`` still in flight: the
+        ``ave.wait_async(n)`` that retires it here -- ``n`` the groups committed after the
+        last one that writes it -- and whether it is still uncommitted (then
+        ``ave.commit_async()`` first, and ``n = 0``). For the quick fix of AVE207."""
+        if any((np.asarray(e[0]) == gran).any() for e in self.open_group):
+            return 0, True
+        last = -1
+        for i, grp in enumerate(self.groups):
+            if any((np.asarray(e[0]) == gran).any() for e in grp):
+                last = i
+        return (max(len(self.groups) - 1 - last, 0) if last >= 0 else 0), False
+
     def op_ave_barrier(self, op):
         """A barrier ends the race epoch -- when every thread reaches it. One some threads
         skip for certain (a branch on the thread or warp id) is a divergent barrier (AVE209:

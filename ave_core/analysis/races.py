@@ -29,7 +29,10 @@ A finding names the two threads (warp, lane), the loop iterations, the shared by
 two program points; its witness carries a fix for the language server: insert
 ``ave.barrier()`` before the statement of the later access (``{"fix": {"kind":
 "insert_barrier", "line": ..., "indent": ...}}``), when that statement is known (the
-access itself, or the call of the helper it was inlined from, in the kernel body).
+access itself, or the call of the helper it was inlined from, in the kernel body); for a
+read of bytes an asynchronous copy still has in flight, ``{"kind": "insert_wait",
+"count": n, "commit": ...}`` instead (the wait that retires the copy's group there, see
+``Engine.wait_needed``, and a barrier).
 
 State changes are journaled in the engine's journal (undo closures), so the incremental
 per-trip-count variants restore it like the shared-memory tags.
@@ -614,15 +617,16 @@ class RaceTracker:
         # the later access: the op itself, or for an asynchronous copy retired by a wait,
         # the copy (where it was issued)
         op, loops = self.points[at]
-        self._push(self.findings, {"op": op, "loops": loops, "byte":
+        inflight = what == "an asynchronous copy in flight"
+        wait = self.eng.wait_needed(int(gran)) if inflight else None
+        self._push(self.findings, {"op": op, "loops": loops, "wait": wait, "byte":
                                    int(gran) * self.eng.G, "threads": (other, thread),
                                    "earlier": self.points[other_at] if other_at >= 0 else None,
                                    "later": self.points[at], "kind": kind, "what": what,
                                    # a barrier helps only if the later access comes later
                                    # in program order and nothing is still in flight (an
                                    # asynchronous copy needs its wait_async first)
-                                   "barrier_fixes": (other_at < at and
-                                                     what != "an asynchronous copy in flight"),
+                                   "barrier_fixes": other_at < at and not inflight,
                                    "in_branch": getattr(self.eng, "in_branch", 0) > 0})
 
 
@@ -691,4 +695,12 @@ def witness(eng: Any, f: dict) -> dict:
         # its line's own indentation; none when the statement does not start its line
         line, indent = anchor
         w["fix"] = {"kind": "insert_barrier", "line": int(line), "indent": str(indent)}
+    elif anchor is not None and st.file == eng.k.file and not f["in_branch"] and \
+            f.get("wait") is not None:
+        # a copy still in flight: wait for its group (and a barrier: other threads' copies
+        # become visible to this one only after it), before the read's statement
+        n, commit = f["wait"]
+        line, indent = anchor
+        w["fix"] = {"kind": "insert_wait", "line": int(line), "indent": str(indent),
+                    "count": int(n), "commit": bool(commit)}
     return w

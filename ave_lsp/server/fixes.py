@@ -39,6 +39,20 @@ The kinds (any other ``kind``, or a malformed object, offers nothing):
   not import it, nor when line ``L`` or the line before it (blank lines skipped)
   already is that call.
 
+``insert_wait`` — wait for an asynchronous copy still in flight (AVE207)::
+
+    {"kind": "insert_wait",
+     "line": L, "indent": "    ",   # as for insert_barrier
+     "count": N,           # the ave.wait_async(N) that retires the copy's group there
+     "commit": false,      # true: the copy is not committed yet (ave.commit_async() first)
+     "reason": "..."}      # optional: shown in the action's title
+
+  The edit inserts ``{alias}.commit_async()`` (when ``commit``), ``{alias}.wait_async(N)``
+  and ``{alias}.barrier()`` (other threads' copies become visible after it), one per line
+  at ``indent``, before line ``L``. Not offered when the document does not import
+  ``ave_core.lang``, nor when the lines before ``L``, or from ``L`` on (a stale
+  diagnostic), already are those calls (blank lines skipped).
+
 Pure functions of the document's text and the diagnostics: only the standard library
 and lsprotocol are imported.
 """
@@ -55,6 +69,7 @@ from ave_core.diagnostics import parse_source
 
 VIEW_SHAPE = "view_shape"
 INSERT_BARRIER = "insert_barrier"
+INSERT_WAIT = "insert_wait"
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _INDENT = re.compile(r"[ \t]*\Z")
@@ -109,6 +124,11 @@ def barrier_call(text: str) -> str | None:
     lang``, ``"barrier()"`` for ``from ave_core.lang import barrier`` (or ``*``); None
     when it does not import it (or does not parse). Module-level imports only, the
     first that fits."""
+    return lang_call(text, "barrier")
+
+
+def lang_call(text: str, name: str, args: str = "") -> str | None:
+    """How the document calls ``ave_core.lang.<name>(args)`` (see :func:`barrier_call`)."""
     try:
         tree = parse_source(text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff"))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -117,13 +137,13 @@ def barrier_call(text: str) -> str | None:
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name == "ave_core.lang":
-                    return f"{a.asname or 'ave_core.lang'}.barrier()"
+                    return f"{a.asname or 'ave_core.lang'}.{name}({args})"
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             for a in node.names:
                 if node.module == "ave_core" and a.name == "lang":
-                    return f"{a.asname or 'lang'}.barrier()"
-                if node.module == "ave_core.lang" and a.name in ("barrier", "*"):
-                    return f"{a.asname or 'barrier'}()"
+                    return f"{a.asname or 'lang'}.{name}({args})"
+                if node.module == "ave_core.lang" and a.name in (name, "*"):
+                    return f"{a.asname if a.name == name and a.asname else name}({args})"
     return None
 
 
@@ -144,6 +164,8 @@ def edit_for(fix: Any, text: str) -> tuple[str, types.TextEdit] | None:
         return _view_shape(fix, text)
     if kind == INSERT_BARRIER:
         return _insert_barrier(fix, text)
+    if kind == INSERT_WAIT:
+        return _insert_wait(fix, text)
     return None
 
 
@@ -198,6 +220,36 @@ def _insert_barrier(fix: dict, text: str) -> tuple[str, types.TextEdit] | None:
     if isinstance(reason, str) and reason.strip():
         title += f" ({' '.join(reason.split())})"
     return title, types.TextEdit(types.Range(pos, pos), new_text)
+
+
+def _insert_wait(fix: dict, text: str) -> tuple[str, types.TextEdit] | None:
+    line, indent, count = fix.get("line"), fix.get("indent", ""), fix.get("count")
+    commit = fix.get("commit", False)
+    if not isinstance(line, int) or isinstance(line, bool) or not isinstance(indent, str) \
+            or not _INDENT.match(indent) or not isinstance(count, int) \
+            or isinstance(count, bool) or count < 0 or not isinstance(commit, bool):
+        return None
+    lines = _lines(text)
+    if not 0 <= line < len(lines):
+        return None
+    wait = lang_call(text, "wait_async", str(count))
+    barrier = lang_call(text, "barrier")
+    commit_call = lang_call(text, "commit_async")
+    if wait is None or barrier is None or commit_call is None:
+        return None
+    calls = ([commit_call] if commit else []) + [wait, barrier]
+    before = [ln.strip() for ln in lines[:line] if ln.strip()][-len(calls):]
+    after = [ln.strip() for ln in lines[line:] if ln.strip()][:len(calls)]
+    if calls in (before, after):
+        return None                       # already there (the diagnostic may be stale)
+    eol = _line_end(text)
+    pos = types.Position(line, 0)
+    reason = fix.get("reason")
+    title = f"Insert {' and '.join(calls)} before line {line + 1}"
+    if isinstance(reason, str) and reason.strip():
+        title += f" ({' '.join(reason.split())})"
+    return title, types.TextEdit(types.Range(pos, pos),
+                                 "".join(indent + c + eol for c in calls))
 
 
 def _utf16_len(s: str) -> int:

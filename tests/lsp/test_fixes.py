@@ -217,3 +217,89 @@ def test_server_fills_in_data_a_client_dropped():
     assert ls._with_data("file:///w/k.py", bare).data["fix"] == d.fix
     other = types.Diagnostic(range=ld.range, message="another", code=ld.code, source="ave")
     assert ls._with_data("file:///w/k.py", other).data is None
+
+
+# ----------------------------------------------------------------------------- insert_wait
+
+PIPE = """\
+import ave_core.lang as ave
+
+
+@ave.kernel(threads=64)
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    s = ave.alloc((2, 64), ave.f32, space="shared")
+    ave.copy_async(X[0, 0:64], s[0], vector_bytes=16)
+    ave.commit_async()
+    ave.copy_async(X[1, 0:64], s[1], vector_bytes=16)
+{COMMIT}    ave.copy(s[0], Y[0, 0:64], vector_bytes=4)
+    ave.wait_async(0)
+    ave.barrier()
+    ave.copy(s[1], Y[1, 0:64], vector_bytes=4)
+"""
+
+
+def _inflight(text):
+    from ave_core.analysis import analyze
+    k = compile_source(text, "k.py").kernels[0]
+    return [d for d in analyze(k).diagnostics if "in flight" in d.message], \
+        [d.code for d in analyze(k).diagnostics]
+
+
+def test_insert_wait_from_the_analysis_retires_the_copy():
+    # s[0] is read while its copy (group 0) is in flight: 16-byte vectors (4 f32) by
+    # thread i, 4-byte ones by thread i -- thread 0 reads s[0, 0] its own copy moves. With
+    # X[1]'s copy committed after it, ave.wait_async(1) retires group 0 there, and a
+    # barrier makes the other threads' bytes visible. (The same bug also gives an AVE203,
+    # the bytes land at the wait, and a race of the copy landing there with the read: one
+    # bug, three findings, one fix.)
+    text = PIPE.replace("{COMMIT}", "    ave.commit_async()\n")
+    (d,), _ = _inflight(text)
+    assert d.fix == {"kind": "insert_wait", "line": 10, "indent": "    ", "count": 1,
+                     "commit": False, "reason": "the asynchronous copy is still in flight"}
+    (out,) = to_lsp([d], path="k.py", uri="file:///k.py", text=text)
+    (action,) = fixes.code_actions(text, [out], changes)
+    assert action.title == ("Insert ave.wait_async(1) and ave.barrier() before line 11 (the "
+                            "asynchronous copy is still in flight)")
+    fixed = apply(text, action.edit.changes["file:///k.py"][0])
+    assert "    ave.wait_async(1)\n    ave.barrier()\n    ave.copy(s[0]" in fixed
+    assert _inflight(fixed) == ([], [])
+    assert fixes.code_actions(fixed, [out], changes) == []        # offered once only
+
+
+def test_insert_wait_commits_a_copy_not_committed_yet():
+    # X[1]'s copy is never committed: ave.wait_async(0) does not wait for it (as
+    # cp.async.wait_group), so the last read meets it in flight: commit, then wait
+    text = PIPE.replace("{COMMIT}", "")
+    found, _ = _inflight(text)
+    assert [(d.range.start.line, d.fix["count"], d.fix["commit"]) for d in found] == \
+        [(9, 0, False), (12, 0, True)]
+    fixed = text
+    for d in reversed(found):                    # bottom up: the lines above stay put
+        (out,) = to_lsp([d], path="k.py", uri="file:///k.py", text=fixed)
+        (action,) = fixes.code_actions(fixed, [out], changes)
+        fixed = apply(fixed, action.edit.changes["file:///k.py"][0])
+    assert "    ave.commit_async()\n    ave.wait_async(0)\n    ave.barrier()\n" \
+        "    ave.copy(s[1]" in fixed
+    assert _inflight(fixed) == ([], [])
+
+
+@pytest.mark.parametrize("imports,wait", [
+    ("from ave_core import lang as L", "L.wait_async(2)"),
+    ("from ave_core.lang import *", "wait_async(2)"),
+])
+def test_insert_wait_uses_the_files_alias(imports, wait):
+    text = KERNEL.replace("import ave_core.lang as ave", imports + "\nimport ave_core.lang as ave")
+    fix = {"kind": "insert_wait", "line": 9, "indent": "        ", "count": 2, "commit": False}
+    (action,) = fixes.code_actions(text, [lsp_diag(fix)], changes)
+    assert action.edit.changes["file:///k.py"][0].new_text.startswith(f"        {wait}\n")
+
+
+@pytest.mark.parametrize("fix", [
+    {"kind": "insert_wait", "line": 8, "indent": "    ", "count": -1, "commit": False},
+    {"kind": "insert_wait", "line": 8, "indent": "    ", "count": True, "commit": False},
+    {"kind": "insert_wait", "line": 8, "indent": "x", "count": 1, "commit": False},
+    {"kind": "insert_wait", "line": 99, "indent": "    ", "count": 1, "commit": False},
+    {"kind": "insert_wait", "line": 8, "indent": "    ", "count": 1, "commit": "no"},
+])
+def test_malformed_insert_wait_offers_nothing(fix):
+    assert fixes.code_actions(KERNEL, [lsp_diag(fix)], changes) == []
