@@ -34,6 +34,7 @@ enumerated exactly — registers are arrays indexed by thread id, as in the pape
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Sequence
 
@@ -170,13 +171,18 @@ def constant_bytes(value: Any, dtype: Any) -> bytes | None:
     """The storage bytes (little-endian) of a compile-time constant ``value`` of ``dtype``,
     as a store writes them: floats rounded to nearest even (bf16, f16, fp8: the
     interpreter's :func:`ave_core.interp.numerics.to_storage`), integers wrapped to the
-    dtype's width (two's complement). None when the value has no float64 form (a huge
-    integer for a float dtype: the fill is then computed data)."""
+    dtype's width (two's complement; a float toward zero first), an i1 as 0 or 1 (true).
+    None when the value has no float64 form (a huge integer for a float dtype) or no
+    integer one (NaN, inf): the fill is then computed data."""
     from ave_core.interp.numerics import to_storage
     try:
         if dtype.is_float:
             with np.errstate(over="ignore", invalid="ignore"):
                 return np.asarray(to_storage(dtype, np.asarray(float(value)))).tobytes()
+        if dtype.name == "i1":
+            return b"\x01" if value else b"\x00"      # a predicate: true or false
+        if isinstance(value, float):
+            value = math.trunc(value)                   # toward zero, as a store rounds
         return (int(value) % (1 << (8 * dtype.bytes))).to_bytes(dtype.bytes, "little")
     except (OverflowError, ValueError, TypeError):
         return None

@@ -625,7 +625,11 @@ class Machine:
                            dtype=NUM.STORAGE[t.dtype.name])
             conv = lambda x: x  # noqa: E731
         else:
-            vals = np.full(n, other, dtype=NUM.compute_dtype(t.dtype))
+            # the `other` value as a register of the dtype holds it (rounded: it was kept
+            # as given, a bf16 register holding 1.001)
+            with np.errstate(all="ignore"):
+                fill = NUM.round_to(t.dtype, np.asarray(other))
+            vals = np.full(n, fill, dtype=NUM.compute_dtype(t.dtype))
             conv = lambda x: NUM.from_storage(t.dtype, x)  # noqa: E731
         prov = np.full(n, BOTTOM, dtype=np.int64) if self.prov_on else None
         m = np.ones(n, dtype=bool) if mask is None else mask.copy()

@@ -1505,6 +1505,13 @@ def k(Y: ave.Tensor[ave.f32, 1], I: ave.Tensor[ave.i32, 1]):
     ("cast 1.75f -> i32, 1", False),
     ("cast 1.75f -> i32, 2", True),
     ("f32 zeros, cast bf16 zeros", False),
+    # an i1 holds true or false: 256 is true (it was 256 % 256 = 0, the bytes of false: a
+    # missed race), 2 and 1 are both true (a false race); from a review helper
+    ("i1 256, 0", True),
+    ("i1 2, 1", False),
+    # a masked load's 'other' is what a register of the dtype holds: 3e9 as i32 wraps as
+    # the integer fill does (the interpreter cast it to 0x80000000)
+    ("other 3e9 as i32, 3000000000", False),
 ])
 def test_constants_are_the_bytes_they_store(case, race):
     h = "    h = ave.view(s, (128,), ave.bf16)\n"
@@ -1525,6 +1532,15 @@ def test_constants_are_the_bytes_they_store(case, race):
         "f32 zeros, cast bf16 zeros": h + "    ave.store(s, ave.zeros((64,), ave.f32, tvA))\n"
                                           "    ave.store(h, ave.cast(ave.zeros((128,), ave.f32, tv2), "
                                           "ave.bf16))\n",
+        "i1 256, 0": "    sb = ave.view(s, (256,), ave.i1)\n"
+                     "    ave.store(sb[0:64], ave.full((64,), 256, ave.i1, tvA))\n"
+                     "    ave.store(sb[0:64], ave.full((64,), 0, ave.i1, tvB))\n",
+        "i1 2, 1": "    sb = ave.view(s, (256,), ave.i1)\n"
+                   "    ave.store(sb[0:64], ave.full((64,), 2, ave.i1, tvA))\n"
+                   "    ave.store(sb[0:64], ave.full((64,), 1, ave.i1, tvB))\n",
+        "other 3e9 as i32, 3000000000": si +
+            "    ave.store(si, ave.load(I[0:64], tvA, mask=lambda m: m < 0, other=3e9))\n"
+            "    ave.store(si, ave.full((64,), 3000000000, ave.i32, tvB))\n",
         "other 1.0f, other 1": si + "    a = ave.load(Y[0:64], tvA, mask=lambda m: m < 0, other=1.0)\n"
                                     "    b = ave.load(I[0:64], tvB, mask=lambda m: m < 0, other=1)\n"
                                     "    ave.store(s, a)\n    ave.store(si, b)\n",
@@ -1540,7 +1556,8 @@ def test_constants_are_the_bytes_they_store(case, race):
     # the first element of the later store another thread wrote with other bytes: 1.0f is
     # 00 00 80 3f, so bf16 zeros by thread 0 (h[0], the low half) are the same bytes and
     # thread 1's h[1] (bytes 2, 3) is the first other; tvB: thread 1 holds element 32
-    byte, later, earlier = {"f32 ones, bf16 zeros": (2, 1, 0)}.get(case, (128, 1, 32))
+    byte, later, earlier = {"f32 ones, bf16 zeros": (2, 1, 0),
+                            "i1 256, 0": (32, 1, 32)}.get(case, (128, 1, 32))
     assert (d.witness["byte"], [t["thread"] for t in d.witness["threads"]]) == \
         (byte, [later, earlier])
     assert any(f"shared byte {byte}: written by threads {earlier} and {later} with different "
