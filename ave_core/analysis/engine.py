@@ -345,6 +345,11 @@ class FragVal:
     V: int
     ival: SymInt | None = None          # integer values (T*V,), for index fragments
     kcov: Any = None                    # MMA chain contributions (analysis.accumulation)
+    #: the copies of one element (held by several threads) may hold different values: the
+    #: value comes from a scalar that differs across threads (``ave.full(shape,
+    #: ave.thread_id(), ...)``, ``x * tid``) or a branch whose condition does -- their
+    #: data then differ per thread (see Engine.write_bytes)
+    varies: bool = False
 
 
 class RuntimeBranch(NamedTuple):
@@ -570,6 +575,9 @@ class Engine:
         #: keeps them: an id() could be reused by a later variant's op)
         self._select_ops: dict = {}
         self._tensor_ids: dict = {}
+        #: per global tensor, how many writes into it ran so far (its elements' data
+        #: before and after one differ: see _global_written)
+        self._gversion: dict = {}
         self.written = np.zeros(ng, bool)
         self.races = RaceTracker(self, ng)
         self.bounds = BoundsChecker(self)
@@ -1107,7 +1115,14 @@ class Engine:
                 sel = data_ids(_DATUM_SELECT, [np.int64(serial), da, db, *coords], tags.n)
                 known = (da != 0) & (da != -1) & (db != 0) & (db != -1)
                 tags.data = np.where(da == db, da, np.where(known, sel, -1))
-            self.env[op.result] = FragVal(tags, fa.V)
+            varies = any(isinstance(x, FragVal) and x.varies for x in (c, a, b)) or \
+                self._scalars_vary(op)
+            if varies and tags.data is not None:
+                # (per holder: the copies of an element may have taken different arms)
+                th = np.repeat(np.arange(self.T), fa.V)
+                tags.data = np.where((tags.data == 0) | (tags.data == -1), tags.data,
+                                     data_ids(_DATUM_SELECT, [tags.data, th], tags.n))
+            self.env[op.result] = FragVal(tags, fa.V, varies=varies)
             return
         if isinstance(a, SymInt) and isinstance(b, SymInt) and isinstance(c, np.ndarray):
             rows = self.conds.rows(c, self.T)
@@ -1415,8 +1430,9 @@ class Engine:
             # what the elements are (write/write races are between different data): the
             # tensor's elements at these (symbolic) coordinates, under the mask
             tid = self._tensor_ids.setdefault(tile.tensor.name, len(self._tensor_ids) + 1)
+            ver = self._gversion.get(tile.tensor.name, 0)
             tags.data = self._masked_data(
-                data_ids(_DATUM_GLOBAL, [tid] + [(c.key.astype(np.int64) << 40) + c.conc
+                data_ids(_DATUM_GLOBAL, [tid, ver] + [(c.key.astype(np.int64) << 40) + c.conc
                                                  for c in gc], n),
                 tags.cond, op, tile.dtype)
             return tags
@@ -1458,6 +1474,24 @@ class Engine:
             i = int(np.nonzero(~wr)[0][0])
             self.uninit.append((op, self.loops, int(threads[i]), int(first[i]) * G))
         return tags
+
+    def _global_written(self, tile: TileVal) -> None:
+        """A write into a global tensor ran (or may have: an arm of a branch): its elements
+        read after it are other data than those read before (global writes are not
+        tracked, so which elements changed is not known; the same element read before and
+        after the kernel rewrote it was one datum -- a missed race, from a review helper).
+        Journaled (a later variant resumes before it), and kept when a branch's arm is
+        rolled back (the write may have happened)."""
+        name = tile.tensor.name if tile.tensor is not None else None
+        if name is None:
+            return
+        old = self._gversion.get(name, 0)
+        self._gversion[name] = old + 1
+        if self.journal is not None:
+            def undo() -> None:
+                self._gversion[name] = old
+            undo.keep = True
+            self.journal.append(undo)
 
     def _masked_data(self, data: np.ndarray, rows: np.ndarray, op: Op, dtype: Any
                      ) -> np.ndarray:
@@ -1600,15 +1634,18 @@ class Engine:
 
     def write_bytes(self, tile: TileVal, coords: list[np.ndarray], tags: Tags, op: Op,
                     deferred: bool, threads: np.ndarray | None = None,
-                    weak: bool | None = None) -> Any:
+                    weak: bool | None = None, varies: bool = False) -> Any:
         """Write ``tags`` to the shared bytes of ``tile`` at ``coords`` by ``threads`` (race
         tracking; None: not tracked), or for an asynchronous copy (``deferred``) return the
         plan its wait_async lands. ``weak``: the write may not happen (see
-        :meth:`_smem_write`; its other writers stay writers)."""
+        :meth:`_smem_write`; its other writers stay writers). ``varies``: the copies of an
+        element may differ (``FragVal.varies``): computed data is then per thread."""
         if tags.data is None or not tags.data.all():
             # computed data (or unknown): new, one datum per element of this write (a
-            # replicated element, held by several threads, is one datum)
-            fresh = data_ids(_DATUM_COMPUTED, [tags.moved, *coords], tags.n)
+            # replicated element, held by several threads, is one datum -- unless its
+            # copies may differ)
+            fresh = data_ids(_DATUM_COMPUTED, [tags.moved, *coords] +
+                             ([threads] if varies and threads is not None else []), tags.n)
             tags = Tags(tags.code, tags.cond, tags.src, tags.moved, tags.via,
                         fresh if tags.data is None else np.where(tags.data == 0, fresh,
                                                                  tags.data))
@@ -1630,7 +1667,8 @@ class Engine:
             return byts, t, thr, issued, self._weak_writes(True), self._shared_arms()
         if thr is not None:
             self.races.write(byts, thr, op, differs=self._differs(byts, t),
-                             keep=self._shared_arms() or bool(weak))
+                             keep=self._shared_arms() or bool(weak),
+                             data=t.data if varies else None)
         self._smem_write(byts, t, threads=thr, weak=weak or None)
         return None
 
@@ -1700,6 +1738,7 @@ class Engine:
                 stags = self.read_tags(src, coords, op, np.zeros(n, np.int32), thread)
                 if dst.tensor is not None and dst.tensor.tag_op is not None:
                     self._check_into_tagged(op, stags, dst, coords, thread, guard, entry)
+            self._global_written(dst)
             return                                    # global writes are not tracked
         guard = self.eval_mask(op, coords, dst if on_dst else src, n)
         tags = self.read_tags(src, coords, op, np.zeros(n, np.int32) if on_dst else guard,
@@ -2002,6 +2041,7 @@ class Engine:
             guard = self._xv_guard(op, entry, global_side)
             if dst.tensor is not None and dst.tensor.tag_op is not None:
                 self._check_store(op, dst, fr, guard, entry)
+            self._global_written(dst)
             return                                    # global writes are not tracked
         lay = op.operands[1].type.layout
         tab = self.table(lay)
@@ -2013,7 +2053,7 @@ class Engine:
         threads = np.repeat(np.arange(T), V)
         if not op.attrs.get("masked"):
             self.write_bytes(dst, [c[act] for c in coords], tags.take(act), op, False,
-                             threads[act])
+                             threads[act], varies=fr.varies)
             return
         # a masked store writes where its mask holds: nothing where it fails, and where
         # sizes decide, a write that may not happen (weak: old and new tags joined, the
@@ -2024,7 +2064,7 @@ class Engine:
         for sel, weak in ((act & (truth == 0), None), (act & (truth > 1), True)):
             if sel.any():
                 self.write_bytes(dst, [c[sel] for c in coords], tags.take(sel), op, False,
-                                 threads[sel], weak=weak)
+                                 threads[sel], weak=weak, varies=fr.varies)
 
     def _check_into_tagged(self, op: Op, tags: Tags, dst: TileVal, coords: list,
                            thread: np.ndarray, guard: np.ndarray,
@@ -2212,7 +2252,13 @@ class Engine:
                 else:
                     vals.append(SymInt(np.repeat(x.key, V), np.repeat(x.conc, V)))
             ival = sym_binop(self.tab, name, vals[0], vals[1])
-        return FragVal(tags, V, ival)
+        return FragVal(tags, V, ival, varies=any(f.varies for f in frs) or
+                       self._scalars_vary(op))
+
+    def _scalars_vary(self, op: Op) -> bool:
+        """A scalar operand of a fragment op differs across threads (see FragVal.varies)."""
+        return any(self._varies(v) for v in op.operands
+                   if not isinstance(v.type, FragmentType))
 
     def op_ave_full(self, op):
         V = op.attrs["layout"].num_values
@@ -2222,7 +2268,8 @@ class Engine:
             # a constant: its bytes are its datum, in every element (a fill from a runtime
             # scalar stays computed: new data per store)
             tags.data = np.full(tags.n, d, np.int64)
-        self.env[op.result] = FragVal(tags, V)
+        self.env[op.result] = FragVal(tags, V, varies=bool(op.operands) and
+                                      self._varies(op.operands[0]))
 
     def op_ave_coord(self, op):
         tab = self.table(op.attrs["layout"])
@@ -2244,7 +2291,7 @@ class Engine:
             return
         idx = broadcast_index(lay.parent, dst, op.attrs["keep"], op.result.type.shape)
         V2 = idx.shape[1]
-        self.env[op.result] = FragVal(x.tags.take(idx.reshape(-1)), V2)
+        self.env[op.result] = FragVal(x.tags.take(idx.reshape(-1)), V2, varies=x.varies)
 
     def _dense_index(self, layout: Any, shape: tuple) -> np.ndarray:
         tab = self.table(layout)
@@ -2272,7 +2319,8 @@ class Engine:
                                   op.operands[0].type.shape, x.V)
         V2 = op.attrs["layout"].num_values
         self.env[op.result] = FragVal(x.tags.take(idx), V2,
-                                      x.ival.take(idx) if x.ival is not None else None)
+                                      x.ival.take(idx) if x.ival is not None else None,
+                                      varies=x.varies)
 
     def op_ave_reduce(self, op):
         x: FragVal = self.env[op.operands[0]]
@@ -2297,7 +2345,7 @@ class Engine:
         for f in range(F):
             agree_f[:, f] = np.bincount(key, weights=~ok[:, f], minlength=n) == 0
         out = Tags(np.where(agree_f[key], code, ABSENT), t.cond, t.src, t.moved, t.via)
-        self.env[op.result] = FragVal(out, V)
+        self.env[op.result] = FragVal(out, V, varies=x.varies)
 
     # ------------------------------------------------------------------ MMA
 
@@ -2345,7 +2393,8 @@ class Engine:
             keep.put(act, out.take(act))
             out = keep
         self.checks.append(check)
-        self.env[op.result] = FragVal(out, c.V, kcov=kcov)
+        self.env[op.result] = FragVal(out, c.V, kcov=kcov,
+                                      varies=a.varies or b.varies or c.varies)
 
     def _warps_dense(self, x: FragVal, layout: Any, at: int, shape: tuple, role: str) -> dict:
         """For every warp at once: dense tags of the elements of the ``shape`` operand the
@@ -3149,7 +3198,9 @@ class Engine:
                 kcov = accumulation.join_chains(tv, ev, (id(op), 0) if runtime else None)
                 if kcov is False and runtime:
                     accumulation.lost_chain(self, op, tv, ev)
-                self.env[r] = FragVal(join(tv.tags, ev.tags, self.conds), tv.V, kcov=kcov)
+                self.env[r] = FragVal(join(tv.tags, ev.tags, self.conds), tv.V, kcov=kcov,
+                                      varies=tv.varies or ev.varies or
+                                      self._varies(op.operands[0]))
             elif _same_sym(tv, ev):
                 self.env[r] = tv
             else:

@@ -440,16 +440,29 @@ class RaceTracker:
 
     def write(self, g: np.ndarray, t: np.ndarray, op: Any, since: int | None = None,
               at: int | None = None, differs: np.ndarray | None = None,
-              keep: bool = False) -> None:
+              keep: bool = False, data: np.ndarray | None = None) -> None:
         """Threads ``t`` write granules ``g``; ``since``: the epoch the write was issued in
         (an asynchronous copy), ``differs``: per granule, whether the data differs from
         what is there (write/write races need different data). ``keep``: the write may
         not happen (an arm of a branch whose arms share one state): the writers of this
-        epoch stay writers beside it (else the other arm's writer would be lost)."""
+        epoch stay writers beside it (else the other arm's writer would be lost).
+        ``data``: per granule, what this write puts there, when two threads of this one
+        write may put different data into one granule (the copies of an element whose
+        values differ across threads, ``FragVal.varies``): those race with each other."""
         if g.size == 0:
             return
         since = self.epoch if since is None else since
         at = self.point(op) if at is None else at
+        if data is not None and len(g) > 1:
+            order = np.lexsort((t, g))
+            gs, ts, ds = g[order], t[order], data[order]
+            clash = (gs[1:] == gs[:-1]) & (ts[1:] != ts[:-1]) & (ds[1:] != ds[:-1])
+            if clash.any():
+                later = order[1:][clash]
+                j = int(np.argmin(later))
+                i = int(later[j])
+                self._report(op, "write", g[i], int(ts[:-1][clash][j]), int(t[i]), at, at,
+                             "a write of other data")
         lo, hi = self.r_lo[g], self.r_hi[g]
         rr = (self.r_epoch[g] >= since) & (lo >= 0) & ((lo != t) | (hi != t))
         if rr.any():

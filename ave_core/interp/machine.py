@@ -712,8 +712,29 @@ class Machine:
         self.r_epoch[b] = self.epoch
         self.r_thread[b] = newr
 
+    def _repeats(self, b: np.ndarray) -> bool:
+        """Some byte occurs twice in ``b`` (a scatter of positions: no sort)."""
+        scratch = getattr(self, "_scratch", None)
+        if scratch is None or len(scratch) < len(self.smem):
+            scratch = self._scratch = np.zeros(len(self.smem), np.int64)
+        pos = np.arange(len(b))
+        scratch[b] = pos
+        return bool((scratch[b] != pos).any())
+
     def commit_bytes(self, b: np.ndarray, raw: np.ndarray, th: np.ndarray,
                      prov: np.ndarray | None, op: Op, since_epoch: int) -> None:
+        if self.checks and b.size > 1 and self._repeats(b):
+            # one write, several threads, one byte, different values (the copies of an
+            # element that differ across threads): a race within the write
+            order = np.lexsort((th, b))
+            bs, ts, rs = b[order], th[order], raw[order]
+            clash = (bs[1:] == bs[:-1]) & (ts[1:] != ts[:-1]) & (rs[1:] != rs[:-1])
+            if clash.any():
+                i = int(np.argmax(clash))
+                self.report("AVE304", op, f"data race on shared byte {int(bs[i])}: written by "
+                            f"threads {int(ts[i])} and {int(ts[i + 1])} with different values "
+                            "in one write", [int(ts[i]), int(ts[i + 1])],
+                            {"address": int(bs[i])})
         if self.checks and b.size:
             # write/read: another thread read these bytes in an epoch the write spans
             rr = (self.r_epoch[b] >= since_epoch) & (self.r_thread[b] != th) & \

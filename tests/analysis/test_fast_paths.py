@@ -228,7 +228,8 @@ def test_race_read_per_granule_matches_element_path():
               "p_thread", "p_at")
     reported = 0
     for _ in range(40):
-        eng = SimpleNamespace(journal=None, loops=(), G=1, in_branch=0, runtime_branches=[])
+        eng = SimpleNamespace(journal=None, loops=(), G=1, in_branch=0, runtime_branches=[],
+                              wait_needed=lambda gran: (0, False))
         fast, slow = RaceTracker(eng, 64), RaceTracker(eng, 64)
         for step in range(30):
             kind = rng.choice(["read", "write", "barrier", "issue"], p=[0.5, 0.2, 0.15, 0.15])
