@@ -303,3 +303,23 @@ def test_insert_wait_uses_the_files_alias(imports, wait):
 ])
 def test_malformed_insert_wait_offers_nothing(fix):
     assert fixes.code_actions(KERNEL, [lsp_diag(fix)], changes) == []
+
+
+def test_insert_wait_fixes_the_broken_flash_attention_example():
+    # examples/broken/flash_attention_v_wait.py waits for one group too few before P V:
+    # the quick fix, applied (once: both reads of V_j are then retired), leaves no finding
+    # at all (every specialization); the interpreter computes O right with it (checked by
+    # hand: AVE303/AVE304 before, none after)
+    import pathlib
+
+    from ave_core.check import check_file
+    path = str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "broken" /
+               "flash_attention_v_wait.py")
+    text = open(path, encoding="utf-8").read()
+    found = [d for d in check_file(path, text).diagnostics if "in flight" in d.message]
+    assert found and all(d.fix and d.fix["kind"] == "insert_wait" for d in found)
+    (out,) = to_lsp([found[0]], path=path, uri="file://" + path, text=text)
+    (action,) = fixes.code_actions(text, [out], changes)
+    assert action.title.startswith("Insert ave.wait_async(2) and ave.barrier() before line 219")
+    fixed = apply(text, action.edit.changes["file:///k.py"][0])
+    assert check_file(path, fixed).diagnostics == []
