@@ -101,3 +101,36 @@ def test_readme_front_end_error_sample_is_current(tmp_path):
                               "PYTHONPATH": str(README.parent)})
     assert out.returncode == 1
     assert out.stdout == shown
+
+
+def _tour_findings(edit):
+    from ave_core.analysis import analyze
+    code = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)[0]
+    old, new = edit
+    assert old in code
+    (k,) = compile_source(code.replace(old, new, 1), "tour.py").kernels
+    return [d for d in analyze(k).diagnostics]
+
+
+def test_tour_without_its_loop_barrier_offers_only_fixes_that_work():
+    # A fresh-user run removed the loop's barrier: the reads after the wait race with the
+    # copies (fixes before the reads: inserting the first one gives back the tour), and
+    # the refills with the reads (reported at the wait that retires them, the refill's
+    # statement inside `if kt + STAGES - 1 < K // BK:`). Those offered a barrier inside
+    # the `if` -- which the checker then still reported (a barrier in an arm with async
+    # copies does not end the epoch), and again one line further down. No fix inside a
+    # branch now.
+    ds = _tour_findings(("        ave.barrier()\n", ""))
+    assert [d.code for d in ds] == ["AVE207"] * 4
+    fixed = [d for d in ds if d.fix is not None]
+    assert len(fixed) == 2 and all("reads shared byte" in d.message for d in fixed)
+    for d in ds:
+        if d.fix is None:
+            assert "after a read by" in d.message
+            assert not any("quick fix" in n for n in d.notes)
+
+
+def test_tour_waiting_for_one_group_too_few_gets_the_wait_fix():
+    ds = _tour_findings(("ave.wait_async(STAGES - 2)", "ave.wait_async(STAGES - 1)"))
+    fixes = {(d.fix["kind"], d.fix["count"]) for d in ds if d.fix is not None}
+    assert fixes == {("insert_wait", 1)}

@@ -164,9 +164,9 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 elif chk.unknown is not None and r.status == "proved":
                     r.status = "unknown"
                     r.reason = chk.unknown
-            for op, loops, thread, byte in list(eng.uninit):
+            for op, loops, thread, byte, inflight in list(eng.uninit):
                 key = (op.loc.file, op.loc.range)
-                uninit.setdefault(key, (op, loops, thread, byte, trips))
+                uninit.setdefault(key, (op, loops, thread, byte, trips, inflight))
             for op, loops, reach, miss, branch, model in list(eng.divergent) + \
                     eng.check_divergence(set(divergent)):
                 key = (op.loc.file, op.loc.range)
@@ -190,11 +190,13 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             r.status = "vacuous"
     out.assertions = sorted(results.values(), key=lambda r: (r.loc.range.start, r.kind))
     out.diagnostics = [d for r in out.assertions for d in _diagnose(kernel, r)]
-    for (f, rng), (op, loops, thread, byte, trips) in sorted(uninit.items(),
-                                                              key=lambda kv: kv[0][1].start):
+    for (f, rng), (op, loops, thread, byte, trips, inflight) in sorted(
+            uninit.items(), key=lambda kv: kv[0][1].start):
         where = ", ".join(f"{k}={v}" for k, v in loops)
+        what = ("that nothing wrote yet: an asynchronous copy into it is still in flight"
+                if inflight else "that nothing wrote")
         out.diagnostics.append(Diagnostic(
-            "AVE203", f"reads shared byte {byte} that nothing wrote (thread {thread}"
+            "AVE203", f"reads shared byte {byte} {what} (thread {thread}"
             + (f", {where}" if where else "") + ")", f, rng,
             witness={"block": [0, 0, 0], "threads": [_thr(thread, kernel.warp_size)],
                      "loop_indices": dict(loops), "byte": byte, "trip_counts": trips,

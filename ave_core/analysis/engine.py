@@ -453,7 +453,7 @@ class Engine:
         self.tag_names: list[str] = []
         self.records: list[ExecRecord] = []
         self.checks: list[PairCheck] = []
-        self.uninit: list[tuple[Op, tuple, int, int]] = []
+        self.uninit: list[tuple[Op, tuple, int, int, bool]] = []
         #: barriers not every thread reaches: (barrier op, loop indices, a thread that
         #: reaches it, one that does not, the scf.if op that splits them)
         self.divergent: list[tuple[Op, tuple, int, int, Op]] = []
@@ -1472,7 +1472,10 @@ class Engine:
         wr = all_last(self.written[byts]) if byts.size else np.ones(0, bool)
         if not wr.all():
             i = int(np.nonzero(~wr)[0][0])
-            self.uninit.append((op, self.loops, int(threads[i]), int(first[i]) * G))
+            # (a copy into it still in flight: the message says so -- AVE207 reports the
+            # read too, with the wait that fixes it)
+            self.uninit.append((op, self.loops, int(threads[i]), int(first[i]) * G,
+                                bool(self.races.pending[first[i]] > 0)))
         return tags
 
     def _global_written(self, tile: TileVal) -> None:

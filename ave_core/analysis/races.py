@@ -91,6 +91,7 @@ class RaceTracker:
             setattr(self, name, self.state[:, i])
         self.pending[:] = 0
         self.points: list = []                          # (op, loops)
+        self.branched: list = []                        # per point: inside a branch
         #: per point, the enclosing branches on runtime values (Engine.runtime_branches):
         #: a reported pair of accesses must be able to run on one launch (see _first)
         self.paths: list = []
@@ -124,6 +125,9 @@ class RaceTracker:
 
     def point(self, op: Any) -> int:
         self._push(self.points, (op, self.eng.loops))
+        # (inside a branch: a fix is not offered there -- for an asynchronous copy the
+        # point is where it was issued, a finding is reported at its wait)
+        self._push(self.branched, getattr(self.eng, "in_branch", 0) > 0)
         path = tuple(self.eng.runtime_branches)
         self._push(self.paths, path)
         n = len(self.points)
@@ -640,7 +644,7 @@ class RaceTracker:
                                    # in program order and nothing is still in flight (an
                                    # asynchronous copy needs its wait_async first)
                                    "barrier_fixes": other_at < at and not inflight,
-                                   "in_branch": getattr(self.eng, "in_branch", 0) > 0})
+                                   "in_branch": self.branched[at]})
 
 
 def _dropped(cw: np.ndarray, ca: np.ndarray, kw: np.ndarray, ka: np.ndarray) -> tuple:

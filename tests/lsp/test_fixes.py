@@ -241,7 +241,8 @@ def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
 def _inflight(text):
     from ave_core.analysis import analyze
     k = compile_source(text, "k.py").kernels[0]
-    return [d for d in analyze(k).diagnostics if "in flight" in d.message], \
+    return [d for d in analyze(k).diagnostics
+            if d.code == "AVE207" and "in flight" in d.message], \
         [d.code for d in analyze(k).diagnostics]
 
 
@@ -316,7 +317,8 @@ def test_insert_wait_fixes_the_broken_flash_attention_example():
     path = str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "broken" /
                "flash_attention_v_wait.py")
     text = open(path, encoding="utf-8").read()
-    found = [d for d in check_file(path, text).diagnostics if "in flight" in d.message]
+    found = [d for d in check_file(path, text).diagnostics
+             if d.code == "AVE207" and "in flight" in d.message]
     assert found and all(d.fix and d.fix["kind"] == "insert_wait" for d in found)
     (out,) = to_lsp([found[0]], path=path, uri="file://" + path, text=text)
     (action,) = fixes.code_actions(text, [out], changes)
