@@ -106,6 +106,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     uninit: dict[tuple, tuple] = {}
     divergent: dict[tuple, tuple] = {}
     races: dict[tuple, tuple] = {}
+    waits: dict[tuple, tuple] = {}
     oob: dict[tuple, dict] = {}
     tab, conds = SymTable(), CondTable()
     solver = Solver(tab, conds, opts.solver_timeout_ms)
@@ -181,6 +182,12 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 key = (f["op"].loc.file, f["op"].loc.range)
                 if key not in races:
                     races[key] = (f, _race_witness(eng, f, trips))
+                if f.get("wait") is not None:
+                    # the wait fix must hold for every execution of the read (every loop
+                    # iteration, every trip count): the fewest groups left in flight
+                    n, commit = f["wait"]
+                    n0, c0 = waits.get(key, (n, False))
+                    waits[key] = (min(n, n0), commit or c0)
     except UnrollError as e:
         loc = Loc(kernel.file, kernel.range)
         results[("limit",)] = AssertionResult("analysis", loc, "unknown", reason=str(e),
@@ -206,6 +213,9 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
         out.diagnostics.append(_divergent_diagnostic(kernel, op, loops, reach, miss, branch,
                                                      trips, model))
     for (f, rng), (rf, w) in sorted(races.items(), key=lambda kv: kv[0][1].start):
+        fix = w.get("fix")
+        if fix is not None and fix["kind"] == "insert_wait" and (f, rng) in waits:
+            fix["count"], fix["commit"] = waits[(f, rng)]
         out.diagnostics.append(_race_diagnostic(rf, w))
     for (f, rng), w in sorted(oob.items(), key=lambda kv: kv[0][1].start):
         out.diagnostics.append(_oob_diagnostic(w, kernel))

@@ -48,7 +48,7 @@ from ave_core.analysis.symbolic import (_BIAS, _SHIFT, ABSENT, TOP, Atom, CondTa
                                         all_last, any_last,
                                         SymTable, code_conc, code_key, rows_put, rows_take,
                                         sym_binop, sym_compare, unpack)
-from ave_core.compiler.fragments import broadcast_index
+from ave_core.compiler.fragments import broadcast_index, convert_index
 from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Op, ScalarType, TensorType,
                                   TileType, Value)
 
@@ -2017,7 +2017,10 @@ class Engine:
         ival = None
         if op.result.type.dtype.is_int and src.space == "global":
             ival = self._loaded_values(src, coords, op)
-        self.env[op.result] = FragVal(tags, V, ival)
+        # a mask (or 'other') over a scalar that differs across threads: the copies of an
+        # element may differ (one thread's copy masked off, another's loaded)
+        self.env[op.result] = FragVal(tags, V, ival, varies=bool(op.attrs.get("masked")) and
+                                      self._scalars_vary(op))
 
     def op_ave_store(self, op):
         dst: TileVal = self.env[op.operands[0]]
@@ -2259,9 +2262,25 @@ class Engine:
                        self._scalars_vary(op))
 
     def _scalars_vary(self, op: Op) -> bool:
-        """A scalar operand of a fragment op differs across threads (see FragVal.varies)."""
-        return any(self._varies(v) for v in op.operands
-                   if not isinstance(v.type, FragmentType))
+        """A scalar operand of a fragment op differs across threads (see FragVal.varies),
+        or one its regions (a mask) use from outside them."""
+        if any(self._varies(v) for v in op.operands if not isinstance(v.type, FragmentType)):
+            return True
+        if not op.regions:
+            return False
+        inside: set = set()
+        used: list = []
+
+        def walk(blocks: Any) -> None:
+            for blk in blocks:
+                inside.update(blk.args)
+                for o in blk.ops:
+                    inside.update(o.results)
+                    used.extend(o.operands)
+                    walk(o.regions)
+        walk(op.regions)
+        return any(v not in inside and not isinstance(v.type, FragmentType) and
+                   self._varies(v) for v in used)
 
     def op_ave_full(self, op):
         V = op.attrs["layout"].num_values
@@ -3253,25 +3272,6 @@ class Engine:
 
     def op_scf_for(self, op):
         raise AnalysisLimit("a loop survived unrolling", op)
-
-
-def convert_index(src_lin: np.ndarray, dst_lin: np.ndarray, T: int, n: int) -> np.ndarray:
-    """The gather index of a layout conversion (see :meth:`Engine._convert_index`):
-    ``src_lin`` (T * V1,) and ``dst_lin`` (T * V2,) are the linear tile coordinates held by
-    each (thread, register), ``n`` the tile's element count. Returns (T * V2,) flat source
-    (thread, register) indices; -1 where no thread holds the element."""
-    V1, V2 = len(src_lin) // T, len(dst_lin) // T
-    first_any = np.full(n, -1, np.int64)
-    first_any[src_lin[::-1]] = np.arange(len(src_lin))[::-1]
-    # (thread, element) keys; a stable sort puts a key's last source register last
-    skey = np.repeat(np.arange(T, dtype=np.int64), V1) * n + src_lin
-    dkey = np.repeat(np.arange(T, dtype=np.int64), V2) * n + dst_lin
-    order = np.argsort(skey, kind="stable")
-    sk = skey[order]
-    pos = np.searchsorted(sk, dkey, side="right") - 1
-    ok = pos >= 0
-    ok[ok] = sk[pos[ok]] == dkey[ok]
-    return np.where(ok, order[np.maximum(pos, 0)], first_any[dst_lin])
 
 
 def _all_axis2(x: np.ndarray) -> np.ndarray:

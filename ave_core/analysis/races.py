@@ -713,7 +713,10 @@ def witness(eng: Any, f: dict) -> dict:
         line, indent = anchor
         w["fix"] = {"kind": "insert_barrier", "line": int(line), "indent": str(indent)}
     elif anchor is not None and st.file == eng.k.file and not f["in_branch"] and \
-            f.get("wait") is not None:
+            f.get("wait") is not None and f["earlier"] is not None and \
+            getattr(statement_loc(eng, f["earlier"][0]), "stmt", None) != anchor:
+        # (not when the copy is issued by the same statement -- a helper that copies and
+        # then reads: a wait before its call comes before the copy)
         # a copy still in flight: wait for its group (and a barrier: other threads' copies
         # become visible to this one only after it), before the read's statement
         n, commit = f["wait"]

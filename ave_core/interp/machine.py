@@ -952,20 +952,32 @@ class Machine:
         return dense, dprov
 
     def op_ave_convert(self, op):
+        """A layout conversion: each destination register takes the element from a
+        register of its own thread when the thread holds it, else from the element's first
+        holder (:func:`ave_core.compiler.fragments.convert_index`, the analysis' rule; it
+        took every element from its first holder, so the copies of a replicated element
+        that differ across threads became equal)."""
+        from ave_core.compiler.fragments import convert_index
         fr: RFrag = self.val(op.operands[0])
         src_t = op.operands[0].type
         shape = src_t.shape
-        dense, dprov = self._dense(fr, src_t.layout, shape)
+        src_tab = self.table(src_t.layout)
         tab = self.table(op.attrs["layout"])
         T, V, R = tab.shape
-        lin = np.ravel_multi_index(tuple(tab[:, :, d].reshape(-1) for d in range(R)), shape)
-        prov2 = None
-        if fr.prov2 is not None:
-            _, d2 = self._dense(RFrag(fr.vals, fr.prov2), src_t.layout, shape)
-            prov2 = d2[lin].reshape(T, V)
-        self.env[op.result] = RFrag(dense[lin].reshape(T, V),
-                                    dprov[lin].reshape(T, V) if dprov is not None else None,
-                                    prov2)
+
+        def lin(t):
+            return np.ravel_multi_index(tuple(t[:, :, d].reshape(-1) for d in range(R)), shape)
+        idx = convert_index(lin(src_tab), lin(tab), T, int(np.prod(shape)))
+
+        held = idx >= 0               # (an element no source thread holds: 0, no provenance)
+
+        def take(x, none):
+            if x is None:
+                return None
+            return np.where(held, x.reshape(-1)[np.maximum(idx, 0)], none).astype(
+                x.dtype).reshape(T, V)
+        self.env[op.result] = RFrag(take(fr.vals, 0), take(fr.prov, BOTTOM),
+                                    take(fr.prov2, BOTTOM))
 
     def op_ave_reduce(self, op):
         fr: RFrag = self.val(op.operands[0])

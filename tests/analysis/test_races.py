@@ -1751,3 +1751,20 @@ def test_a_global_element_rewritten_by_the_kernel_is_other_data(write, race):
     (d,) = _races(k)
     assert (d.witness["byte"], [t["thread"] for t in d.witness["threads"]]) == (128, [1, 32])
     assert any("written by threads 32 and 1 with different values" in m for m in dyn), dyn
+
+
+@pytest.mark.parametrize("body", [
+    # a mask over the thread id: thread 0's copy of element 0 is masked off (0), thread
+    # 32's is X[0] -- the copies differ (a missed race, from a third review)
+    "    t = ave.thread_id()\n    ave.store(u, ave.load(X[0:32], tv, mask=lambda m: m < t))\n",
+    # a conversion keeps each thread's own copy (the interpreter took the first holder's:
+    # the copies became equal there, and no race showed)
+    "    ave.store(u, ave.convert(ave.full((32,), ave.thread_id(), ave.i32, tv), tv))\n",
+])
+def test_copies_that_differ_through_masks_and_conversions(body):
+    k = _k(_REPLICATED.replace("{BODY}", body))
+    (d,) = _races(k)
+    assert sorted(t["thread"] for t in d.witness["threads"]) == [0, 32]
+    r = run(k, (1,), [np.arange(1, 33, dtype=np.int32), np.zeros(32, np.int32), 0])
+    assert any("shared byte 0: written by threads 0 and 32 with different values in one "
+               "write" in x.message for x in r.diagnostics if x.code == "AVE304")

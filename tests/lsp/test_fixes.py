@@ -325,3 +325,43 @@ def test_insert_wait_fixes_the_broken_flash_attention_example():
     assert action.title.startswith("Insert ave.wait_async(2) and ave.barrier() before line 219")
     fixed = apply(text, action.edit.changes["file:///k.py"][0])
     assert check_file(path, fixed).diagnostics == []
+
+
+def test_insert_wait_holds_for_every_loop_iteration():
+    # two groups in flight, read by a loop: i = 0 needs wait_async(1), i = 1 needs
+    # wait_async(0) -- the fix (before the read, inside the loop) takes the fewest, and one
+    # application clears both (it took the first iteration's count: a third review)
+    text = PIPE.replace("{COMMIT}", "    ave.commit_async()\n").replace(
+        "    ave.copy(s[0], Y[0, 0:64], vector_bytes=4)\n    ave.wait_async(0)\n"
+        "    ave.barrier()\n    ave.copy(s[1], Y[1, 0:64], vector_bytes=4)\n",
+        "    for i in ave.range(0, 2):\n        ave.copy(s[i], Y[i, 0:64], vector_bytes=4)\n"
+        "    ave.wait_async(0)\n")
+    (d,), _ = _inflight(text)
+    assert (d.fix["line"], d.fix["count"], d.fix["commit"]) == (11, 0, False)
+    (out,) = to_lsp([d], path="k.py", uri="file:///k.py", text=text)
+    (action,) = fixes.code_actions(text, [out], changes)
+    fixed = apply(text, action.edit.changes["file:///k.py"][0])
+    assert _inflight(fixed)[0] == []
+
+
+def test_no_insert_wait_before_a_helper_that_issues_the_copy_itself():
+    # the helper copies and then reads before any wait: a wait before its call comes
+    # before the copy (it was offered there, again and again)
+    text = """\
+import ave_core.lang as ave
+
+
+def stage(X, s, r):
+    ave.copy_async(X[r, 0:64], s, vector_bytes=16)
+    ave.commit_async()
+    ave.copy(s, X[r + 8, 0:64], vector_bytes=4)
+
+
+@ave.kernel(threads=64)
+def k(X: ave.Tensor[ave.f32, 2]):
+    s = ave.alloc((64,), ave.f32, space="shared")
+    stage(X, s, 0)
+    ave.wait_async(0)
+"""
+    (d,), _ = _inflight(text)
+    assert d.fix is None
