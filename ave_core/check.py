@@ -362,6 +362,9 @@ def _record(k: Any, spec: dict | None, summary: tuple, diags: list[Diagnostic],
         key = (d.code, d.file, d.range)
         if key in seen:
             seen[key].notes.append(f"also in the specialization {cfg}")
+            if d.fix is not None:
+                from ave_core.analysis import merge_wait_fixes
+                merge_wait_fixes(seen[key], d)
             continue
         d.notes.append(f"in the specialization {cfg}" + (
             " = " + ", ".join(f"{n}={v!r}" for n, v in k.constexprs.items())

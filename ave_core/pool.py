@@ -203,12 +203,15 @@ class AnalysisPool:
         ex = self.executor()
         return ex.submit(self.target, unit), ex
 
-    def shutdown(self) -> None:
-        """Stop the workers (pending units are cancelled)."""
+    def shutdown(self, wait: bool = False) -> None:
+        """Stop the workers (pending units are cancelled). ``wait``: until they have
+        exited -- a process about to exit (the headless check) waits, or the executor's
+        exit hook may write to a pipe its manager thread is closing ("Exception ignored
+        ... Bad file descriptor" on stderr, now and then)."""
         with self._lock:
             ex, self._executor = self._executor, None
         if ex is not None:
-            ex.shutdown(wait=False, cancel_futures=True)
+            ex.shutdown(wait=wait, cancel_futures=True)
 
     # ------------------------------------------------------------------ running units
 

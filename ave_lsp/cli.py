@@ -579,7 +579,7 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         return _check_and_report(args, checker, files, stdout, stderr)
     finally:
         if pool is not None:
-            pool.shutdown()
+            pool.shutdown(wait=True)
 
 
 def _check_and_report(args: argparse.Namespace, checker: "Checker", files: list[str],

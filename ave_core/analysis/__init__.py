@@ -283,6 +283,28 @@ def _race_witness(eng: Any, f: dict, trips: dict) -> dict:
     return w
 
 
+def wait_fix_note(fix: dict) -> str:
+    """The text output's note of an ``insert_wait`` fix (see ave_lsp/server/fixes.py)."""
+    calls = (["ave.commit_async()"] if fix["commit"] else []) + \
+        [f"ave.wait_async({fix['count']})", "ave.barrier()"]
+    return f"insert {', '.join(calls)} before line {fix['line'] + 1} (quick fix)"
+
+
+def merge_wait_fixes(d: Any, other: Any) -> None:
+    """Diagnostic ``d`` is also reported by another specialization as ``other``: an
+    ``insert_wait`` fix at the same line must hold for both -- the fewer groups left in
+    flight, a commit if either needs one (it kept the first specialization's count)."""
+    a, b = d.fix, other.fix
+    if not (a and b and a.get("kind") == b.get("kind") == "insert_wait" and
+            a.get("line") == b.get("line")):
+        return
+    merged = {**a, "count": min(a["count"], b["count"]), "commit": a["commit"] or b["commit"]}
+    if merged == a:
+        return
+    d.notes = [wait_fix_note(merged) if n == wait_fix_note(a) else n for n in d.notes]
+    d.fix = merged
+
+
 def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
     op = f["op"]
     ts = w["threads"]
@@ -309,9 +331,7 @@ def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
     notes = _witness_notes(w)
     fix = w.pop("fix", None)
     if fix is not None and fix["kind"] == "insert_wait":
-        calls = (["ave.commit_async()"] if fix["commit"] else []) + \
-            [f"ave.wait_async({fix['count']})", "ave.barrier()"]
-        notes.append(f"insert {', '.join(calls)} before line {fix['line'] + 1} (quick fix)")
+        notes.append(wait_fix_note(fix))
         fix = {**fix, "reason": "the asynchronous copy is still in flight"}
     elif fix is not None:
         notes.append(f"insert ave.barrier() before line {fix['line'] + 1} (quick fix)")

@@ -1212,16 +1212,32 @@ class Engine:
                         np.int32)
         return SymInt(keys, np.zeros(rows, np.int64))
 
-    def _loaded_values(self, tile: TileVal, coords: list[np.ndarray], op: Op) -> SymInt:
-        """Values read from a global integer tensor: opaque atoms per element."""
+    def _loaded_values(self, tile: TileVal, coords: list[np.ndarray], op: Op,
+                       guard: np.ndarray | None = None) -> SymInt:
+        """Values read from a global integer tensor: opaque atoms per element (one per
+        element and, after the kernel wrote into the tensor, per write count). Under a
+        mask (``guard`` rows): the ``other`` value where it fails, an atom of its own
+        where the sizes decide (the loaded value or ``other``) -- the mask was ignored, so
+        a masked-off index counted as the tensor's element (a missed race through a
+        gather, from a review helper)."""
         tc = self.global_coords(tile, coords)
         n = len(coords[0])
         self.bounds.access(op, tile, coords, np.zeros(n, np.int32), np.zeros(n, np.int64))
-        keys = np.empty(n, np.int32)
+        ver = self._gversion.get(tile.tensor.name, 0)
+        extra = (("written", ver),) if ver else ()
+        truth = self.conds.truth(guard) if guard is not None else np.zeros(n, np.int64)
+        keys = np.zeros(n, np.int32)
+        conc = np.zeros(n, np.int64)
+        other = op.attrs.get("other", 0) or 0
         for i in range(n):
-            keys[i] = self.tab.atom(Atom("load", (tile.tensor.name,) + tuple(
-                (int(c.key[i]), int(c.conc[i])) for c in tc)))
-        return SymInt(keys, np.zeros(n, np.int64))
+            if truth[i] == 1:
+                conc[i] = int(other)
+                continue
+            at = (tile.tensor.name,) + tuple((int(c.key[i]), int(c.conc[i])) for c in tc)
+            if truth[i] > 1:
+                at += (("masked", guard[i].tobytes(), int(other)),)
+            keys[i] = self.tab.atom(Atom("load", at + extra))
+        return SymInt(keys, conc)
 
     def op_ave_global_tile(self, op):
         src: TensorVal = self.env[op.operands[0]]
@@ -1373,8 +1389,12 @@ class Engine:
         tags.src[:] = t.tag_op
         return tags
 
-    def eval_mask(self, op: Op, coords: list[np.ndarray], tile: TileVal, n: int) -> np.ndarray:
-        """Guard ids (N,) of a masked access (0 = always, 1 = never)."""
+    def eval_mask(self, op: Op, coords: list[np.ndarray], tile: TileVal, n: int,
+                  threads: np.ndarray | None = None) -> np.ndarray:
+        """Guard ids (N,) of a masked access (0 = always, 1 = never). ``threads`` (N,): the
+        thread of each element -- a per-thread scalar the mask uses takes that thread's
+        value, as the interpreter evaluates it (without: thread 0's, which read a mask
+        over the thread id wrongly when threads hold several elements; a review helper)."""
         if not op.attrs.get("masked"):
             return self.conds.rows(np.zeros(n, np.int32))
         region = op.regions[0]
@@ -1385,6 +1405,9 @@ class Engine:
         env = dict(self.env)
         for a, c in zip(region.args, args):
             env[a] = c
+        env_local: set = set(region.args)   # values the region defines (not outer scalars)
+        for rop in region.ops:
+            env_local.update(rop.results)
         saved = self.env
         self.env = env
         try:
@@ -1401,13 +1424,20 @@ class Engine:
                                             else None)
                     continue
                 h = getattr(self, "op_" + rop.name.replace(".", "_"))
-                # outer per-thread scalars are uniform in masks of collective ops
+                # outer per-thread scalars: each element's thread's value (without the
+                # threads: taken as uniform, thread 0's)
                 for v in rop.operands:
                     x = self.env.get(v)
-                    if isinstance(x, SymInt) and x.shape == (self.T,) and n != self.T:
-                        self.env[v] = SymInt(x.key[:1], x.conc[:1])
-                    elif isinstance(x, np.ndarray) and x.shape == (self.T,) and n != self.T:
-                        self.env[v] = x[:1]
+                    per = isinstance(x, (SymInt, np.ndarray)) and x.shape == (self.T,) and \
+                        v not in env_local
+                    if not per or (n == self.T and threads is None):
+                        continue
+                    if threads is not None and len(threads) == n:
+                        self.env[v] = SymInt(x.key[threads], x.conc[threads]) \
+                            if isinstance(x, SymInt) else x[threads]
+                    elif n != self.T:
+                        self.env[v] = SymInt(x.key[:1], x.conc[:1]) \
+                            if isinstance(x, SymInt) else x[:1]
                 h(rop)
             else:
                 r = None
@@ -1733,7 +1763,7 @@ class Engine:
             entry = self._xv_entry(op, src, dst)
 
             def global_side() -> np.ndarray:
-                g = self.eval_mask(op, coords, dst if on_dst else src, n)
+                g = self.eval_mask(op, coords, dst if on_dst else src, n, thread)
                 self.bounds.access(op, dst, coords, g, thread)
                 return g
             guard = self._xv_guard(op, entry, global_side)
@@ -1743,7 +1773,7 @@ class Engine:
                     self._check_into_tagged(op, stags, dst, coords, thread, guard, entry)
             self._global_written(dst)
             return                                    # global writes are not tracked
-        guard = self.eval_mask(op, coords, dst if on_dst else src, n)
+        guard = self.eval_mask(op, coords, dst if on_dst else src, n, thread)
         tags = self.read_tags(src, coords, op, np.zeros(n, np.int32) if on_dst else guard,
                               thread)
         rec = self.record(op)
@@ -2008,7 +2038,7 @@ class Engine:
         if threads is None:
             threads = self._tables[("threads", T, V)] = np.repeat(np.arange(T), V)
         n = T * V
-        guard = self.eval_mask(op, coords, src, n)
+        guard = self.eval_mask(op, coords, src, n, threads)
         tags = self.read_tags(src, coords, op, guard, threads)
         rec = self.record(op)
         if src.space == "shared":
@@ -2016,7 +2046,8 @@ class Engine:
         tags.moved[:] = rec
         ival = None
         if op.result.type.dtype.is_int and src.space == "global":
-            ival = self._loaded_values(src, coords, op)
+            ival = self._loaded_values(src, coords, op, self.conds.rows(guard, n)
+                                       if op.attrs.get("masked") else None)
         # a mask (or 'other') over a scalar that differs across threads: the copies of an
         # element may differ (one thread's copy masked off, another's loaded)
         self.env[op.result] = FragVal(tags, V, ival, varies=bool(op.attrs.get("masked")) and
@@ -2039,7 +2070,7 @@ class Engine:
                 tab = self.table(lay)
                 T, V, R = tab.shape
                 coords = self.layout_coords(lay)
-                g = self.eval_mask(op, coords, dst, T * V)
+                g = self.eval_mask(op, coords, dst, T * V, np.repeat(np.arange(T), V))
                 held = np.repeat(self.active, V)
                 self.bounds.access(op, dst, [c[held] for c in coords], g[held],
                                    np.repeat(np.arange(T), V)[held])
@@ -2065,8 +2096,8 @@ class Engine:
         # sizes decide, a write that may not happen (weak: old and new tags joined, the
         # bytes' other writers kept) -- it counted as writing every element (a missed
         # race with the writer it does not replace; a review helper)
-        truth = self.conds.truth(self.conds.rows(self.eval_mask(op, coords, dst, T * V),
-                                                 T * V))
+        truth = self.conds.truth(self.conds.rows(
+            self.eval_mask(op, coords, dst, T * V, np.repeat(np.arange(T), V)), T * V))
         for sel, weak in ((act & (truth == 0), None), (act & (truth > 1), True)):
             if sel.any():
                 self.write_bytes(dst, [c[sel] for c in coords], tags.take(sel), op, False,
@@ -2119,7 +2150,7 @@ class Engine:
         else:
             coords = self.layout_coords(lay)
             if guard is None:
-                guard = self.eval_mask(op, coords, dst, n)
+                guard = self.eval_mask(op, coords, dst, n, np.repeat(np.arange(T), V))
             gc = self.global_coords(dst, coords)
             dtags = self.tensor_tags(dst.tensor, gc, n)
             dtags.cond = guard.copy()

@@ -1768,3 +1768,61 @@ def test_copies_that_differ_through_masks_and_conversions(body):
     r = run(k, (1,), [np.arange(1, 33, dtype=np.int32), np.zeros(32, np.int32), 0])
     assert any("shared byte 0: written by threads 0 and 32 with different values in one "
                "write" in x.message for x in r.diagnostics if x.code == "AVE304")
+
+
+_GATHERED = '''import ave_core.lang as ave
+
+
+@ave.kernel(threads=64)
+def k(X: ave.Tensor[ave.i32, 2], I: ave.Tensor[ave.i32, 1], Y: ave.Tensor[ave.i32, 2]):
+    tv = ave.tv_layout(ave.layout((32, 2), (1, 0)), ave.layout(1, 1), (32,))
+    tvA = ave.tv_layout(ave.layout((32, 2), (1, 0)), ave.layout(1, 1), (32, 1))
+    tvB = ave.tv_layout(ave.layout((2, 32), (0, 1)), ave.layout(1, 1), (32, 1))
+    u = ave.alloc((32, 1), ave.i32, space="shared")
+    ix1 = ave.load(I[0:32], tv{MASK})
+    ix2 = ave.load(I[0:32], tv)
+    ave.store(u, ave.load(ave.gather(X, ix1)[0:32, 0:1], tvA))
+    ave.store(u, ave.load(ave.gather(X, ix2)[0:32, 0:1], tvB))
+    ave.barrier()
+    ave.copy(u, Y[0:32, 0:1], vector_bytes=4)
+'''
+
+
+@pytest.mark.parametrize("mask,race", [(", mask=lambda m: m < 0", True), ("", False)])
+def test_a_masked_index_load_gathers_the_other_value(mask, race):
+    # ix1 masked off everywhere is 0 (the `other` value), not I[r]: gathering X[0, 0] and
+    # X[I[r], 0] into one byte is a race (the mask was ignored for loaded integers: both
+    # were "X[I[r], 0]", a missed race, from a review helper); unmasked, the same rows
+    # again are no race. tvA: threads r and r + 32 hold row r, tvB: threads 2r and 2r+1.
+    k = _k(_GATHERED.replace("{MASK}", mask))
+    X = np.arange(256, dtype=np.int32).reshape(64, 4)
+    res = run(k, (1,), [X, np.arange(5, 37, dtype=np.int32), np.zeros((64, 4), np.int32)])
+    dyn = [x.message for x in res.diagnostics if x.code == "AVE304"]
+    if not race:
+        assert _races(k) == [] and dyn == []
+        return
+    (d,) = _races(k)
+    assert d.witness["byte"] == 0
+    assert dyn and "shared byte 0" in dyn[0]
+
+
+def test_a_mask_over_the_thread_id_with_several_elements_per_thread():
+    # 16 registers per thread, each element held by 32 threads: the mask `m < tid // 2`
+    # was evaluated with thread 0's id for every element (tid = 0: nothing loaded, every
+    # copy 0 -- no race); each element's own thread decides it, as in the interpreter
+    k = _k('''import ave_core.lang as ave
+
+
+@ave.kernel(threads=64)
+def k(X: ave.Tensor[ave.i32, 1], Y: ave.Tensor[ave.i32, 1], M: ave.i32):
+    tC = ave.tv_layout(ave.layout((2, 32), (16, 0)), ave.layout(16, 1), (32,))
+    u = ave.alloc((32,), ave.i32, space="shared")
+    t = ave.thread_id() // 2
+    ave.store(u, ave.load(X[0:32], tC, mask=lambda m: m < t))
+    ave.barrier()
+    ave.copy(u, Y[0:32], vector_bytes=4)
+''')
+    (d,) = _races(k)
+    res = run(k, (1,), [np.arange(1, 65, dtype=np.int32), np.zeros(64, np.int32), 0])
+    assert any("with different values in one write" in x.message
+               for x in res.diagnostics if x.code == "AVE304")

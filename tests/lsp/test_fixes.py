@@ -365,3 +365,44 @@ def k(X: ave.Tensor[ave.f32, 2]):
 """
     (d,), _ = _inflight(text)
     assert d.fix is None
+
+
+def test_insert_wait_holds_for_every_specialization():
+    # the same in-flight read in two specializations (S = 4 stages needs wait_async(3),
+    # S = 2 needs wait_async(1) there): the one fix must hold for both -- it kept the
+    # first specialization's count (a review helper)
+    import pathlib
+    import tempfile
+
+    from ave_core.check import check_file
+    text = """\
+import ave_core.lang as ave
+
+
+@ave.kernel(threads=64, configs=[{"S": 4}, {"S": 2}])
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 1], KT: ave.i32, S: ave.constexpr):
+    tv = ave.tv_layout(ave.layout((2, 32), (32, 1)), ave.layout(1, 1), (64,))
+    sA = ave.alloc((S, 64), ave.f32, space="shared")
+    for i in ave.static_range(S - 1):
+        ave.copy_async(X[i, 0:64], sA[i], vector_bytes=16)
+        ave.commit_async()
+    acc = ave.zeros((64,), ave.f32, tv)
+    for kt in ave.range(0, KT):
+        ave.barrier()
+        ave.copy_async(X[kt + S - 1, 0:64], sA[(kt + S - 1) % S], vector_bytes=16)
+        ave.commit_async()
+        acc = acc + ave.load(sA[kt % S], tv)
+    ave.wait_async(0)
+    ave.store(Y[0:64], acc)
+"""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = str(pathlib.Path(tmp) / "k.py")
+        pathlib.Path(path).write_text(text)
+        (d,) = [d for d in check_file(path, text).diagnostics if d.fix is not None]
+        assert (d.fix["kind"], d.fix["count"]) == ("insert_wait", 1)
+        assert "insert ave.wait_async(1), ave.barrier() before line 16 (quick fix)" in d.notes
+        (out,) = to_lsp([d], path=path, uri="file:///k.py", text=text)
+        (action,) = fixes.code_actions(text, [out], changes)
+        fixed = apply(text, action.edit.changes["file:///k.py"][0])
+        assert [x for x in check_file(path, fixed).diagnostics
+                if x.code == "AVE207" and "in flight" in x.message] == []
