@@ -1074,7 +1074,13 @@ class Engine:
             # across threads (a float computed from the thread id), an unknown per thread
             # (one for all made a barrier under it look uniform: no AVE209)
             self._mark_varying(op)
-            if op.result in self._varying:
+            mt = getattr(self, "_mask_threads", None)
+            if op.result in self._varying and mt is not None:
+                # (inside a mask: per element, its thread's)
+                per_t = np.array([self._free_cond(op, "cmp", t) for t in range(self.T)],
+                                 np.int32)
+                self.env[op.result] = per_t[mt]
+            elif op.result in self._varying:
                 self.env[op.result] = np.array([self._free_cond(op, "cmp", t)
                                                 for t in range(self.T)], np.int32)
             else:
@@ -1222,20 +1228,32 @@ class Engine:
         gather, from a review helper)."""
         tc = self.global_coords(tile, coords)
         n = len(coords[0])
-        self.bounds.access(op, tile, coords, np.zeros(n, np.int32), np.zeros(n, np.int64))
+        if guard is None:
+            # (a masked load's bounds are checked by read_tags, under its mask: this
+            # unmasked access was a false AVE208 for every masked integer load)
+            self.bounds.access(op, tile, coords, np.zeros(n, np.int32), np.zeros(n, np.int64))
         ver = self._gversion.get(tile.tensor.name, 0)
         extra = (("written", ver),) if ver else ()
         truth = self.conds.truth(guard) if guard is not None else np.zeros(n, np.int64)
         keys = np.zeros(n, np.int32)
         conc = np.zeros(n, np.int64)
-        other = op.attrs.get("other", 0) or 0
+        raw = constant_bytes(op.attrs.get("other", 0) or 0, tile.dtype)
+        # ('other' as the register holds it: wrapped to the dtype)
+        other = int.from_bytes(raw, "little", signed=not tile.dtype.name.startswith("u")) \
+            if raw is not None else 0
         for i in range(n):
             if truth[i] == 1:
-                conc[i] = int(other)
+                conc[i] = other
                 continue
             at = (tile.tensor.name,) + tuple((int(c.key[i]), int(c.conc[i])) for c in tc)
             if truth[i] > 1:
-                at += (("masked", guard[i].tobytes(), int(other)),)
+                # the loaded value or 'other': an unknown of its own -- not taken to be
+                # >= 0 like a table entry when 'other' is negative (a missed AVE208)
+                at += (("masked", guard[i].tobytes(), other),)
+                if other < 0:
+                    keys[i] = self.tab.atom(Atom("param", (f"{tile.tensor.name}[...] or "
+                                                           f"{other}",) + at + extra))
+                    continue
             keys[i] = self.tab.atom(Atom("load", at + extra))
         return SymInt(keys, conc)
 
@@ -1410,9 +1428,30 @@ class Engine:
             env_local.update(rop.results)
         saved = self.env
         self.env = env
+        done: set = set()                   # outer values already taken per element
+
+        def per_element(v: Value) -> None:
+            """An outer per-thread value (a SymInt or condition ids per thread: (T,) or
+            (T, k)) -> each element's thread's (once: a value used twice was taken twice,
+            a review helper); without ``threads``, thread 0's when the shapes differ."""
+            x = self.env.get(v)
+            if v in env_local or v in done or not isinstance(x, (SymInt, np.ndarray)) or \
+                    x.shape[:1] != (self.T,):
+                return
+            done.add(v)
+            if threads is not None and len(threads) == n:
+                self.env[v] = SymInt(x.key[threads], x.conc[threads]) \
+                    if isinstance(x, SymInt) else x[threads]
+            elif n != self.T:
+                self.env[v] = SymInt(x.key[:1], x.conc[:1]) \
+                    if isinstance(x, SymInt) else x[:1]
+        # (per-thread conditions made inside the mask, a float compare: per element)
+        prev_mt, self._mask_threads = getattr(self, "_mask_threads", None), \
+            (threads if threads is not None and len(threads) == n else None)
         try:
             for rop in region.ops:
                 if rop.name == "ave.yield":
+                    per_element(rop.operands[0])
                     r = self.env[rop.operands[0]]
                     self.bounds.mask_bounds(op, tile, region, args, self.env)
                     break
@@ -1424,24 +1463,13 @@ class Engine:
                                             else None)
                     continue
                 h = getattr(self, "op_" + rop.name.replace(".", "_"))
-                # outer per-thread scalars: each element's thread's value (without the
-                # threads: taken as uniform, thread 0's)
                 for v in rop.operands:
-                    x = self.env.get(v)
-                    per = isinstance(x, (SymInt, np.ndarray)) and x.shape == (self.T,) and \
-                        v not in env_local
-                    if not per or (n == self.T and threads is None):
-                        continue
-                    if threads is not None and len(threads) == n:
-                        self.env[v] = SymInt(x.key[threads], x.conc[threads]) \
-                            if isinstance(x, SymInt) else x[threads]
-                    elif n != self.T:
-                        self.env[v] = SymInt(x.key[:1], x.conc[:1]) \
-                            if isinstance(x, SymInt) else x[:1]
+                    per_element(v)
                 h(rop)
             else:
                 r = None
         finally:
+            self._mask_threads = prev_mt
             self.env = saved
         if r is None:
             return self.conds.rows(np.zeros(n, np.int32))

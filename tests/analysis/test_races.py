@@ -1826,3 +1826,101 @@ def k(X: ave.Tensor[ave.i32, 1], Y: ave.Tensor[ave.i32, 1], M: ave.i32):
     res = run(k, (1,), [np.arange(1, 65, dtype=np.int32), np.zeros(64, np.int32), 0])
     assert any("with different values in one write" in x.message
                for x in res.diagnostics if x.code == "AVE304")
+
+
+_OUTER_MASKS = {
+    # t used twice in the mask (it was taken per element twice: t[threads][threads])
+    "twice": ("i32", '''    u = ave.alloc((64,), ave.i32, space="shared")
+    w = ave.alloc((64,), ave.i32, space="shared")
+    t = ave.thread_id()
+    ave.store(u, ave.full((64,), 1, ave.i32, tv))
+    ave.copy(u, w, vector_bytes=8, mask=lambda m: (t >= 0) & (m - 2 * t < 1))
+    ave.barrier()
+    ave.copy(w, Y[0:64], vector_bytes=4)
+'''),
+    # a mask that is an outer per-thread condition itself (it was not taken per element)
+    "yielded": ("f32", '''    u = ave.alloc((64,), ave.f32, space="shared")
+    w = ave.alloc((64,), ave.f32, space="shared")
+    c = ave.thread_id() < 16
+    ave.store(u, ave.full((64,), 1.0, ave.f32, tv))
+    ave.barrier()
+    ave.store(u, ave.full((64,), 2.0, ave.f32, tv), mask=lambda m: (m >= 16) & (m < 32))
+    ave.copy(u, w, vector_bytes=8, mask=lambda m: c)
+    ave.barrier()
+    ave.copy(w, Y[0:64], vector_bytes=4)
+'''),
+    # a conjunction of per-thread conditions, a float compare: AVE900 (shapes) before
+    "conjunction": ("f32", '''    u = ave.alloc((128,), ave.f32, space="shared")
+    c = (ave.thread_id() >= 4) & (ave.thread_id() < 40)
+    ave.copy(X[0:128], u, vector_bytes=8, mask=lambda m: c & (m < 100))
+    ave.barrier()
+    ave.copy(u, Y[0:128], vector_bytes=4)
+'''),
+    "float": ("f32", '''    u = ave.alloc((128,), ave.f32, space="shared")
+    ft = ave.cast(ave.thread_id(), ave.f32)
+    ave.copy(X[0:128], u, vector_bytes=8, mask=lambda m: ft < 3.0)
+    ave.barrier()
+    ave.copy(u, Y[0:128], vector_bytes=4)
+'''),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_OUTER_MASKS))
+def test_outer_per_thread_values_in_masks(case):
+    # copies of 8-byte vectors: element m is moved by thread m // 2, whose values the mask
+    # takes (a fifth review): the checker agrees with the interpreter, and never crashes
+    dt, body = _OUTER_MASKS[case]
+    k = _k(f'''import ave_core.lang as ave
+
+
+@ave.kernel(threads=64)
+def k(X: ave.Tensor[ave.{dt}, 1], Y: ave.Tensor[ave.{dt}, 1]):
+    tv = ave.tv_layout(ave.layout(64, 1), ave.layout(1, 1), (64,))
+''' + body)
+    diags = analyze(k).diagnostics
+    assert not [d for d in diags if d.code == "AVE900"]
+    npt = np.int32 if dt == "i32" else np.float32
+    res = run(k, (1,), [np.arange(128).astype(npt), np.zeros(128, npt)])
+    dyn = [x.message for x in res.diagnostics if x.code == "AVE304"]
+    st = [d for d in diags if d.code == "AVE207"]
+    assert bool(st) == bool(dyn), ([d.message for d in st], dyn)
+    if st:
+        w = st[0].witness
+        assert f"shared byte {w['byte']}" in dyn[0]
+        assert all(f"thread {t['thread']}" in dyn[0] for t in w["threads"])
+
+
+def test_masked_index_loads_bounds():
+    # a masked integer load was also checked unmasked (a false AVE208 for every one); an
+    # index that is `other` = -1 where the sizes decide was taken to be >= 0 like a table
+    # entry (a missed AVE208: the interpreter reads X[-1])
+    k = _k('''import ave_core.lang as ave
+
+
+@ave.kernel(threads=64)
+def k(X: ave.Tensor[ave.i32, 1], Y: ave.Tensor[ave.i32, 1]):
+    N = X.shape[0]
+    m0 = ave.program_id(0) * 64
+    L = ave.tv_layout(ave.layout(64, 1), ave.layout(1, 1), (64,))
+    f = ave.load(X[m0:m0 + 64], L, mask=lambda m: m < N)
+    ave.store(Y[m0:m0 + 64], f, mask=lambda m: m < N)
+''')
+    assert analyze(k).diagnostics == []
+    k = _k('''import ave_core.lang as ave
+
+
+@ave.kernel(threads=64)
+def k(X: ave.Tensor[ave.i32, 2], I: ave.Tensor[ave.i32, 1], Y: ave.Tensor[ave.i32, 2],
+      C: ave.i32):
+    tv = ave.tv_layout(ave.layout((32, 2), (1, 0)), ave.layout(1, 1), (32,))
+    u = ave.alloc((32, 1), ave.i32, space="shared")
+    ix = ave.load(I[0:32], tv, mask=lambda m: m < C, other=-1)
+    ave.copy(ave.gather(X, ix)[0:32, 0:1], u, vector_bytes=4)
+    ave.barrier()
+    ave.copy(u, Y[0:32, 0:1], vector_bytes=4)
+''')
+    (d,) = analyze(k).diagnostics
+    assert d.code == "AVE208" and "X[-1, 0] (below 0)" in d.message
+    res = run(k, (1,), [np.zeros((4, 1), np.int32), np.arange(32, dtype=np.int32) % 4,
+                        np.zeros((32, 1), np.int32), 5])
+    assert any(x.code == "AVE301" and "X[-1, 0]" in x.message for x in res.diagnostics)
