@@ -1084,13 +1084,19 @@ class Engine:
                 self.env[op.result] = np.array([self._free_cond(op, "cmp", t)
                                                 for t in range(self.T)], np.int32)
             else:
-                self.env[op.result] = np.full(self.T, self._free_cond(op, "cmp"), np.int32)
+                self.env[op.result] = np.full(getattr(self, "_mask_n", None) or self.T,
+                                              self._free_cond(op, "cmp"), np.int32)
 
     def _unary(self, op):
         x = self.env.get(op.operands[0])
         if isinstance(op.result.type, FragmentType):
             out = self._frag_elementwise(op, [x], op.name)
             if op.name == "arith.cast" and isinstance(x, FragVal):
+                src, dst = op.operands[0].type.dtype, op.result.type.dtype
+                if x.ival is not None and self._widens(src, dst):
+                    # integer values stay what they are (an i8 index table's -1, cast to
+                    # i32 for a gather, was an unknown taken to be >= 0: a missed AVE208)
+                    out.ival = x.ival
                 d = self._cast_constant(x, op)
                 if d is not None:
                     out.tags = Tags(out.tags.code, out.tags.cond, out.tags.src, out.tags.moved,
@@ -1131,7 +1137,9 @@ class Engine:
             self.env[op.result] = FragVal(tags, fa.V, varies=varies)
             return
         if isinstance(a, SymInt) and isinstance(b, SymInt) and isinstance(c, np.ndarray):
-            rows = self.conds.rows(c, self.T)
+            # (inside a mask: one value per element, not per thread -- AVE900 before)
+            T = getattr(self, "_mask_n", None) or self.T
+            rows = self.conds.rows(c, T)
             tr = self.conds.truth(rows)
             if np.all(tr == 0):
                 self.env[op.result] = a
@@ -1140,7 +1148,6 @@ class Engine:
             else:
                 # per thread: a, b, or If(c, a, b) where c depends on runtime values (was
                 # an unconstrained unknown for every thread)
-                T = self.T
                 a2 = SymInt(np.broadcast_to(a.key, (T,)), np.broadcast_to(a.conc, (T,))) \
                     if a.key.shape != (T,) else a
                 b2 = SymInt(np.broadcast_to(b.key, (T,)), np.broadcast_to(b.conc, (T,))) \
@@ -1448,6 +1455,7 @@ class Engine:
         # (per-thread conditions made inside the mask, a float compare: per element)
         prev_mt, self._mask_threads = getattr(self, "_mask_threads", None), \
             (threads if threads is not None and len(threads) == n else None)
+        prev_n, self._mask_n = getattr(self, "_mask_n", None), n
         try:
             for rop in region.ops:
                 if rop.name == "ave.yield":
@@ -1470,6 +1478,7 @@ class Engine:
                 r = None
         finally:
             self._mask_threads = prev_mt
+            self._mask_n = prev_n
             self.env = saved
         if r is None:
             return self.conds.rows(np.zeros(n, np.int32))
@@ -1600,6 +1609,15 @@ class Engine:
                 part = raw[j:j + G]
                 self._bytes.setdefault(bytes_datum(part), part)
         return d
+
+    @staticmethod
+    def _widens(src: Any, dst: Any) -> bool:
+        """An integer cast that keeps every value (to a wider type of the same signedness,
+        or from unsigned to a wider signed one)."""
+        if src.is_float or dst.is_float or src.name == "i1" or dst.name == "i1":
+            return False
+        us, ud = src.name.startswith("u"), dst.name.startswith("u")
+        return (dst.bytes >= src.bytes and us == ud) or (us and not ud and dst.bytes > src.bytes)
 
     def _cast_constant(self, x: FragVal, op: Op) -> int | None:
         """The datum of ``ave.cast`` of a constant (every element the same known bytes):
