@@ -486,6 +486,51 @@ async def test_insert_barrier_code_action(client: LanguageClient, workspace: Pat
     did_close(client, uri)
 
 
+IN_FLIGHT = """\
+import ave_core.lang as ave
+
+
+@ave.kernel(threads=64)
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    s = ave.alloc((2, 64), ave.f32, space="shared")
+    ave.copy_async(X[0, 0:64], s[0], vector_bytes=16)
+    ave.commit_async()
+    ave.copy_async(X[1, 0:64], s[1], vector_bytes=16)
+    ave.commit_async()
+    ave.copy(s[0], Y[0, 0:64], vector_bytes=4)
+    ave.wait_async(0)
+    ave.barrier()
+    ave.copy(s[1], Y[1, 0:64], vector_bytes=4)
+"""
+
+
+async def test_insert_wait_code_action_end_to_end(client: LanguageClient, workspace: Path):
+    """The analysis's wait fix through the real server: s[0] is read while its copy is in
+    flight (AVE207, with the AVE203 and the landing race of the same bug); the quick fix
+    inserts ave.wait_async(1) and a barrier before the read, and the saved text publishes
+    no finding at all."""
+    uri, text = new_doc(workspace, "in_flight.py", IN_FLIGHT)
+    did_open(client, uri, text)
+    pub = await wait_publish(client, uri, lambda p: p.version == 1 and len(p.diagnostics) > 0)
+    (target,) = [d for d in pub.diagnostics
+                 if d.code == "AVE207" and "in flight" in d.message]
+    assert target.range.start.line == 10 and target.data["fix"]["kind"] == "insert_wait"
+    actions = await asyncio.wait_for(client.text_document_code_action_async(
+        types.CodeActionParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), range=target.range,
+            context=types.CodeActionContext(diagnostics=[target]))), TIMEOUT)
+    fix = actions[0]
+    assert fix.kind == types.CodeActionKind.QuickFix and fix.is_preferred
+    assert fix.title.startswith("Insert ave.wait_async(1) and ave.barrier() before line 11")
+    new_text = apply_edits(text, fix.edit.changes[uri])
+    assert "    ave.wait_async(1)\n    ave.barrier()\n    ave.copy(s[0]" in new_text
+    did_change(client, uri, new_text, 2)
+    did_save(client, uri)
+    pub = await wait_publish(client, uri, lambda p: p.version == 2)
+    assert list(pub.diagnostics) == []
+    did_close(client, uri)
+
+
 async def _inlay(client: LanguageClient, uri: str, first: int, last: int):
     return await asyncio.wait_for(client.text_document_inlay_hint_async(types.InlayHintParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
