@@ -1875,6 +1875,15 @@ class KernelBuilder:
             self.emit("ave.yield", [r], [], fn.node.body)
         finally:
             self.block = saved
+        # a mask is arithmetic on its coordinates and on values computed before it: a DSL
+        # call inside it (ave.thread_id(), ave.load) was accepted here and rejected by the
+        # interpreter when it ran ("not allowed in a mask")
+        for op in blk.ops:
+            if not op.name.startswith(("arith.", "math.", "ave.yield")):
+                raise self.err("AVE101", f"{op.name} inside a mask: a mask may only compute "
+                               "on its coordinates and on values computed before it (`t = "
+                               "ave.thread_id()` before the call, then `mask=lambda m: m < t`)",
+                               fn.node.body)
         return blk
 
     # ---- data movement

@@ -123,6 +123,11 @@ CASES = [
          "AVE101", (4, 8, 14), "f-string"),
     Case("AVE101-break", H + "    for i in ave.range(0, n):\n        break\n",
          "AVE101", (5, 8, 13), "`break`"),
+    # a DSL call inside a mask (the interpreter rejected it when it ran; by hand: the
+    # lambda's body `m < ave.thread_id()` spans columns 49..68 of line 5)
+    Case("AVE101-dsl-call-in-mask", H + "    s = ave.alloc((64, 64), ave.bf16)\n"
+         + "    ave.copy(A[0:64, 0:64], s, mask=lambda m, k: m < ave.thread_id())\n",
+         "AVE101", (5, 49, 68), "ave.thread_id inside a mask"),
     # ---------------------------------------------------------------- AVE102
     Case("AVE102-dsl-typo", H + "    ave.copyy(A, A)\n",
          "AVE102", (4, 4, 13), "`ave.copyy` is not part of the DSL; did you mean `ave.copy`?"),
