@@ -574,6 +574,8 @@ class Engine:
         #: the ave.where ops whose elements are data of their own, numbered (the dict
         #: keeps them: an id() could be reused by a later variant's op)
         self._select_ops: dict = {}
+        #: per op with regions (a mask): the scalars they use from outside (_scalars_vary)
+        self._region_outer: dict = {}
         self._tensor_ids: dict = {}
         #: per global tensor, how many writes into it ran so far (its elements' data
         #: before and after one differ: see _global_written)
@@ -1131,7 +1133,7 @@ class Engine:
                 self._scalars_vary(op)
             if varies and tags.data is not None:
                 # (per holder: the copies of an element may have taken different arms)
-                th = np.repeat(np.arange(self.T), fa.V)
+                th = self._holders(self.T, fa.V)
                 tags.data = np.where((tags.data == 0) | (tags.data == -1), tags.data,
                                      data_ids(_DATUM_SELECT, [tags.data, th], tags.n))
             self.env[op.result] = FragVal(tags, fa.V, varies=varies)
@@ -1568,8 +1570,9 @@ class Engine:
         """The data (:attr:`Tags.data`) a masked read of elements of ``dtype`` yields:
         ``data`` where the guard ``rows`` holds, the ``other`` value (0 by default) where
         it fails -- a constant of ``dtype``, its bytes' datum (:meth:`constant_datum`: a
-        copy's zero-fill and ``ave.zeros`` write the same bytes) -- and where it depends on sizes, a datum of its own for that
-        element, guard and ``other`` (two reads under the same guard yield the same)."""
+        copy's zero-fill and ``ave.zeros`` write the same bytes) -- and where it depends on
+        sizes, a datum of its own for that element, guard and ``other`` (two reads under
+        the same guard yield the same)."""
         truth = self.conds.truth(rows)
         if (truth == 0).all():
             return data
@@ -1656,8 +1659,11 @@ class Engine:
             out[:, j] = np.where(plain, data_ids(_DATUM_PART, [data, np.int64(j)], len(data)),
                                  data)
         if self._bytes or self._whole:
+            # (only the registered data: the registries are small, a tile's data are not)
+            reg = np.fromiter(list(self._bytes) + list(self._whole), np.int64)
+            hit = np.isin(data, reg)
             G = self.G
-            for d in np.unique(data):
+            for d in np.unique(data[hit]) if hit.any() else ():
                 raw = self._bytes.get(int(d))
                 if raw is not None and len(raw) == per * G:
                     out[data == d] = [bytes_datum(raw[j:j + G]) for j in range(0, len(raw), G)]
@@ -2074,15 +2080,23 @@ class Engine:
         b.data = self.smem.data[byts].copy()
         self._smem_write(byts, b, written=False)
 
+    def _holders(self, T: int, V: int) -> np.ndarray:
+        """The thread of each (thread, register) of a fragment, ``(T * V,)``: ``t`` repeated
+        ``V`` times (one array per shape, never mutated: the race tracker keys its
+        per-access summaries on the arrays it is given)."""
+        key = ("threads", T, V)
+        out = self._tables.get(key)
+        if out is None:
+            out = self._tables[key] = np.repeat(np.arange(T), V)
+        return out
+
     def op_ave_load(self, op):
         src: TileVal = self.env[op.operands[0]]
         lay = op.attrs["layout"]
         tab = self.table(lay)
         T, V, R = tab.shape
         coords = self.layout_coords(lay)
-        threads = self._tables.get(("threads", T, V))
-        if threads is None:
-            threads = self._tables[("threads", T, V)] = np.repeat(np.arange(T), V)
+        threads = self._holders(T, V)
         n = T * V
         guard = self.eval_mask(op, coords, src, n, threads)
         tags = self.read_tags(src, coords, op, guard, threads)
@@ -2116,10 +2130,10 @@ class Engine:
                 tab = self.table(lay)
                 T, V, R = tab.shape
                 coords = self.layout_coords(lay)
-                g = self.eval_mask(op, coords, dst, T * V, np.repeat(np.arange(T), V))
+                holders = self._holders(T, V)
+                g = self.eval_mask(op, coords, dst, T * V, holders)
                 held = np.repeat(self.active, V)
-                self.bounds.access(op, dst, [c[held] for c in coords], g[held],
-                                   np.repeat(np.arange(T), V)[held])
+                self.bounds.access(op, dst, [c[held] for c in coords], g[held], holders[held])
                 return g
             guard = self._xv_guard(op, entry, global_side)
             if dst.tensor is not None and dst.tensor.tag_op is not None:
@@ -2133,7 +2147,7 @@ class Engine:
         act = np.repeat(self.active, V)
         tags = fr.tags.copy()
         tags.moved[:] = self.record(op)
-        threads = np.repeat(np.arange(T), V)
+        threads = self._holders(T, V)
         if not op.attrs.get("masked"):
             self.write_bytes(dst, [c[act] for c in coords], tags.take(act), op, False,
                              threads[act], varies=fr.varies)
@@ -2143,7 +2157,7 @@ class Engine:
         # bytes' other writers kept) -- it counted as writing every element (a missed
         # race with the writer it does not replace; a review helper)
         truth = self.conds.truth(self.conds.rows(
-            self.eval_mask(op, coords, dst, T * V, np.repeat(np.arange(T), V)), T * V))
+            self.eval_mask(op, coords, dst, T * V, threads), T * V))
         for sel, weak in ((act & (truth == 0), None), (act & (truth > 1), True)):
             if sel.any():
                 self.write_bytes(dst, [c[sel] for c in coords], tags.take(sel), op, False,
@@ -2196,7 +2210,7 @@ class Engine:
         else:
             coords = self.layout_coords(lay)
             if guard is None:
-                guard = self.eval_mask(op, coords, dst, n, np.repeat(np.arange(T), V))
+                guard = self.eval_mask(op, coords, dst, n, self._holders(T, V))
             gc = self.global_coords(dst, coords)
             dtags = self.tensor_tags(dst.tensor, gc, n)
             dtags.cond = guard.copy()
@@ -2204,7 +2218,7 @@ class Engine:
             if entry is not None:
                 entry["dst"] = (dtags, held)
         check = self.new_check(op, "store")
-        holder = np.repeat(np.arange(T), V)
+        holder = self._holders(T, V)
         reg = np.tile(np.arange(V), T)
         X = {"tags": fr.tags, "holder": holder, "reg": reg, "held": held, "shape": (n,)}
         Y = {"tags": dtags, "holder": holder, "reg": reg, "held": held, "shape": (n,)}
@@ -2345,19 +2359,23 @@ class Engine:
             return True
         if not op.regions:
             return False
-        inside: set = set()
-        used: list = []
+        outer = self._region_outer.get(op)
+        if outer is None:
+            # the scalars the regions use from outside them (by structure: kept per op)
+            inside: set = set()
+            used: list = []
 
-        def walk(blocks: Any) -> None:
-            for blk in blocks:
-                inside.update(blk.args)
-                for o in blk.ops:
-                    inside.update(o.results)
-                    used.extend(o.operands)
-                    walk(o.regions)
-        walk(op.regions)
-        return any(v not in inside and not isinstance(v.type, FragmentType) and
-                   self._varies(v) for v in used)
+            def walk(blocks: Any) -> None:
+                for blk in blocks:
+                    inside.update(blk.args)
+                    for o in blk.ops:
+                        inside.update(o.results)
+                        used.extend(o.operands)
+                        walk(o.regions)
+            walk(op.regions)
+            outer = self._region_outer[op] = tuple(
+                v for v in used if v not in inside and not isinstance(v.type, FragmentType))
+        return any(self._varies(v) for v in outer)
 
     def op_ave_full(self, op):
         V = op.attrs["layout"].num_values
