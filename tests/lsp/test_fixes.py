@@ -5,6 +5,8 @@ code-action handler that offers them."""
 
 from __future__ import annotations
 
+import pathlib
+
 import pytest
 from lsprotocol import types
 
@@ -221,21 +223,11 @@ def test_server_fills_in_data_a_client_dropped():
 
 # ----------------------------------------------------------------------------- insert_wait
 
-PIPE = """\
-import ave_core.lang as ave
-
-
-@ave.kernel(threads=64)
-def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
-    s = ave.alloc((2, 64), ave.f32, space="shared")
-    ave.copy_async(X[0, 0:64], s[0], vector_bytes=16)
-    ave.commit_async()
-    ave.copy_async(X[1, 0:64], s[1], vector_bytes=16)
-{COMMIT}    ave.copy(s[0], Y[0, 0:64], vector_bytes=4)
-    ave.wait_async(0)
-    ave.barrier()
-    ave.copy(s[1], Y[1, 0:64], vector_bytes=4)
-"""
+#: a copy read while in flight (thread i reads s[0, i], its own 16-byte vector's first
+#: element, thread 1 the one thread 0 moves): shared with test_server.py
+PIPE = (pathlib.Path(__file__).parent / "data" / "in_flight.py").read_text("utf-8")
+#: the same without committing X[1]'s copy
+UNCOMMITTED = PIPE.replace("    ave.commit_async()\n    ave.copy(s[0]", "    ave.copy(s[0]")
 
 
 def _inflight(text):
@@ -253,7 +245,7 @@ def test_insert_wait_from_the_analysis_retires_the_copy():
     # barrier makes the other threads' bytes visible. (The same bug also gives an AVE203,
     # the bytes land at the wait, and a race of the copy landing there with the read: one
     # bug, three findings, one fix.)
-    text = PIPE.replace("{COMMIT}", "    ave.commit_async()\n")
+    text = PIPE
     (d,), _ = _inflight(text)
     assert d.fix == {"kind": "insert_wait", "line": 10, "indent": "    ", "count": 1,
                      "commit": False, "reason": "the asynchronous copy is still in flight"}
@@ -270,7 +262,7 @@ def test_insert_wait_from_the_analysis_retires_the_copy():
 def test_insert_wait_commits_a_copy_not_committed_yet():
     # X[1]'s copy is never committed: ave.wait_async(0) does not wait for it (as
     # cp.async.wait_group), so the last read meets it in flight: commit, then wait
-    text = PIPE.replace("{COMMIT}", "")
+    text = UNCOMMITTED
     found, _ = _inflight(text)
     assert [(d.range.start.line, d.fix["count"], d.fix["commit"]) for d in found] == \
         [(9, 0, False), (12, 0, True)]
@@ -311,8 +303,6 @@ def test_insert_wait_fixes_the_broken_flash_attention_example():
     # the quick fix, applied (once: both reads of V_j are then retired), leaves no finding
     # at all (every specialization); the interpreter computes O right with it (checked by
     # hand: AVE303/AVE304 before, none after)
-    import pathlib
-
     from ave_core.check import check_file
     path = str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "broken" /
                "flash_attention_v_wait.py")
@@ -331,7 +321,7 @@ def test_insert_wait_holds_for_every_loop_iteration():
     # two groups in flight, read by a loop: i = 0 needs wait_async(1), i = 1 needs
     # wait_async(0) -- the fix (before the read, inside the loop) takes the fewest, and one
     # application clears both (it took the first iteration's count: a third review)
-    text = PIPE.replace("{COMMIT}", "    ave.commit_async()\n").replace(
+    text = PIPE.replace(
         "    ave.copy(s[0], Y[0, 0:64], vector_bytes=4)\n    ave.wait_async(0)\n"
         "    ave.barrier()\n    ave.copy(s[1], Y[1, 0:64], vector_bytes=4)\n",
         "    for i in ave.range(0, 2):\n        ave.copy(s[i], Y[i, 0:64], vector_bytes=4)\n"
@@ -371,7 +361,6 @@ def test_insert_wait_holds_for_every_specialization():
     # the same in-flight read in two specializations (S = 4 stages needs wait_async(3),
     # S = 2 needs wait_async(1) there): the one fix must hold for both -- it kept the
     # first specialization's count (a review helper)
-    import pathlib
     import tempfile
 
     from ave_core.check import check_file

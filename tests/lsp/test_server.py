@@ -486,22 +486,8 @@ async def test_insert_barrier_code_action(client: LanguageClient, workspace: Pat
     did_close(client, uri)
 
 
-IN_FLIGHT = """\
-import ave_core.lang as ave
-
-
-@ave.kernel(threads=64)
-def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
-    s = ave.alloc((2, 64), ave.f32, space="shared")
-    ave.copy_async(X[0, 0:64], s[0], vector_bytes=16)
-    ave.commit_async()
-    ave.copy_async(X[1, 0:64], s[1], vector_bytes=16)
-    ave.commit_async()
-    ave.copy(s[0], Y[0, 0:64], vector_bytes=4)
-    ave.wait_async(0)
-    ave.barrier()
-    ave.copy(s[1], Y[1, 0:64], vector_bytes=4)
-"""
+#: a copy read while in flight (shared with test_fixes.py)
+IN_FLIGHT = (Path(__file__).parent / "data" / "in_flight.py").read_text("utf-8")
 
 
 async def test_insert_wait_code_action_end_to_end(client: LanguageClient, workspace: Path):
