@@ -938,19 +938,6 @@ class Machine:
         prov = np.full(vals.shape, BOTTOM, dtype=np.int64) if self.prov_on else None
         self.env[op.result] = RFrag(vals, prov)
 
-    def _dense(self, fr: RFrag, layout: Any, shape: tuple[int, ...]):
-        tab = self.table(layout)
-        T, V, R = tab.shape
-        lin = np.ravel_multi_index(tuple(tab[:, :, d].reshape(-1) for d in range(R)), shape)
-        dense = np.zeros(int(np.prod(shape)), dtype=fr.vals.dtype)
-        # prefer the first holder of each element (reverse so first write wins)
-        dense[lin[::-1]] = fr.vals.reshape(-1)[::-1]
-        dprov = None
-        if fr.prov is not None:
-            dprov = np.full(int(np.prod(shape)), BOTTOM, dtype=np.int64)
-            dprov[lin[::-1]] = fr.prov.reshape(-1)[::-1]
-        return dense, dprov
-
     def op_ave_convert(self, op):
         """A layout conversion: each destination register takes the element from a
         register of its own thread when the thread holds it, else from the element's first

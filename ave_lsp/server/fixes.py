@@ -60,6 +60,7 @@ and lsprotocol are imported.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import Any, Iterable
 
@@ -129,22 +130,36 @@ def barrier_call(text: str) -> str | None:
 
 def lang_call(text: str, name: str, args: str = "") -> str | None:
     """How the document calls ``ave_core.lang.<name>(args)`` (see :func:`barrier_call`)."""
+    for imp in _module_imports(text) or ():
+        if imp[0] == "import":
+            _, mod, asname = imp
+            if mod == "ave_core.lang":
+                return f"{asname or 'ave_core.lang'}.{name}({args})"
+        else:
+            _, mod, what, asname = imp
+            if mod == "ave_core" and what == "lang":
+                return f"{asname or 'lang'}.{name}({args})"
+            if mod == "ave_core.lang" and what in (name, "*"):
+                return f"{asname if what == name and asname else name}({args})"
+    return None
+
+
+@functools.lru_cache(maxsize=4)
+def _module_imports(text: str) -> tuple | None:
+    """The document's module-level imports, in order: ``("import", module, asname)`` and
+    ``("from", module, name, asname)``; None when it does not parse. (Kept for the last
+    few texts: one code-action request spells several calls, for several diagnostics.)"""
     try:
         tree = parse_source(text.replace("\r\n", "\n").replace("\r", "\n").lstrip("\ufeff"))
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    out = []
     for node in tree.body:
         if isinstance(node, ast.Import):
-            for a in node.names:
-                if a.name == "ave_core.lang":
-                    return f"{a.asname or 'ave_core.lang'}.{name}({args})"
+            out += [("import", a.name, a.asname) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            for a in node.names:
-                if node.module == "ave_core" and a.name == "lang":
-                    return f"{a.asname or 'lang'}.{name}({args})"
-                if node.module == "ave_core.lang" and a.name in (name, "*"):
-                    return f"{a.asname if a.name == name and a.asname else name}({args})"
-    return None
+            out += [("from", node.module, a.name, a.asname) for a in node.names]
+    return tuple(out)
 
 
 def _line_end(text: str) -> str:
