@@ -1968,20 +1968,53 @@ class KernelBuilder:
         # writes are skipped; its lambda takes that side's coordinates
         side = d if d.type.space == "global" and s.type.space != "global" else s
         region = self.mask_region(mask, side, _arg_node(node, "mask", 4) or node, f"ave.{name}")
-        other = self._fill(other, s.type.dtype, node)
+        other = self._fill(other, s.type.dtype, node, _arg_node(node, "other", 5))
         self.emit(f"ave.{name}", [s, d], [], node,
                   {"vector_bytes": vector_bytes, "threads": thr, "other": other,
                    "masked": region is not None,
                    "mask_side": "dst" if side is d and side is not s else "src"}, [region] if region is not None else [])
         return None
 
-    def _fill(self, other: Any, dtype: DType, node: ast.AST) -> Any:
+    def _fill(self, other: Any, dtype: DType, node: ast.AST, at: ast.AST | None = None) -> Any:
+        """The compile-time fill value ``other`` of a masked read of ``dtype`` elements
+        (``at``: its argument's node, for the range of a diagnostic)."""
         if isinstance(other, Value):
             raise self.err("AVE115", "the fill value `other` must be a compile-time number",
                            node)
         if not _is_ct_num(other) and not isinstance(other, bool):
             raise self.err("AVE118", f"the fill value must be a number, got {_kind(other)}", node)
-        return other
+        return self._fits(other, dtype, at or node, "the fill value `other`")
+
+    def _fits(self, value: Any, dtype: DType, node: ast.AST, what: str) -> Any:
+        """A compile-time ``value`` written into elements of an integer ``dtype`` must be an
+        integer the dtype holds (``i8``: -128..127, ``u8``: 0..255, ``i1``: 0 or 1, a bool
+        too); a float with no fractional part counts as that integer. Without this, 300 as
+        an ``i8`` silently became 44 (the store wraps it) and 3.7 became 3.
+
+        Raises:
+            FrontendError: AVE118 with the dtype's range, at ``node``.
+        """
+        if not dtype.is_int or isinstance(value, (bool, np.bool_)):
+            return value
+        v = value
+        if isinstance(v, (float, np.floating)):
+            if not math.isfinite(v) or v != math.floor(v):
+                raise self.err("AVE118", f"{what} {v!r} is not an integer, but the elements "
+                               f"are {dtype} (integers)", node)
+            v = int(v)
+        v = int(v)
+        if dtype.kind == "bool":
+            lo, hi = 0, 1
+        elif dtype.kind == "uint":
+            lo, hi = 0, (1 << dtype.bits) - 1
+        else:
+            lo, hi = -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
+        if not lo <= v <= hi:
+            how = ("an i1 is a predicate: 0, 1, False or True" if dtype.kind == "bool" else
+                   f"a store would wrap it to {(v - lo) % (hi - lo + 1) + lo}")
+            raise self.err("AVE118", f"{what} {value!r} does not fit {dtype} ({lo}..{hi}); "
+                           f"{how}", node)
+        return value
 
     def h_copy(self, node, sc, src, dst, vector_bytes, threads, mask, other):
         return self._copy("copy", node, sc, src, dst, vector_bytes, threads, mask, other, False)
@@ -2038,7 +2071,7 @@ class KernelBuilder:
             self._check_vectors(s, vector_bytes, vb_node, node, "ave.load source")
             self._check_thread_vectors(lay, s.type.dtype, vector_bytes, vb_node, "ave.load")
         region = self.mask_region(mask, s, _arg_node(node, "mask", 3) or node, "ave.load")
-        other = self._fill(other, s.type.dtype, node)
+        other = self._fill(other, s.type.dtype, node, _arg_node(node, "other", 4))
         t = FragmentType(s.type.dtype, s.type.shape, lay)
         return self.emit("ave.load", [s], [t], node,
                          {"layout": lay, "vector_bytes": vector_bytes, "other": other,
@@ -2109,7 +2142,8 @@ class KernelBuilder:
             if not _is_ct_num(value) and not isinstance(value, bool):
                 raise self.err("AVE118", f"the fill value must be a number, got {_kind(value)}",
                                node)
-            ops, val = [], value
+            ops, val = [], self._fits(value, dtype, _arg_node(node, "value", 1) or node,
+                                      "the fill value")
         t = FragmentType(dtype, shape, lay)
         return self.emit("ave.full", ops, [t], node, {"value": val, "layout": lay}).result
 

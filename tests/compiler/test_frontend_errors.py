@@ -315,6 +315,27 @@ CASES = [
         def k(A: ave.Tensor[ave.bf16, 2], BK: ave.constexpr = 4):
             ave.barrier()
         """), "AVE117", (2, 33, 45), "configs[0] sets 'BX', which is not a constexpr of `k`"),
+    # ---------------------------------------------------------------- AVE118
+    # a compile-time fill an integer dtype cannot hold (it was taken and wrapped: 300 as
+    # an i8 is 44); the range is the value's: `300` at columns 62..65 of line 5
+    Case("AVE118-fill-out-of-range", src("""\
+        import ave_core.lang as ave
+
+        @ave.kernel(threads=128)
+        def k(X: ave.Tensor[ave.i8, 2], n: ave.i32):
+            s = ave.alloc((64, 32), ave.i8)
+            ave.copy(X[0:64, 0:32], s, mask=lambda m, c: m < n, other=300)
+        """), "AVE118", (5, 62, 65),
+         "the fill value `other` 300 does not fit i8 (-128..127); a store would wrap it to 44"),
+    # `-1` (columns 27..29) for u8 elements: 255 is what was meant, or it is a bug
+    Case("AVE118-full-negative-unsigned", H + body("""\
+            tv = ave.tv_layout(ave.layout((8, 16), (64, 1)), ave.layout(4, 16), (16, 32))
+            x = ave.full((16, 32), -1, ave.u8, tv)
+        """), "AVE118", (5, 27, 29), "the fill value -1 does not fit u8 (0..255)"),
+    Case("AVE118-full-fraction-integer", H + body("""\
+            tv = ave.tv_layout(ave.layout((8, 16), (64, 1)), ave.layout(4, 16), (16, 32))
+            x = ave.full((16, 32), 2.5, ave.i32, tv)
+        """), "AVE118", (5, 27, 30), "the fill value 2.5 is not an integer, but the elements are i32"),
     # ---------------------------------------------------------------- AVE119
     Case("AVE119-shared-slice", H + body("""\
             s = ave.alloc((64, 32), ave.bf16)
@@ -379,7 +400,7 @@ def test_exact_diagnostic(case: Case, eol: str) -> None:
 
 def test_case_table_covers_every_front_end_code() -> None:
     codes = {c.code for c in CASES}
-    assert {f"AVE1{i:02d}" for i in range(0, 22)} - {"AVE113", "AVE118"} <= codes
+    assert {f"AVE1{i:02d}" for i in range(0, 22)} - {"AVE113"} <= codes
 
 
 def test_utf16_columns_differ_from_code_points_and_utf8() -> None:
@@ -900,3 +921,19 @@ def test_bug_overlay_only_helper_file(tmp_path) -> None:
     assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
     assert [op.name for op in res.kernels[0].walk()] == \
         ["ave.alloc", "ave.global_tile", "ave.copy"]
+
+
+@pytest.mark.parametrize("value, dtype", [("127", "i8"), ("-128", "i8"), ("255", "u8"),
+                                          ("2.0", "i8"), ("True", "i8"), ("False", "i1"),
+                                          ("1", "i1"), ("-2**31", "i32"),
+                                          ("1e30", "bf16"), ("-448.0", "fp8e4m3")])
+def test_fill_values_a_dtype_holds_are_accepted(value: str, dtype: str) -> None:
+    """The other side of AVE118's fill check: the dtype's extreme integers, an integral
+    float, a bool, and any float for a float dtype are fills, not errors."""
+    text = H + body(f"""\
+        tv = ave.tv_layout(ave.layout((8, 16), (64, 1)), ave.layout(4, 16), (16, 32))
+        x = ave.full((16, 32), {value}, ave.{dtype}, tv)
+        y = ave.load(A[0:16, 0:32], tv, mask=lambda m, c: m < n, other=0)
+    """)
+    r = compile_source(text, "fill.py")
+    assert r.diagnostics == [], [d.format_text() for d in r.diagnostics]
