@@ -40,7 +40,7 @@ A diagnostic is dropped when the line it starts on carries ``# ave: ignore`` or
 also dropped when its call site in the checked file carries the comment, as in the editor.
 
 ``--jobs N`` (``[tool.ave] jobs``): the specializations of the files are analyzed by N
-worker processes (0, the default: one per CPU core; 1: none, in this process), the next
+worker processes (0, the default: 1.5 per CPU core; 1: none, in this process), the next
 files' front end running meanwhile; the output is the same whatever N.
 
 ``--watch`` checks once, then watches the paths and re-checks changed ``*.py`` files,
@@ -132,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(no baseline is applied) and exit 0")
     p.add_argument("--jobs", "-j", type=int, metavar="N",
                    help="worker processes analyzing specializations (and files) in "
-                        "parallel; 0: one per CPU core, 1: none (default: [tool.ave] jobs "
+                        "parallel; 0: 1.5 per CPU core, 1: none (default: [tool.ave] jobs "
                         "of the first PATH's pyproject.toml, else 0)")
     p.add_argument("--no-analysis", action="store_true",
                    help="front end only: no tag analysis")

@@ -22,7 +22,7 @@ key                 type        meaning
                                 ``pyproject.toml`` that names it, or to the working
                                 directory for a flag)
 ``jobs``            int >= 0    worker processes analyzing specializations in parallel
-                                (0: one per CPU; 1: none, all in the checking process)
+                                (0: 1.5 per CPU; 1: none, all in the checking process)
 =================== =========== =========================================================
 
 A value of the wrong type is ignored with a warning (the lower layer's value is kept). In
@@ -79,8 +79,8 @@ _SPECS: dict[str, dict[str, Any]] = {
         "type": "integer", "minimum": 0, "flag": "--jobs",
         "description": "Worker processes that analyze the kernel specializations (configs) "
                        "of a file in parallel; ave-lsp --check also overlaps files. 0: "
-                       "automatic, one per CPU core (a file uses at most one per "
-                       "specialization); 1: no worker processes, everything runs in the "
+                       "automatic, one and a half per CPU core (a file uses at most one "
+                       "per specialization), at most two per core; 1: no worker processes, everything runs in the "
                        "checking process. The results are the same whatever the number."},
 }
 

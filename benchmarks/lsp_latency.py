@@ -15,7 +15,7 @@
 (e) ``--jobs 1 0``: each example is measured with one server per ``jobs`` setting (sent
     in ``workspace/configuration``), started together; every save goes to each server in
     turn (the same machine load); ``1`` is the serial check in the server's process, ``0``
-    one worker per CPU core.
+    one and a half workers per CPU core (ave_core.pool.resolve_jobs).
 (d) The reference: ``ave_core.check.check_file`` called directly (in this process, same
     texts, same options) after each save, interleaved (the same machine load), and the server's own overhead (median
     didSave -> diagnostics minus median check_file). The built-in ``<tiny>`` example (a
@@ -349,7 +349,7 @@ def table(res: dict) -> str:
     lines.append("check_file: the same saves' texts checked directly, serially (median ms); "
                  "overhead: median didSave -> diagnostics minus it (negative: the "
                  "workers' parallelism)")
-    lines.append("jobs: the server's setting (1: serial, in its process; 0: one worker per "
+    lines.append("jobs: the server's setting (1: serial, in its process; 0: 1.5 workers per "
                  "CPU core); workers MiB: the RSS (PSS) summed over its worker processes "
                  "(and fork server)")
     lines.append(f"machine: {res['machine']['cpus']} CPUs, load average "

@@ -112,13 +112,13 @@ def test_cli_jobs_from_pyproject_and_flag(tmp_path, monkeypatch, capsys):
             super().__init__(workers, target)
 
     monkeypatch.setattr(pool_mod, "AnalysisPool", Spy)
-    monkeypatch.setattr(pool_mod, "cpu_count", lambda: 4)    # jobs is capped at the CPUs
+    monkeypatch.setattr(pool_mod, "cpu_count", lambda: 4)    # jobs is capped: 2 per CPU
     assert cli.main(["--check", str(f)]) == 0 and made == [3]
     assert cli.main(["--check", str(f), "--jobs", "2"]) == 0 and made == [3, 2]
     assert cli.main(["--check", str(f), "-j", "1"]) == 0 and made == [3, 2]   # serial
     assert cli.main(["--check", str(f), "--jobs", "0"]) == 0
-    assert made[-1] == 4
-    assert cli.main(["--check", str(f), "--jobs", "100000"]) == 0 and made[-1] == 4
+    assert made[-1] == 6                                     # automatic: 1.5 per CPU
+    assert cli.main(["--check", str(f), "--jobs", "100000"]) == 0 and made[-1] == 8
     assert cli.main(["--check", str(f), "--jobs", "-1"]) == 2
     assert "--jobs must be >= 0" in capsys.readouterr().err
 

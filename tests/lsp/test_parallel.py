@@ -254,9 +254,15 @@ def test_one_specialization_stays_in_the_checking_process(tmp_path):
 def test_jobs_resolution_and_shared_pool(monkeypatch):
     monkeypatch.setattr(pool_mod, "cpu_count", lambda: 4)
     assert resolve_jobs(1) == 1 and resolve_jobs(3) == 3
-    assert resolve_jobs(0) == resolve_jobs(None) == 4
-    # at most one worker per CPU (jobs = 100000 started workers until memory ran out)
-    assert resolve_jobs(5) == resolve_jobs(100000) == 4
+    # automatic: one and a half per CPU (a file's few specializations share the CPUs
+    # rather than wait for a second round)
+    assert resolve_jobs(0) == resolve_jobs(None) == 6
+    # at most two workers per CPU (jobs = 100000 started workers until memory ran out)
+    assert resolve_jobs(5) == 5 and resolve_jobs(8) == resolve_jobs(100000) == 8
+    monkeypatch.setattr(pool_mod, "cpu_count", lambda: 1)
+    assert resolve_jobs(0) == 1 and resolve_jobs(2) == 2 and resolve_jobs(3) == 2
+    monkeypatch.setattr(pool_mod, "cpu_count", lambda: 2)
+    assert resolve_jobs(0) == 3
     # the memory workers keep between units: a shared budget, a floor per worker
     assert pool_mod.retain_mib(2) == pool_mod.RETAIN_TOTAL_MIB / 2
     assert pool_mod.retain_mib(10**6) == pool_mod.RELEASE_MIN_MIB

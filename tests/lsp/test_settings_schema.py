@@ -36,7 +36,7 @@ def test_defaults_are_the_config_defaults():
                 "inlayHints": fields["inlay_hints"],
                 "jobs": fields["jobs"]}
     assert fields["inlay_hints"] is True
-    assert fields["jobs"] == 0                     # automatic: one worker per CPU core
+    assert fields["jobs"] == 0                     # automatic: 1.5 workers per CPU core
     assert {k: p["default"] for k, p in SCHEMA["properties"].items()} == expected
     assert expected["solverTimeoutMs"] == cfg.DEFAULT_SOLVER_TIMEOUT_MS == 2000
     # and the server's Settings start from the same values
