@@ -1987,14 +1987,16 @@ class KernelBuilder:
 
     def _fits(self, value: Any, dtype: DType, node: ast.AST, what: str) -> Any:
         """A compile-time ``value`` written into elements of an integer ``dtype`` must be an
-        integer the dtype holds (``i8``: -128..127, ``u8``: 0..255, ``i1``: 0 or 1, a bool
-        too); a float with no fractional part counts as that integer. Without this, 300 as
-        an ``i8`` silently became 44 (the store wraps it) and 3.7 became 3.
+        integer the dtype holds (``i8``: -128..127, ``u8``: 0..255; a bool is 0 or 1); a
+        float with no fractional part counts as that integer. Without this, 300 as an
+        ``i8`` silently became 44 (the store wraps it) and 3.7 became 3 (numpy 2 raises
+        ``OverflowError`` for the first; C compilers warn, ``-Woverflow``). An ``i1`` is a
+        predicate: any number, nonzero is true.
 
         Raises:
             FrontendError: AVE118 with the dtype's range, at ``node``.
         """
-        if not dtype.is_int or isinstance(value, (bool, np.bool_)):
+        if dtype.kind not in ("int", "uint") or isinstance(value, (bool, np.bool_)):
             return value
         v = value
         if isinstance(v, (float, np.floating)):
@@ -2003,17 +2005,13 @@ class KernelBuilder:
                                f"are {dtype} (integers)", node)
             v = int(v)
         v = int(v)
-        if dtype.kind == "bool":
-            lo, hi = 0, 1
-        elif dtype.kind == "uint":
+        if dtype.kind == "uint":
             lo, hi = 0, (1 << dtype.bits) - 1
         else:
             lo, hi = -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
         if not lo <= v <= hi:
-            how = ("an i1 is a predicate: 0, 1, False or True" if dtype.kind == "bool" else
-                   f"a store would wrap it to {(v - lo) % (hi - lo + 1) + lo}")
             raise self.err("AVE118", f"{what} {value!r} does not fit {dtype} ({lo}..{hi}); "
-                           f"{how}", node)
+                           f"a store would wrap it to {(v - lo) % (hi - lo + 1) + lo}", node)
         return value
 
     def h_copy(self, node, sc, src, dst, vector_bytes, threads, mask, other):

@@ -67,13 +67,49 @@ def runtime_loops(kernel: KernelIR) -> list[Op]:
 
 
 def default_trip_bound(kernel: KernelIR) -> int:
-    """``T = STAGES + 2`` where ``STAGES`` is the kernel's constexpr of that name (or the
-    deepest ``wait_async(n)`` + 2 stages when it has none)."""
+    """``T = STAGES + 2``, the pipeline's depth plus its fill and drain: ``STAGES`` is the
+    kernel's constexpr of that name; without one, the number of shared-memory buffers a
+    runtime loop cycles through (:func:`pipeline_buffers`: ``sK[j % 2]`` -> 2); without
+    those either, the deepest ``wait_async(n)`` + 2 (the GEMM idiom ``wait_async(STAGES -
+    2)``)."""
     st = kernel.constexprs.get("STAGES")
     if isinstance(st, int) and st > 0:
         return st + 2
+    nb = pipeline_buffers(kernel)
+    if nb is not None:
+        return nb + 2
     waits = [op.attrs.get("n", 0) for op in kernel.ops("ave.wait_async")]
     return (max(waits) + 2 if waits else 1) + 2
+
+
+def pipeline_buffers(kernel: KernelIR) -> int | None:
+    """The buffers of a software pipeline: the largest constant ``m`` of an ``i % m`` that
+    selects a shared-memory subtile (``sK[j % 2]``, ``sA[(kt + 2) % 3]``) inside a runtime
+    loop, or None when no runtime loop selects shared buffers that way.
+
+    The deepest ``wait_async(n)`` overstates the depth when a stage commits several groups:
+    flash attention commits K and V separately and waits ``wait_async(1)`` on a double
+    buffer (``sK[j % 2]``), two stages, not three (every flash-attention mutant of
+    benchmarks/_mutate.py gets the same findings for trip counts up to 4 as up to 5)."""
+    best = None
+    top = _const_values(kernel.body)
+    for loop in runtime_loops(kernel):
+        consts: dict = dict(top)
+        mods: dict = {}
+        for op in loop.walk():
+            if op.name == "arith.constant" and op.results:
+                consts[op.results[0]] = op.attrs.get("value")
+            elif op.name == "arith.mod" and len(op.operands) == 2:
+                m = consts.get(op.operands[1])
+                if isinstance(m, int) and not isinstance(m, bool) and m > 1:
+                    mods[op.results[0]] = m
+            elif op.name == "ave.subtile" and op.operands:
+                space = getattr(op.operands[0].type, "space", None)
+                if space == "shared":
+                    for v in op.operands[1:]:
+                        if v in mods:
+                            best = max(best or 0, mods[v])
+    return best
 
 
 def _const_values(block: Block) -> dict[Value, Any]:

@@ -925,11 +925,12 @@ def test_bug_overlay_only_helper_file(tmp_path) -> None:
 
 @pytest.mark.parametrize("value, dtype", [("127", "i8"), ("-128", "i8"), ("255", "u8"),
                                           ("2.0", "i8"), ("True", "i8"), ("False", "i1"),
-                                          ("1", "i1"), ("-2**31", "i32"),
+                                          ("1", "i1"), ("256", "i1"), ("-2**31", "i32"),
                                           ("1e30", "bf16"), ("-448.0", "fp8e4m3")])
 def test_fill_values_a_dtype_holds_are_accepted(value: str, dtype: str) -> None:
     """The other side of AVE118's fill check: the dtype's extreme integers, an integral
-    float, a bool, and any float for a float dtype are fills, not errors."""
+    float, a bool, any number for an i1 (a predicate) and any float for a float dtype are
+    fills, not errors."""
     text = H + body(f"""\
         tv = ave.tv_layout(ave.layout((8, 16), (64, 1)), ave.layout(4, 16), (16, 32))
         x = ave.full((16, 32), {value}, ave.{dtype}, tv)

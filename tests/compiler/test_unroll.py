@@ -5,7 +5,8 @@ import textwrap
 import pytest
 
 from ave_core.compiler.frontend import compile_source
-from ave_core.compiler.unroll import (UnrollError, default_trip_bound, runtime_loops, unroll,
+from ave_core.compiler.unroll import (UnrollError, default_trip_bound, pipeline_buffers,
+                                      runtime_loops, unroll,
                                       unrolled_variants)
 
 PIPE = textwrap.dedent('''
@@ -151,3 +152,45 @@ def test_iteration_reuse_gives_the_same_variants(src, monkeypatch):
     T = default_trip_bound(k)
     # iterations 0..n-2 of variant n were unrolled by variant n - 1
     assert calls["hit"] == (0 if src == "PIPE" else T * (T - 1) // 2)
+
+
+# A double buffer whose stage commits two groups (K, then V, as in flash attention):
+# wait_async(1) is not a third stage. Without a STAGES constexpr the pipeline's depth is
+# the buffers the loop cycles through (sK[j % 2]: 2), so T = 2 + 2; without such buffers
+# the deepest wait + 2 (+ 2); with STAGES, STAGES + 2 whatever the buffers.
+DOUBLE = '''
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(K: ave.Tensor[ave.bf16, 2], V: ave.Tensor[ave.bf16, 2], NJ: ave.i32):
+    sK = ave.alloc((2, 64, 64), ave.bf16)
+    sV = ave.alloc((2, 64, 64), ave.bf16)
+    for j in ave.range(0, NJ):
+        ave.copy_async(K[j * 64:j * 64 + 64, 0:64], sK[(j + 1) % 2], vector_bytes=16)
+        ave.commit_async()
+        ave.copy_async(V[j * 64:j * 64 + 64, 0:64], sV[(j + 1) % 2], vector_bytes=16)
+        ave.commit_async()
+        ave.wait_async(1)
+        ave.barrier()
+'''
+
+
+def test_trip_bound_from_the_buffers_a_loop_cycles_through():
+    k = _kernel(DOUBLE)
+    assert pipeline_buffers(k) == 2 and default_trip_bound(k) == 4
+    # no buffer selected by a modulus: the deepest wait, 1 + 2 stages, + 2
+    single = _kernel(DOUBLE.replace("[(j + 1) % 2]", "[0]"))
+    assert pipeline_buffers(single) is None and default_trip_bound(single) == 5
+    # a modulus that selects no shared buffer (a global offset) does not count
+    glob = _kernel(DOUBLE.replace("    for j", "    r = 0\n    for j")
+                   .replace("ave.commit_async()\n        ave.copy_async(V",
+                            "ave.commit_async()\n        r = (j + r) % 3\n"
+                            "        ave.copy_async(V")
+                   .replace("[(j + 1) % 2]", "[0]"))
+    assert pipeline_buffers(glob) is None
+    # three buffers
+    assert default_trip_bound(_kernel(DOUBLE.replace("(2, 64, 64)", "(3, 64, 64)")
+                                      .replace("% 2]", "% 3]"))) == 5
+    # STAGES wins
+    staged = _kernel(DOUBLE.replace("NJ: ave.i32)", "NJ: ave.i32, STAGES: ave.constexpr = 4)"))
+    assert default_trip_bound(staged) == 6
