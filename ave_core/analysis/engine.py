@@ -1308,7 +1308,10 @@ class Engine:
     def op_ave_alloc(self, op):
         if op.attrs["space"] != "shared":
             raise AnalysisLimit("register tiles are not supported by the analysis yet", op)
-        lo, hi = self.allocs[id(op)]
+        rng = self.allocs.get(id(getattr(op, "source", op)))
+        if rng is None:     # (an allocation the first variant does not run: none placed it)
+            raise AnalysisLimit("a shared allocation that only some trip counts reach", op)
+        lo, hi = rng
         shape = op.attrs["shape"]
         self.env[op.result] = TileVal("shared", op.attrs["dtype"], shape, None,
                                       (0,) * len(shape), tuple(range(len(shape))), lo,

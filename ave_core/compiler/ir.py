@@ -337,12 +337,21 @@ def format_kernel(k: KernelIR) -> str:
 def shared_plan(kernel: "KernelIR") -> tuple[dict, int]:
     """Byte ranges ``{id(alloc op): (lo, hi)}`` of a kernel's shared allocations (program
     order, each 128-byte aligned) and the total bytes. The interpreter, the analysis and the
-    code generator all place shared memory with this one function."""
+    code generator all place shared memory with this one function.
+
+    In an unrolled kernel (:mod:`ave_core.compiler.unroll`) an allocation inside a loop
+    appears once per iteration; each copy is keyed too, and all copies of one front-end
+    op (``op.source``) share its bytes, as the one static buffer of the compiled kernel
+    does (the analysis raised KeyError on an ``ave.alloc`` inside a runtime loop)."""
     size = 0
     plan: dict[int, tuple[int, int]] = {}
     for op in kernel.walk():
         if op.name == "ave.alloc" and op.attrs["space"] == "shared":
-            size = (size + 127) // 128 * 128
-            plan[id(op)] = (size, size + op.attrs["bytes"])
-            size += op.attrs["bytes"]
+            src = getattr(op, "source", op)
+            rng = plan.get(id(src))
+            if rng is None:
+                size = (size + 127) // 128 * 128
+                rng = plan[id(src)] = (size, size + op.attrs["bytes"])
+                size += op.attrs["bytes"]
+            plan[id(op)] = rng
     return plan, size

@@ -1989,3 +1989,38 @@ def k(X: ave.Tensor[ave.i32, 2], I: ave.Tensor[ave.i8, 1], Y: ave.Tensor[ave.i32
     r = run(k, (1,), [np.zeros((4, 1), np.int32), (np.arange(10) % 4).astype(np.int8),
                       np.zeros((32, 1), np.int32)])
     assert any(x.code == "AVE301" and "X[-1, 0]" in x.message for x in r.diagnostics)
+
+
+_ALLOC_IN_LOOP = '''import ave_core.lang as ave
+
+
+@ave.kernel(threads=32)
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    M = ave.minimum(X.shape[0], Y.shape[0])
+    for i in ave.range(0, M // 8):
+        s = ave.alloc((8, 4), ave.f32)
+        ave.copy(X[i * 8:i * 8 + 8, 0:4], s, vector_bytes=16)
+        ave.barrier()
+        ave.copy(s, Y[i * 8:i * 8 + 8, 0:4], vector_bytes=4)
+{END}'''
+
+
+@pytest.mark.parametrize("end,race", [("        ave.barrier()\n", False), ("", True)])
+def test_an_allocation_inside_a_runtime_loop_is_one_buffer(end, race):
+    # `ave.alloc` inside a runtime loop raised KeyError in the analysis (AVE900; a review
+    # helper): every unrolled copy of the op now shares the one static buffer, as in the
+    # compiled kernel and the interpreter. So the next iteration's copy into s (16-byte
+    # vectors of 4 f32: thread t writes row t, s[t, 0:4]) races with this one's reads
+    # (4-byte vectors: thread t reads element t, so thread 1 reads s[0, 1], byte 4, which
+    # thread 0 writes) unless a barrier ends the body.
+    k = _k(_ALLOC_IN_LOOP.replace("{END}", end))
+    X = np.random.default_rng(3).random((16, 4)).astype(np.float32)
+    Y = np.zeros((16, 4), np.float32)
+    res = run(k, (1,), [X, Y])
+    dyn = [x.message for x in res.diagnostics if x.code == "AVE304"]
+    d = _race_or_none(k, dyn, race)
+    if d is None:
+        np.testing.assert_array_equal(Y, X)
+        return
+    assert dyn, "the interpreter sees the race too"
+    assert d.witness["byte"] == 4 and [t["thread"] for t in d.witness["threads"]] == [0, 1]
