@@ -90,7 +90,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     """Check every assertion of one kernel specialization; never raises on user input."""
     from ave_core.analysis.engine import AnalysisLimit, Engine
     from ave_core.analysis.smt import Solver
-    from ave_core.analysis.symbolic import CondTable, SymTable
+    from ave_core.analysis.symbolic import CondTable, SymOverflow, SymTable
 
     opts = options or AnalysisOptions()
     out = KernelAnalysis(kernel)
@@ -139,9 +139,10 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                         eng.run_variant(uk, resume[vi:])
                 else:
                     eng.run()
-            except AnalysisLimit as e:
+            except (AnalysisLimit, SymOverflow) as e:
                 eng = None
-                loc = e.op.loc if e.op is not None else Loc(kernel.file, kernel.range)
+                eop = getattr(e, "op", None)
+                loc = eop.loc if eop is not None else Loc(kernel.file, kernel.range)
                 key = ("limit", loc.file, loc.range)
                 results.setdefault(key, AssertionResult("analysis", loc, "unknown",
                                                         reason=str(e), trip_bound=bound))

@@ -44,6 +44,7 @@ from ave_core.analysis import accumulation
 from ave_core.analysis.bounds import BoundsChecker
 from ave_core.analysis.races import RaceTracker
 from ave_core.analysis.symbolic import (_BIAS, _SHIFT, ABSENT, TOP, Atom, CondTable, SymInt,
+                                        SymOverflow,
                                         _used_columns,
                                         all_last, any_last,
                                         SymTable, code_conc, code_key, rows_put, rows_take,
@@ -881,7 +882,10 @@ class Engine:
         if h is None:
             raise AnalysisLimit(f"the analysis does not support {op.name}", op)
         accumulation.on_consume(self, op)
-        h(op)
+        try:
+            h(op)
+        except SymOverflow as e:
+            raise AnalysisLimit(f"{e} (int64 would wrap it)", op) from None
 
     # ------------------------------------------------------------------ scalars
 

@@ -158,6 +158,22 @@ def code_conc(code: np.ndarray) -> np.ndarray:
     return np.where(code > 0, (code & _CMASK) - _BIAS, 0)
 
 
+#: the magnitude no concrete part may reach: the concrete parts are int64, and an
+#: operation whose result could pass it raises :class:`SymOverflow` instead of wrapping
+SYM_LIMIT = 1 << 62
+
+
+class SymOverflow(ArithmeticError):
+    """An integer of the analysis (a constant, a sum, a product) beyond +-2**62: numpy's
+    int64 would wrap it (``(m * 2**62) // 2**62`` was 0 for m = 4, so a tag of row 4
+    compared equal to row 0: a missed violation), or not hold it at all (``10**20`` raised
+    ``OverflowError``: AVE900). The engine reports it as an analysis limit (AVE205)."""
+
+
+def _max_abs(x: np.ndarray) -> int:
+    return int(np.abs(x).max()) if np.size(x) else 0
+
+
 class SymInt:
     """Many symbolic integers at once: ``LIN[key] + conc`` elementwise (same shapes)."""
 
@@ -169,6 +185,10 @@ class SymInt:
 
     @staticmethod
     def const(c: Any, shape: tuple = ()) -> "SymInt":
+        """Raises:
+            SymOverflow: a Python integer beyond +-2**62."""
+        if type(c) is int and not -SYM_LIMIT < c < SYM_LIMIT:
+            raise SymOverflow(f"the integer {c} is beyond +-2**62")
         conc = np.broadcast_to(np.asarray(c, dtype=np.int64), shape).copy() if shape else \
             np.asarray(c, dtype=np.int64)
         return SymInt(np.zeros(np.shape(conc), dtype=np.int32), conc)
@@ -313,6 +333,12 @@ def _pairwise(tab: SymTable, ka: np.ndarray, kb: np.ndarray, f) -> np.ndarray:
 
 
 def sym_add(tab: SymTable, a: SymInt, b: SymInt, sign: int = 1) -> SymInt:
+    """``a + sign * b``.
+
+    Raises:
+        SymOverflow: a concrete part of the result could reach 2**62."""
+    if _max_abs(a.conc) + _max_abs(b.conc) >= SYM_LIMIT:
+        raise SymOverflow("an integer sum beyond +-2**62")
     key = _pairwise(tab, a.key, b.key, lambda x, y: tab.add(x, y, sign))
     conc = a.conc + sign * b.conc if sign == 1 else a.conc - b.conc
     return SymInt(key, np.asarray(conc, dtype=np.int64))
@@ -328,6 +354,9 @@ def _opaque(tab: SymTable, name: str, a: SymInt, b: SymInt) -> SymInt:
 
 def sym_mul(tab: SymTable, a: SymInt, b: SymInt) -> SymInt:
     ac, bc = a.is_concrete(), b.is_concrete()
+    if (ac or bc) and _max_abs(a.conc) * _max_abs(b.conc) >= SYM_LIMIT:
+        # (a symbolic part times a constant scales its coefficients: tab.scale, exact)
+        raise SymOverflow("an integer product beyond +-2**62")
     if ac and bc:
         return SymInt.const(a.conc * b.conc, np.broadcast_shapes(a.shape, b.shape))
     if bc or ac:

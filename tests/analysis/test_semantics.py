@@ -246,3 +246,35 @@ def test_operands_at_an_offset_a_runtime_choice_makes(pick, at):
     x, y = r.witness["operands"]["x"]["tags"]["k"], r.witness["operands"]["y"]["tags"]["k"]
     assert (x, y) == (label, f"{label} + 16")
     assert r.witness["threads"][0]["thread"] == 0
+
+
+_WIDE_TAG = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, k: ave.label(row={ROW}, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    C = ave.tag(C, lambda m, n: ave.label(row={ROW}, col=n))
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 16))
+    a = ave.load(A[0:64, 0:16], tiled.a)
+    b = ave.load(B[0:16, 0:64], tiled.b)
+    acc = ave.mma(a, b, ave.zeros((64, 64), ave.f32, tiled.c), tiled)
+    ave.store(C[4:68, 0:64], acc)
+'''
+
+
+@pytest.mark.parametrize("row,code", [
+    ("m", "AVE201"), ("(m * 1099511627776) // 1099511627776", "AVE201"),
+    # int64 wrapped (m * 2**62) // 2**62 to 0 for m = 4: row 4 "equal" to row 0 and the
+    # shifted store proved (a review helper); 10**20 raised OverflowError (AVE900)
+    ("(m * 4611686018427387904) // 4611686018427387904", "AVE205"),
+    ("(m * 1099511627776 * 1073741824) // 1099511627776 // 1073741824", "AVE205"),
+    ("m * 100000000000000000000", "AVE205")])
+def test_tag_arithmetic_beyond_int64_is_unknown_not_wrapped(row, code):
+    from ave_core.compiler.frontend import compile_source
+    res = compile_source(_WIDE_TAG.replace("{ROW}", row), "t.py")
+    assert res.diagnostics == []
+    a = analyze(res.kernels[0])
+    assert {d.code for d in a.diagnostics} == {code}, [d.format_text() for d in a.diagnostics]
+    assert not any(r.status == "proved" and r.kind == "store" for r in a.assertions)

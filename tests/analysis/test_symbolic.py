@@ -124,3 +124,30 @@ def test_lattice_agree_and_join():
     assert jn.pres.tolist() == [[True, True]] and jn.top.tolist() == [[True, False]]
     jb = join(a, b, ct)                                         # ⊥ conforms
     assert jb.top.tolist() == [[False, False]] and jb.conc.tolist() == [[3, 7]]
+
+
+def test_integers_beyond_2_62_raise_instead_of_wrapping():
+    # numpy's int64 wraps: (m * 2**62) // 2**62 was 0 for m = 4 (a tag of row 4 equal to
+    # row 0: a missed violation, from a review helper); 10**20 raised OverflowError
+    from ave_core.analysis.symbolic import SymOverflow, SymTable, sym_add, sym_mul
+    tab = SymTable()
+    m = SymInt.const(np.arange(8))
+    with pytest.raises(SymOverflow):
+        SymInt.const(10 ** 20)
+    with pytest.raises(SymOverflow):
+        SymInt.const(-(1 << 62))
+    assert int(SymInt.const((1 << 62) - 1).conc) == (1 << 62) - 1
+    with pytest.raises(SymOverflow):
+        sym_mul(tab, m, SymInt.const(1 << 60))            # 7 * 2**60 >= 2**62
+    assert sym_mul(tab, m, SymInt.const(1 << 59)).conc.tolist() == [i << 59 for i in range(8)]
+    big = SymInt.const(np.array([(1 << 61) + 5, 3]))
+    with pytest.raises(SymOverflow):
+        sym_add(tab, big, big)
+    with pytest.raises(SymOverflow):
+        sym_add(tab, big, SymInt.const(-(1 << 61)), -1)  # a - b
+    # (the bound is on the operands' magnitudes: a sum that could reach 2**62 raises even
+    # where this one would not)
+    with pytest.raises(SymOverflow):
+        sym_add(tab, big, SymInt.const(-(1 << 61)))
+    assert sym_add(tab, big, SymInt.const(-(1 << 60))).conc.tolist() == \
+        [(1 << 60) + 5, 3 - (1 << 60)]
