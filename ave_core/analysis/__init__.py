@@ -139,6 +139,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                         eng.run_variant(uk, resume[vi:])
                 else:
                     eng.run()
+                eng.check_uniform_trips()
             except (AnalysisLimit, SymOverflow) as e:
                 eng = None
                 eop = getattr(e, "op", None)

@@ -327,27 +327,32 @@ def on_consume(eng: Any, op: Any) -> None:
 
 # ---------------------------------------------------------------------------- the check
 
+def trip_bound_value(eng: Any, v: Any) -> Any:
+    """The value of a runtime loop's bound in a trip-count precondition (``unroll``'s
+    ``trip_preconditions``): a value of the unrolled kernel, or an op outside its op
+    stream that computed the bound (evaluated here, once); None when it cannot be."""
+    if hasattr(v, "name") and hasattr(v, "operands") and hasattr(v, "results"):
+        if v.result not in eng.env:
+            h = getattr(eng, "op_" + v.name.replace(".", "_"), None)
+            if h is None or any(o not in eng.env for o in v.operands):
+                return None
+            saved = eng.loops
+            try:
+                h(v)
+            except Exception:
+                return None
+            finally:
+                eng.loops = saved
+        return eng.env.get(v.result)
+    return eng.env.get(v)
+
+
 def _trip_forms(eng: Any) -> list[tuple[int, int, int, int, int]]:
     """The variant's trip-count preconditions as ``(key, conc, lb, step, n)``: the loop's
     upper bound ``LIN[key] + conc`` satisfies ``(n-1)*step < LIN[key] + conc - lb <= n*step``."""
     out = []
     for v, lb, st, n in getattr(eng.k, "trip_preconditions", ()):
-        val = None
-        if hasattr(v, "name") and hasattr(v, "operands") and hasattr(v, "results"):
-            if v.result not in eng.env:
-                h = getattr(eng, "op_" + v.name.replace(".", "_"), None)
-                if h is None or any(o not in eng.env for o in v.operands):
-                    continue
-                saved = eng.loops
-                try:
-                    h(v)
-                except Exception:
-                    continue
-                finally:
-                    eng.loops = saved
-            val = eng.env.get(v.result)
-        else:
-            val = eng.env.get(v)
+        val = trip_bound_value(eng, v)
         if not isinstance(val, SymInt):
             continue
         if not isinstance(lb, (int, np.integer)):

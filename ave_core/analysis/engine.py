@@ -1966,6 +1966,31 @@ class Engine:
         memo[key] = out
         return out
 
+    def check_uniform_trips(self) -> None:
+        """A runtime loop's bound (or start) must be one value for the whole workgroup: the
+        variant unrolls one trip count for every thread, so ``for i in
+        ave.range(0, ave.warp_id()):`` (warp 0 runs no iteration, warp 1 one) was analyzed
+        as if every warp ran the same ones, and a barrier in it -- a deadlock on the GPU,
+        the interpreter's AVE305 -- went unreported (a review helper).
+
+        Raises:
+            AnalysisLimit: at the bound's op, a loop bound that differs across threads.
+        """
+        for v, lb, _, _ in getattr(self.k, "trip_preconditions", ()):
+            for x in (v, lb):
+                if isinstance(x, (int, np.integer)):
+                    continue
+                val = accumulation.trip_bound_value(self, x)
+                if isinstance(val, SymInt) and np.ndim(val.conc) and \
+                        np.shape(val.conc)[0] == self.T and \
+                        not ((val.conc == val.conc[0]).all() and (val.key == val.key[0]).all()):
+                    raise AnalysisLimit(
+                        "the trip count of a runtime loop differs across the threads of the "
+                        "workgroup (its bounds are per thread): the checker unrolls one trip "
+                        "count for all of them, and a barrier in such a loop deadlocks",
+                        x if isinstance(x, Op) else
+                        (x.owner if isinstance(getattr(x, "owner", None), Op) else None))
+
     def check_divergence(self, known: set) -> list:
         """The barriers of :attr:`may_diverge` that may diverge under this variant's trip
         counts (locations in ``known`` already have a finding): ``(op, loops, reach, miss,

@@ -278,3 +278,29 @@ def test_tag_arithmetic_beyond_int64_is_unknown_not_wrapped(row, code):
     a = analyze(res.kernels[0])
     assert {d.code for d in a.diagnostics} == {code}, [d.format_text() for d in a.diagnostics]
     assert not any(r.status == "proved" and r.kind == "store" for r in a.assertions)
+
+
+@pytest.mark.parametrize("rng,per_thread", [
+    ("ave.range(0, ave.warp_id())", True),           # warp 0: no iteration, warp 1: one
+    ("ave.range(ave.lane_id() % 2, n)", True),        # the start per thread
+    ("ave.range(0, n + ave.thread_id() * 0)", False),  # the same for every thread
+    ("ave.range(0, n)", False)])
+def test_a_loop_bound_that_differs_across_threads_is_not_unrolled_as_one(rng, per_thread):
+    # Each trip-count variant unrolls one count for the whole workgroup: a per-thread
+    # bound was analyzed as if every thread ran the same iterations, and the barrier in it
+    # (a deadlock; the interpreter's AVE305) went unreported (a review helper). Now AVE205
+    # at the bound, as for a per-thread tile offset.
+    import numpy as np
+    from ave_core.interp import run
+    text = ("import ave_core.lang as ave\n\n@ave.kernel(threads=64)\n"
+            "def k(X: ave.Tensor[ave.f32, 1]):\n    n = X.shape[0]\n"
+            f"    for i in {rng}:\n        ave.barrier()\n")
+    res = compile_source(text, "t.py")
+    assert res.diagnostics == []
+    k = res.kernels[0]
+    dyn = [d.code for d in run(k, (1,), [np.zeros(3, np.float32)], provenance=True).diagnostics]
+    got = [(d.code, d.range.start.line) for d in analyze(k).diagnostics]
+    if per_thread:
+        assert dyn == ["AVE305"] and got == [("AVE205", 5)]
+    else:
+        assert dyn == [] and got == []
