@@ -37,6 +37,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Sequence
+from urllib.parse import unquote
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -489,8 +490,17 @@ class AveLanguageServer(LanguageServer):
             return best[1]
         return self.workspace.root_path
 
+    def open_document(self, uri: str) -> Any:
+        """The open document ``uri`` (pygls' TextDocument), or None when it is not open.
+        pygls keys its documents by the *unquoted* URI (``file:///my%20kernels/k.py`` is
+        stored as ``file:///my kernels/k.py``): a lookup by the URI as the client sent it
+        found nothing for a path with a space or a non-ASCII character, or any file on
+        Windows (``file:///c%3A/...``), and such files got no diagnostics, hover or fixes
+        at all (a review helper)."""
+        return self.workspace.text_documents.get(unquote(uri))
+
     def current_version(self, uri: str) -> int | None:
-        doc = self.workspace.text_documents.get(uri)
+        doc = self.open_document(uri)
         return doc.version if doc is not None else None
 
     # ------------------------------------------------------------------ scheduling
@@ -535,7 +545,7 @@ class AveLanguageServer(LanguageServer):
                 await asyncio.wait_for(ready.wait(), SETTINGS_WAIT_S)
             except asyncio.TimeoutError:
                 pass
-        doc = self.workspace.text_documents.get(st.uri)
+        doc = self.open_document(st.uri)
         if doc is None:
             return
         version, text = doc.version, doc.source
@@ -639,7 +649,7 @@ class AveLanguageServer(LanguageServer):
         uri = params.text_document.uri
         while True:
             st = self.docs.get(uri)
-            if st is None or self.workspace.text_documents.get(uri) is None:
+            if st is None or self.open_document(uri) is None:
                 # not open (never, or closed): nothing to report -- and no check to wait
                 # for (one would find no text and end without a result: this loop spun)
                 return types.RelatedFullDocumentDiagnosticReport(items=[])
@@ -679,7 +689,7 @@ class AveLanguageServer(LanguageServer):
         from ave_lsp.server import hover as hover_mod
 
         st = self.docs.get(uri)
-        doc = self.workspace.text_documents.get(uri)
+        doc = self.open_document(uri)
         if st is None or doc is None:
             return None
         if st.hover is None or st.hover[0] != doc.version or (
@@ -772,7 +782,7 @@ class AveLanguageServer(LanguageServer):
         if only and not any(quickfix.startswith(str(getattr(k, "value", k))) for k in only):
             return None
         uri = params.text_document.uri
-        doc = self.workspace.text_documents.get(uri)
+        doc = self.open_document(uri)
         if doc is None:
             return None
         text = doc.source
@@ -876,7 +886,7 @@ def create_server() -> AveLanguageServer:
         uri = params.text_document.uri
         # (a save of a file the client did not open -- a helper -- re-checks only the open
         # files built from it: there is no text of it to check)
-        if ls.workspace.text_documents.get(uri) is not None:
+        if ls.open_document(uri) is not None:
             if uri not in ls.docs:
                 ls.docs[uri] = _Doc(uri)
             if not ls.checking_current(uri):

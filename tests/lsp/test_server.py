@@ -310,6 +310,33 @@ async def test_broken_then_fixed(client: LanguageClient, workspace: Path):
     did_close(client, uri)
 
 
+@pytest.mark.parametrize("name", ["my kernels/broken.py", "núcleos/😀 broken.py"])
+async def test_percent_encoded_uri(client: LanguageClient, workspace: Path, name: str):
+    # A path with a space or non-ASCII characters arrives percent-encoded
+    # (file:///.../my%20kernels/broken.py, what VS Code sends; on Windows every file:
+    # file:///c%3A/...). pygls keys open documents by the unquoted URI, the server looked
+    # them up by the raw one: such files got no diagnostics, hover or fixes at all (a
+    # review helper). Publishes carry the URI as the client sent it.
+    (workspace / name).parent.mkdir(exist_ok=True)
+    uri, text = new_doc(workspace, name, BROKEN)
+    assert "%" in uri
+    did_open(client, uri, text)
+    pub = await wait_publish(client, uri)
+    assert pub.version == 1
+    assert_broken_diagnostics(list(pub.diagnostics), uri)
+    line = next(i for i, ln in enumerate(text.splitlines()) if "sA = ave.alloc" in ln)
+    hover = await asyncio.wait_for(client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri),
+        position=types.Position(line=line, character=text.splitlines()[line].index("sA")))),
+        TIMEOUT)
+    assert hover is not None and "shared tile" in hover.contents.value
+    did_change(client, uri, FIXED.read_text("utf-8"), 2)
+    did_save(client, uri)
+    pub = await wait_publish(client, uri, lambda p: p.version == 2)
+    assert list(pub.diagnostics) == []
+    did_close(client, uri)
+
+
 async def test_burst_publishes_only_latest(client: LanguageClient, workspace: Path):
     uri, broken = new_doc(workspace, "burst.py", BROKEN)
     fixed = FIXED.read_text("utf-8")
