@@ -785,6 +785,14 @@ class AveLanguageServer(LanguageServer):
         doc = self.open_document(uri)
         if doc is None:
             return None
+        st = self.docs.get(uri)
+        if st is None or st.result is None or st.result.version != doc.version:
+            # the diagnostics the client shows were computed for another version of the
+            # text (an edit since, not saved yet: checkOnChange is off by default), so
+            # their lines and a fix's positions may name other statements now -- a barrier
+            # or a suppression comment landed on the wrong line, in an edit stamped with
+            # the new version (a review helper). No fix until the text is checked again.
+            return []
         text = doc.source
 
         def make_edit(edits: list[types.TextEdit]) -> types.WorkspaceEdit:

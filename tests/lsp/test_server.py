@@ -495,6 +495,9 @@ async def test_insert_barrier_code_action(client: LanguageClient, workspace: Pat
                 ln.lstrip().startswith("ave.barrier()  "))
     without = "\n".join(lines[:line] + lines[line + 1:])
     did_change(client, uri, without, 2)
+    did_save(client, uri)
+    # (fixes are offered for diagnostics of the text as checked: test_no_fix_for_...)
+    await wait_publish(client, uri, lambda p: p.version == 2)
     indent = lines[line][:len(lines[line]) - len(lines[line].lstrip())]
     diag = types.Diagnostic(
         range=types.Range(types.Position(line, len(indent)), types.Position(line, 40)),
@@ -541,6 +544,37 @@ async def test_insert_wait_code_action_end_to_end(client: LanguageClient, worksp
     did_save(client, uri)
     pub = await wait_publish(client, uri, lambda p: p.version == 2)
     assert list(pub.diagnostics) == []
+    did_close(client, uri)
+
+
+async def test_no_fix_for_diagnostics_of_an_older_text(client: LanguageClient,
+                                                       workspace: Path):
+    """An edit not saved yet (checkOnChange off) leaves the client showing the diagnostics
+    of the previous version: their fixes would insert the wait before line 11 of the new
+    text, another statement, and the suppression comment too (a review helper). No fix
+    then; after the save, the fixes of the new text, at the moved line."""
+    uri, text = new_doc(workspace, "stale_fix.py", IN_FLIGHT)
+    did_open(client, uri, text)
+    pub = await wait_publish(client, uri, lambda p: p.version == 1 and len(p.diagnostics) > 0)
+    (old,) = [d for d in pub.diagnostics if d.code == "AVE207" and "in flight" in d.message]
+    lines = text.split("\n")
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("def "))
+    moved = "\n".join(lines[:at + 1] + ["    x = 1", "    y = 2"] + lines[at + 1:])
+    did_change(client, uri, moved, 2)
+
+    async def actions_for(d):
+        return await asyncio.wait_for(client.text_document_code_action_async(
+            types.CodeActionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), range=d.range,
+                context=types.CodeActionContext(diagnostics=[d]))), TIMEOUT)
+    assert not await actions_for(old)
+    did_save(client, uri)
+    pub = await wait_publish(client, uri, lambda p: p.version == 2)
+    (new,) = [d for d in pub.diagnostics if d.code == "AVE207" and "in flight" in d.message]
+    assert new.range.start.line == old.range.start.line + 2
+    acts = await actions_for(new)
+    assert acts and acts[0].title.startswith(
+        f"Insert ave.wait_async(1) and ave.barrier() before line {new.range.start.line + 1}")
     did_close(client, uri)
 
 
