@@ -132,6 +132,7 @@ class _Doc:
     result: _Result | None = None       # last delivered result
     pull_waiters: int = 0               # pull requests waiting on the task
     files: list[str] = field(default_factory=list)  # files its kernels are built from
+    unresolved: bool = False            # an import the front end could not resolve (AVE113)
     hover: tuple[int | None, asyncio.Future] | None = None
 
 
@@ -143,6 +144,7 @@ class _Outcome:
     logs: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)   # configuration problems
     files: list[str] = field(default_factory=list)      # files the kernels were built from
+    unresolved: bool = False                            # an AVE113 (import not resolved)
 
 
 def _too_long_diagnostic(lines: int, limit: int) -> types.Diagnostic:
@@ -236,7 +238,8 @@ def _check_in_worker(uri: str, path: str, text: str, root: str | None,
             hits = baseline.matches([d.to_json() for d in diags], reader)
             diags = [d for d, h in zip(diags, hits) if not h]
     items = convert.to_lsp(diags, path=path, uri=uri, text=text, root=root)
-    return _Outcome(items, logs, warnings, files)
+    return _Outcome(items, logs, warnings, files,
+                    unresolved=any(d.code == "AVE113" for d in report.diagnostics))
 
 
 def is_python(language_id: str | None, path: str) -> bool:
@@ -456,13 +459,18 @@ class AveLanguageServer(LanguageServer):
             return self.settings.check_on_change
 
     def dependents(self, uri: str) -> list[str]:
-        """Open documents (other than ``uri``) whose kernels are built from its file."""
+        """Open documents (other than ``uri``) whose kernels are built from its file, and
+        those with an import the front end could not resolve (AVE113): the saved file may
+        be the module they lack (a helper created after the kernel that imports it kept
+        its stale AVE113 until the kernel itself was saved; a review helper)."""
         path = self.path_of(uri)
         if path.startswith("<"):
             return []
         me = os.path.normcase(os.path.abspath(path))
+        py = me.endswith((".py", ".pyi"))
         return [u for u, st in self.docs.items()
-                if u != uri and any(os.path.normcase(f) == me for f in st.files)]
+                if u != uri and (any(os.path.normcase(f) == me for f in st.files)
+                                 or (py and st.unresolved))]
 
     # ------------------------------------------------------------------ paths
 
@@ -584,6 +592,7 @@ class AveLanguageServer(LanguageServer):
                          self.current_version(st.uri))
             return
         st.files = outcome.files
+        st.unresolved = outcome.unresolved
         st.result = _Result(version, outcome.items, _result_id(version, outcome.items))
         self._deliver(st)
 

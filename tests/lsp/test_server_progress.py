@@ -98,6 +98,24 @@ async def test_saving_a_helper_rechecks_its_users(client: LanguageClient, worksp
     assert again.version == 1
 
 
+async def test_creating_a_missing_helper_rechecks_its_users(client: LanguageClient,
+                                                            workspace: Path):
+    """A kernel that imports a module not written yet has AVE113; saving the new module
+    (which the kernel's last check could not list among its files) re-checks it (its stale
+    AVE113 stayed until the kernel itself was saved; a review helper)."""
+    kuri, ktext = new_doc(workspace, "kernel_later.py",
+                          KERNEL.replace("from helpers import", "from helpers_later import"))
+    did_open(client, kuri, ktext)
+    first = await wait_publish(client, kuri)
+    assert [d.code for d in first.diagnostics] == ["AVE113"]
+    since = len(client.publishes)
+    huri, htext = new_doc(workspace, "helpers_later.py", HELPERS)
+    did_open(client, huri, htext)
+    did_save(client, huri)
+    again = await wait_publish(client, kuri, since=since)
+    assert list(again.diagnostics) == [] and again.version == 1
+
+
 async def test_slow_check_shows_progress(client: LanguageClient, workspace: Path):
     """A check running past PROGRESS_AFTER_S (here 0: every check) shows progress: the
     server creates a token, then sends begin, (reports,) end, all before the diagnostics
