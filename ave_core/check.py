@@ -16,8 +16,10 @@ is imported when the first file is checked.
 
 from __future__ import annotations
 
+import io
 import math
 import os
+import tokenize
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -68,10 +70,14 @@ class FileReport:
 
 
 def read_source(path: str) -> tuple[str | None, Diagnostic | None]:
-    """Read ``path`` as UTF-8 (a leading BOM is dropped, line ends are kept as they are).
+    """Read ``path`` as UTF-8 (a leading BOM is dropped, line ends are kept as they are),
+    or in the encoding its PEP 263 comment declares (``# -*- coding: latin-1 -*-``), as
+    Python reads it.
 
     Returns ``(text, None)``, or ``(None, diagnostic)`` with an ``AVE901`` diagnostic when
-    the file cannot be read or decoded.
+    the file cannot be read, or is not text in its encoding and mentions ``ave_core`` (a
+    file that does not is decoded with replacement characters: it does not use Ave and gets
+    nothing, as a file with a syntax error that does not use Ave; it was an AVE901 error).
     """
     try:
         with open(path, "rb") as f:
@@ -82,6 +88,14 @@ def read_source(path: str) -> tuple[str | None, Diagnostic | None]:
     try:
         return data.decode("utf-8-sig"), None
     except UnicodeDecodeError as e:
+        try:
+            enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+            if enc not in ("utf-8", "utf-8-sig"):
+                return data.decode(enc), None
+        except (SyntaxError, LookupError, UnicodeDecodeError):
+            pass
+        if b"ave_core" not in data:
+            return data.decode("utf-8", errors="replace"), None
         # Point at the first byte that is not UTF-8 (the prefix before it decodes).
         bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
         prefix = data[bom:e.start].decode("utf-8", errors="replace")
@@ -473,7 +487,10 @@ def iter_python_files(paths: Iterable[str]) -> list[str]:
         found = []
         for root, dirs, files in os.walk(p):
             dirs[:] = [d for d in dirs if not _is_skipped_dir(d)]
-            found.extend(os.path.join(root, f) for f in files if f.endswith(".py"))
+            # (a dangling symbolic link is no file: it was an AVE901 "cannot read" error,
+            # failing a CI run over a tree that Python itself has no trouble with)
+            found.extend(os.path.join(root, f) for f in files if f.endswith(".py")
+                         and os.path.exists(os.path.join(root, f)))
         for f in sorted(found):
             add(f)
     return out

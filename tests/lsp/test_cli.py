@@ -219,13 +219,35 @@ def test_ave_error_escaping_frontend_is_a_user_diagnostic(fake_frontend, tmp_pat
 
 def test_non_utf8_file_is_ave901_at_the_bad_byte(fake_frontend, tmp_path):
     p = tmp_path / "latin1.py"
-    p.write_bytes(b"x = 1\r\ny = 'caf\xe9'\n")
+    p.write_bytes(b"import ave_core.lang as ave\r\ny = 'caf\xe9'\n")
     rep = check_file(str(p))
     (d,) = rep.diagnostics
     assert d.code == "AVE901" and not rep.uses_ave and rep.kernels == []
     assert d.range == Range.of(1, 8, 1, 8)
     assert "not UTF-8" in d.message and "0xe9" in d.message
     assert fake_frontend.calls == []
+
+
+def test_non_utf8_file_without_ave_gets_nothing(tmp_path):
+    # a file that does not use Ave gets nothing, undecodable or not (it was an AVE901
+    # error, failing CI over a tree Python itself reads; a review helper)
+    p = tmp_path / "legacy.py"
+    p.write_bytes(b"x = 1\ny = 'caf\xe9'\n")
+    rep = check_file(str(p))
+    assert rep.diagnostics == [] and not rep.uses_ave
+
+
+def test_pep263_encoding_is_honoured(tmp_path):
+    # `# -*- coding: latin-1 -*-`: Python reads the file as latin-1, and so does Ave (the
+    # kernel's error is found, at the right UTF-16 column past the non-ASCII comment)
+    p = tmp_path / "k.py"
+    p.write_bytes(b"# -*- coding: latin-1 -*-\nimport ave_core.lang as ave\n\n\n"
+                  b"@ave.kernel(threads=128)\ndef k(A: ave.Tensor[ave.bf16, 2]):\n"
+                  b"    x = 'caf\xe9'; ave.barrier(1)\n")
+    rep = check_file(str(p))
+    (d,) = rep.diagnostics
+    assert rep.uses_ave and d.code == "AVE104" and d.range.start.line == 6
+    assert d.range.start.character == len("    x = 'cafe'; ")
 
 
 def test_unreadable_path_is_ave901(fake_frontend, tmp_path):
@@ -495,3 +517,15 @@ def test_json_report_keeps_the_quick_fix(capsys):
         # `a = ave.ldmatrix(...)`: the barrier goes before `a`, not at the call's column)
         fixed = lines[:fix["line"]] + [fix["indent"] + "ave.barrier()"] + lines[fix["line"]:]
         ast.parse("\n".join(fixed))
+
+
+@pytest.mark.skipif(os.name != "posix", reason="symbolic links")
+def test_dangling_symlink_in_a_directory_is_skipped(tmp_path):
+    # a link to nothing is no file: walking a directory skips it (it was an AVE901 error
+    # and exit 1; a review helper); named explicitly, it cannot be read (AVE901)
+    from ave_core.check import iter_python_files
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    os.symlink(tmp_path / "nowhere.py", tmp_path / "dangling.py")
+    assert iter_python_files([str(tmp_path)]) == [str(tmp_path / "ok.py")]
+    (d,) = check_file(str(tmp_path / "dangling.py")).diagnostics
+    assert d.code == "AVE901"
