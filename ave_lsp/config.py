@@ -320,11 +320,18 @@ class Baseline:
         import json
 
         with open(path, encoding="utf-8") as f:
-            data = json.load(f)
+            try:
+                data = json.load(f)
+            except RecursionError:      # (valid JSON nested 100,000 deep)
+                raise ValueError(f"{path}: nested too deeply for a baseline file") from None
+        # the three keys must be strings: a list was unhashable (TypeError: an internal
+        # error instead of the documented usage error or warning; a review helper)
         if not isinstance(data, dict) or not isinstance(data.get("findings"), list) or \
-                not all(isinstance(e, dict) and {"code", "file", "fingerprint"} <= set(e)
+                not all(isinstance(e, dict) and all(isinstance(e.get(k), str)
+                                                    for k in ("code", "file", "fingerprint"))
                         for e in data["findings"]):
-            raise ValueError(f"{path}: not an ave-lsp baseline file")
+            raise ValueError(f"{path}: not an ave-lsp baseline file (each finding needs "
+                             "the strings code, file and fingerprint)")
         return cls(path, data["findings"])
 
     def matches(self, diagnostics: list[dict], reader: Any = None) -> list[bool]:

@@ -261,6 +261,29 @@ def test_bad_baseline_flag_is_a_usage_error(tmp_path, capsys):
     assert cli.main(["--check", str(f), "--baseline", str(tmp_path / "none.json")]) == 2
 
 
+@pytest.mark.parametrize("body", [
+    '{"findings": [{"code": ["AVE201"], "file": "k.py", "fingerprint": "x"}]}',
+    '{"findings": [{"code": "AVE201", "file": 3, "fingerprint": "x"}]}',
+    "[" * 100000 + "]" * 100000])
+def test_malformed_baseline_is_a_usage_error_or_a_warning(broken, tmp_path, capsys, body):
+    # a finding whose code is a list (unhashable) or JSON nested 100,000 deep crashed the
+    # check (internal error, exit 2 with a traceback; in the server every finding became
+    # one AVE900) instead of the documented usage error / warning (a review helper)
+    from ave_lsp.server.server import _check_in_worker
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(body)
+    k = broken / "kernel.py"
+    assert cli.main(["--check", str(k), "--baseline", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "cannot read the baseline" in err and "Traceback" not in err
+    s, _ = Settings.from_json({"baseline": str(bad)})
+    out = _check_in_worker(k.as_uri(), str(k), k.read_text(), str(broken), s)
+    assert any(d.code == "AVE201" for d in out.items)          # findings still show
+    assert not any(d.code == "AVE900" for d in out.items)
+    assert any("cannot read the baseline" in w for w in out.warnings)
+
+
 def test_baseline_in_the_server(broken):
     from ave_lsp.server.server import _check_in_worker
 
