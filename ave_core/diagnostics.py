@@ -163,6 +163,9 @@ CODES: dict[str, CodeInfo] = {
         _c("AVE900", "internal error", _E,
            "Ave itself failed; please report it with the file that triggered it."),
         _c("AVE901", "file not readable", _E, "A path given to the checker cannot be read."),
+        _c("AVE902", "file not checked (too long)", Severity.INFO,
+           "The file has more lines than the maxFileLines setting allows; it was not "
+           "checked."),
     )
 }
 

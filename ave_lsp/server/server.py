@@ -150,10 +150,13 @@ class _Outcome:
 def _too_long_diagnostic(lines: int, limit: int) -> types.Diagnostic:
     from ave_lsp.config import too_long_message
 
+    href = convert.code_href("AVE902")
     return types.Diagnostic(
         range=types.Range(types.Position(0, 0), types.Position(0, 0)),
         message=too_long_message(lines, limit),
         severity=types.DiagnosticSeverity.Information,
+        code="AVE902",
+        code_description=types.CodeDescription(href=href) if href else None,
         source=convert.SOURCE,
     )
 

@@ -188,6 +188,14 @@ def test_max_file_lines_cli(tmp_path, capsys):
     # the flag overrides the pyproject value: now it is checked
     assert cli.main(["--check", str(f), "--max-file-lines", "100", "--format", "json"]) == 0
     assert "skipped" not in json.loads(capsys.readouterr().out)["summary"]
+    # a long file that does not use Ave gets nothing (it was warned about, and reported
+    # as using Ave; a review helper)
+    g = tmp_path / "plain.py"
+    g.write_text("x = 1\n" * 9)
+    assert cli.main(["--check", str(g), "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert "not checked" not in err and "skipped" not in json.loads(out)["summary"]
+    assert json.loads(out)["files"][0]["uses_ave"] is False
 
 
 def test_max_file_lines_server(tmp_path):
@@ -199,6 +207,8 @@ def test_max_file_lines_server(tmp_path):
     out = _check_in_worker(f.as_uri(), str(f), text, str(tmp_path), Settings())
     (d,) = out.items
     assert d.severity == 3 and "not checked" in d.message and "6 lines" in d.message
+    # a stable code with its page, as every diagnostic of the server (a review helper)
+    assert d.code == "AVE902" and d.code_description.href.endswith("docs/codes/AVE902.md")
     # a file that does not use Ave is not flagged
     out = _check_in_worker(f.as_uri(), str(f), "x = 1\n" * 9, str(tmp_path), Settings())
     assert out.items == []
