@@ -51,7 +51,17 @@ def serve_stdio() -> int:
     except (AttributeError, ValueError, OSError):
         pass                            # no stderr file: stray prints stay a risk
     server.start_io(os.fdopen(os.dup(in_fd), "rb"), lsp_out)
-    return 0
+    return _exit_status(server)
+
+
+def _exit_status(server) -> int:
+    """LSP: after ``exit``, status 0 when a ``shutdown`` request came first, else 1 (pygls
+    exits its loop with that status, and ``start_io`` swallows the ``SystemExit``: it was
+    always 0; a review helper). The end of the input without ``exit`` ends it cleanly
+    (0), as before."""
+    if not getattr(server, "exit_received", False):
+        return 0
+    return 0 if getattr(server.protocol, "_shutdown", False) else 1
 
 
 def serve_tcp(host: str, port: int) -> int:
@@ -60,4 +70,4 @@ def serve_tcp(host: str, port: int) -> int:
     server = create_server()
     print(f"ave-lsp: listening on {host}:{port}", file=sys.stderr, flush=True)
     server.start_tcp(host, port)
-    return 0
+    return _exit_status(server)

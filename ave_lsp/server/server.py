@@ -914,6 +914,11 @@ def create_server() -> AveLanguageServer:
         for dep in ls.dependents(uri):       # kernels built from the saved helper
             ls.schedule(dep, 0.0)
 
+    @server.feature(types.EXIT)
+    def on_exit(ls: AveLanguageServer, *args: Any) -> None:
+        # (the exit status depends on it: ave_lsp.server._exit_status)
+        ls.exit_received = True
+
     @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: AveLanguageServer, params: types.DidCloseTextDocumentParams) -> None:
         uri = params.text_document.uri

@@ -474,6 +474,29 @@ def test_module_entry_points():
     assert p.returncode == 2 and "no such file or directory" in p.stderr
 
 
+def _frames(*messages: dict) -> bytes:
+    out = b""
+    for m in messages:
+        body = json.dumps({"jsonrpc": "2.0", **m}).encode()
+        out += b"Content-Length: %d\r\n\r\n" % len(body) + body
+    return out
+
+
+@pytest.mark.parametrize("shutdown,status", [(True, 0), (False, 1)])
+def test_exit_status_follows_the_protocol(shutdown, status):
+    # LSP: exit -> status 0 after a shutdown request, 1 without one (it was always 0; a
+    # review helper)
+    init = {"id": 1, "method": "initialize",
+            "params": {"processId": None, "rootUri": None, "capabilities": {}}}
+    msgs = [init, {"method": "initialized", "params": {}}]
+    if shutdown:
+        msgs.append({"id": 2, "method": "shutdown"})
+    msgs.append({"method": "exit"})
+    p = subprocess.run([sys.executable, "-m", "ave_lsp"], input=_frames(*msgs),
+                       capture_output=True, timeout=60)
+    assert p.returncode == status, p.stderr.decode(errors="replace")[-2000:]
+
+
 def test_cli_import_is_light():
     code = ("import sys, ave_lsp.cli, ave_core.check; "
             "heavy = [m for m in ('z3', 'numpy', 'pygls', 'torch', 'jsonschema') "
