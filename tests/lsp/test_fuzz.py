@@ -507,7 +507,10 @@ def run_case(sess: Session, *, name: str, text: str, edits: list[list[tuple[int,
     actions = srv.request("textDocument/codeAction", {
         "textDocument": {"uri": sess.uri},
         "range": diag["range"], "context": {"diagnostics": [diag]}})
-    expected_edit = convert.suppress_edit(text, line, "AVE201")
+    # (fixes only for a text as checked: with no check of this version -- no save, or an
+    # edit after the open -- the server offers none, test_server's
+    # test_no_fix_for_diagnostics_of_an_older_text)
+    expected_edit = convert.suppress_edit(text, line, "AVE201") if want is not None else None
     expected = [] if expected_edit is None else [{
         "range": {"start": {"line": expected_edit.range.start.line,
                             "character": expected_edit.range.start.character},
