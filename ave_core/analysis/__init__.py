@@ -432,10 +432,18 @@ def _diagnose_accumulate(r: AssertionResult, w: dict) -> Diagnostic:
         f"{k}={vals[0]}..{vals[-1]}" for k in loops for vals in [[c[k] for c in chain if k in c]])
     if w.get("what") == "twice":
         a, b = w["mma_loops"].get("first", {}), w["mma_loops"].get("again", {})
-        fa = ", ".join(f"{k}={x}" for k, x in a.items()) or "once"
-        fb = ", ".join(f"{k}={x}" for k, x in b.items()) or "again"
+        pts = w.get("program_points", [])
+
+        def at(loops: dict, i: int) -> str:
+            # the loop iteration, or (an MMA outside every loop) its line: "at once and
+            # again at again" named neither (a review helper)
+            if loops:
+                return "at " + ", ".join(f"{k}={x}" for k, x in loops.items())
+            if i < len(pts):
+                return f"by the MMA at line {pts[i]['range']['start']['line'] + 1}"
+            return "by another MMA"
         msg = (f"accumulation repeats {f}={v}: {_fmt_threads(w)} accumulates it into acc{acc} "
-               f"at {fa} and again at {fb}")
+               f"{at(a, 0)} and again {at(b, 1)}")
     else:
         msg = (f"accumulation incomplete: {_fmt_threads(w)} never accumulates {f}={v} into "
                f"acc{acc}" + (f" ({w['domain']} > {v})" if w.get("domain") else "")

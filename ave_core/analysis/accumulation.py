@@ -662,20 +662,22 @@ def _witness(eng: Any, v: dict, calls: list, w: int, f: int, consumer: Any) -> d
     def pp(op, label):
         pts.append({"file": op.loc.file, "range": op.loc.range.to_json(), "label": label})
 
+    def when(loops) -> str:
+        # (" (kt=0)"; nothing for an MMA outside every loop: it read "again ()")
+        return " (" + ", ".join(f"{k}={x}" for k, x in loops) + ")" if loops else ""
+
     loops_of = {}
     if v["what"] == "twice":
         a, b = v["a"], v["b"]
         la, lb = calls[a[3]].loops, calls[b[3]].loops
         value = v["conc"]
-        pp(calls[a[3]].op, f"{fname}={value} accumulated ("
-           + ", ".join(f"{k}={x}" for k, x in la) + ")")
-        pp(calls[b[3]].op, f"{fname}={value} accumulated again ("
-           + ", ".join(f"{k}={x}" for k, x in lb) + ")")
+        pp(calls[a[3]].op, f"{fname}={value} accumulated{when(la)}")
+        pp(calls[b[3]].op, f"{fname}={value} accumulated again{when(lb)}")
         loops_of = {"first": dict(la), "again": dict(lb)}
     else:
         value = v["k0"]
         for c in calls:
-            pp(c.op, "accumulates (" + ", ".join(f"{k}={x}" for k, x in c.loops) + ")")
+            pp(c.op, "accumulates" + when(c.loops))
     pp(consumer, "the accumulator is used here")
     model = {k: x for k, x in v.get("model", {}).items() if not k.startswith("__")}
     block = [int(model.get(f"program_id({a})", 0)) for a in range(3)]

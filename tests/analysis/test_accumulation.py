@@ -285,3 +285,30 @@ def test_chains_a_branch_does_not_extend_are_unknown_not_proved():
                      "        else:", "            acc = " + MMA_OF.replace("{C}", "acc")])
     a, d = _acc206(other)
     assert [r.status for r in a.assertions if r.kind == "accumulate"] == ["unknown"]
+
+
+def test_an_mma_outside_the_loop_is_named_by_its_line():
+    # The k-loop sums tile 0 at kt = 0, and one more MMA after the loop sums it again: the
+    # message read "at kt=0 and again at again" and the related location "accumulated
+    # again ()" (a review helper). The MMA after the loop is on line 12 (0-based 11).
+    text = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    M, K = A.shape
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2), tile=(64, 64, 32))
+    acc = ave.zeros((64, 64), ave.f32, tiled.c)
+    for kt in ave.range(0, (K + 31) // 32):
+        acc = ave.mma(ave.load(A[0:64, kt * 32:kt * 32 + 32], tiled.a, mask=lambda m, k: k < K), ave.load(B[kt * 32:kt * 32 + 32, 0:64], tiled.b, mask=lambda k, n: k < K), acc, tiled)
+    acc = ave.mma(ave.load(A[0:64, 0:32], tiled.a, mask=lambda m, k: k < K), ave.load(B[0:32, 0:64], tiled.b, mask=lambda k, n: k < K), acc, tiled)
+    ave.store(C[0:64, 0:64], acc)
+'''
+    from ave_core.compiler.frontend import compile_source
+    (d,) = [d for d in analyze(compile_source(text, "t.py").kernels[0]).diagnostics
+            if d.code == "AVE206"]
+    assert d.message.endswith("accumulates it into acc[0, 0] at kt=0 and again by the MMA "
+                              "at line 12"), d.message
+    labels = [r.message for r in d.related]
+    assert labels[:2] == ["k=0 accumulated (kt=0)", "k=0 accumulated again"], labels
