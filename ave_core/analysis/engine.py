@@ -1726,12 +1726,16 @@ class Engine:
 
     def write_bytes(self, tile: TileVal, coords: list[np.ndarray], tags: Tags, op: Op,
                     deferred: bool, threads: np.ndarray | None = None,
-                    weak: bool | None = None, varies: bool = False) -> Any:
+                    weak: bool | None = None, varies: bool = False,
+                    granules: Tags | None = None) -> Any:
         """Write ``tags`` to the shared bytes of ``tile`` at ``coords`` by ``threads`` (race
         tracking; None: not tracked), or for an asynchronous copy (``deferred``) return the
         plan its wait_async lands. ``weak``: the write may not happen (see
         :meth:`_smem_write`; its other writers stay writers). ``varies``: the copies of an
-        element may differ (``FragVal.varies``): computed data is then per thread."""
+        element may differ (``FragVal.varies``): computed data is then per thread.
+        ``granules``: for elements of several granules, each granule's own tags and data
+        (``n * per`` rows, element-major: a byte-exact copy out of shared memory) instead
+        of the element's tags repeated."""
         if tags.data is None or not tags.data.all():
             # computed data (or unknown): new, one datum per element of this write (a
             # replicated element, held by several threads, is one datum -- unless its
@@ -1751,8 +1755,11 @@ class Engine:
         else:
             byts = ((addr // self.G)[:, None] + np.arange(per)).reshape(-1)
             rep = np.repeat(np.arange(tags.n), per)
-            t = tags.take(rep)
-            t.data = self.granule_data(tags.data, per).reshape(-1)
+            if granules is not None:
+                t = granules
+            else:
+                t = tags.take(rep)
+                t.data = self.granule_data(tags.data, per).reshape(-1)
             thr = threads[rep] if threads is not None else None
         if deferred:
             issued = self.races.issue_async(byts, thr, op) if thr is not None else None
@@ -1837,7 +1844,17 @@ class Engine:
                               thread)
         rec = self.record(op)
         tags.moved[:] = rec
-        plan = self.write_bytes(dst, coords, tags, op, deferred, thread)
+        granules = None
+        per = src.dtype.bytes // self.G
+        if per > 1 and src.space == "shared" and not op.attrs.get("masked"):
+            # shared -> shared moves bytes: each granule keeps its own tags and data (a
+            # bf16 pair moved as one i32 was the join of its halves' tags, k=⊤: a false
+            # pairing violation after a byte-exact copy; a review helper)
+            byts = (self.shared_addresses(src, coords) // self.G)[:, None] + np.arange(per)
+            granules = self.smem.take(byts.reshape(-1))
+            granules.data = self.smem.data[byts].reshape(-1)
+            granules.moved = np.full(granules.n, rec, np.int32)
+        plan = self.write_bytes(dst, coords, tags, op, deferred, thread, granules=granules)
         if deferred:
             self.open_group.append(plan)
 

@@ -304,3 +304,62 @@ def test_a_loop_bound_that_differs_across_threads_is_not_unrolled_as_one(rng, pe
         assert dyn == ["AVE305"] and got == [("AVE205", 5)]
     else:
         assert dyn == [] and got == []
+
+
+_WORD_COPY = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 32))
+    sA = ave.alloc((64, 32), ave.bf16)
+    sA2 = ave.alloc((64, 32), ave.bf16)
+    ave.copy(A[0:64, 0:32], sA, vector_bytes=16)
+    ave.barrier()
+    vA = ave.view(sA, (64, 16), dtype=ave.{DT})
+    vA2 = ave.view(sA2, (64, 16), dtype=ave.{DT})
+{COPY}    ave.barrier()
+    a = ave.ldmatrix(sA2, tiled.a)
+    b = ave.load(B[0:32, 0:64], tiled.b)
+    acc = ave.mma(a, b, ave.zeros((64, 64), ave.f32, tiled.c), tiled)
+    ave.store(C[0:64, 0:64], acc)
+'''
+
+
+@pytest.mark.parametrize("dt", ["i32", "f32"])
+@pytest.mark.parametrize("swap", [False, True])
+def test_a_copy_of_bf16_pairs_as_words_moves_each_halfs_tags(dt, swap):
+    # A shared -> shared copy through 4-byte views moves bytes: each bf16 half keeps its
+    # own tag (the pair was joined, k=⊤, and a byte-exact copy failed the MMA's pairing; a
+    # review helper). Swapping the word columns 0..7 and 8..15 moves k 16..31 where k 0..15
+    # were: thread 0's first A element (row 0, k 0) then holds A[0, 16]. The interpreter
+    # (an independent oracle: C against float64 A @ B, with A's k halves swapped or not)
+    # agrees.
+    import numpy as np
+    from ave_core.interp import run
+    from ave_core.interp.numerics import to_storage, from_storage
+    from ave_core.lang import bf16
+    copy = ("    ave.copy(vA[0:64, 0:8], vA2[0:64, 8:16], vector_bytes=4)\n"
+            "    ave.copy(vA[0:64, 8:16], vA2[0:64, 0:8], vector_bytes=4)\n" if swap else
+            "    ave.copy(vA, vA2, vector_bytes=4)\n")
+    res = compile_source(_WORD_COPY.replace("{DT}", dt).replace("{COPY}", copy), "t.py")
+    assert res.diagnostics == []
+    k = res.kernels[0]
+    got = [(d.code, d.message) for d in analyze(k).diagnostics]
+    rng = np.random.default_rng(7)
+    A = to_storage(bf16, rng.standard_normal((64, 32)))
+    B = to_storage(bf16, rng.standard_normal((32, 64)))
+    C = np.full((64, 64), np.nan, np.float32)
+    run(k, (1,), [A, B, C])
+    a64, b64 = from_storage(bf16, A).astype(np.float64), from_storage(bf16, B).astype(np.float64)
+    if swap:
+        a64 = np.concatenate([a64[:, 16:], a64[:, :16]], axis=1)
+    np.testing.assert_allclose(C, a64 @ b64, rtol=1e-5, atol=1e-5)
+    if not swap:
+        assert got == []
+    else:
+        assert got and got[0][0] == "AVE201"
+        assert "thread 0 (warp 0, lane 0): A holds k=16 (A[row=0, k=16]) but B holds k=0" \
+            in got[0][1], got
