@@ -363,3 +363,30 @@ def test_a_copy_of_bf16_pairs_as_words_moves_each_halfs_tags(dt, swap):
         assert got and got[0][0] == "AVE201"
         assert "thread 0 (warp 0, lane 0): A holds k=16 (A[row=0, k=16]) but B holds k=0" \
             in got[0][1], got
+
+
+@pytest.mark.parametrize("choose", [
+    "    k0 = 0\n    if K > 64:\n        k0 = 32\n",
+    "    k0 = ave.where(K > 64, 32, 0)\n"])
+def test_an_offset_chosen_by_a_runtime_condition_pairs_exactly(choose):
+    # The workaround AVE201.md gives for the path-insensitive merge of two operands
+    # reloaded in one branch (each ⊤ after it): choose the k offset, load once -- the MMA's
+    # pairing is proved on both paths.
+    text = ('''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    K = A.shape[1]
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 32))
+''' + choose + '''    a = ave.load(A[0:64, k0:k0 + 32], tiled.a)
+    b = ave.load(B[k0:k0 + 32, 0:64], tiled.b)
+    acc = ave.mma(a, b, ave.zeros((64, 64), ave.f32, tiled.c), tiled)
+    ave.store(C[0:64, 0:64], acc)
+''')
+    a = analyze(compile_source(text, "t.py").kernels[0])
+    (mma,) = [r for r in a.assertions if r.kind == "mma"]
+    assert mma.status == "proved" and mma.covered == mma.compared > 0
+    assert not any(d.code == "AVE201" for d in a.diagnostics)
