@@ -2097,10 +2097,16 @@ class KernelBuilder:
     def h_store(self, node, sc, dst, value, vector_bytes, mask):
         d = self._tile(dst, _arg_node(node, "dst", 0), "ave.store's destination")
         v = self._frag(value, _arg_node(node, "value", 1), "ave.store's value")
-        if v.type.layout is not None and not hasattr(v.type.layout, "coords_table"):
-            raise self.err("AVE118", "ave.store of a reduced (or broadcast) fragment is not "
-                           "supported yet: ave.convert it to a TV layout over its shape first",
-                           node)
+        lay = v.type.layout
+        if lay is not None and (isinstance(lay, (ProjectedLayout, BroadcastLayout))
+                                or not hasattr(lay, "coords_table")
+                                or len(lay.tile_shape) != len(v.type.shape)):
+            # (x[:, None] keeps x's layout over fewer axes than its shape: the store raised
+            # IndexError in the checker; a review helper)
+            raise self.err("AVE118", "ave.store of a reduced, broadcast or expanded (x[:, None]) "
+                           "fragment is not supported yet: ave.convert the reduced fragment "
+                           "to a TV layout over its shape first, and store it into a tile of "
+                           "that shape (C[m0:m0 + BM, n] for one column)", node)
         if d.type.shape != v.type.shape:
             raise self.err("AVE116", f"ave.store: tile shape {d.type.shape} and fragment shape "
                            f"{v.type.shape} differ", node)
@@ -2272,6 +2278,15 @@ class KernelBuilder:
 
     def h_convert(self, node, sc, x, layout):
         v = self._frag(x, _arg_node(node, "x", 0), "ave.convert's operand")
+        src = v.type.layout
+        if isinstance(src, BroadcastLayout) or (
+                src is not None and len(getattr(src, "tile_shape", v.type.shape))
+                != len(v.type.shape)):
+            # (a reduction's result converts; one with axes added, s[:, None], or broadcast
+            # did not: an internal error in the checker and the interpreter; a review helper)
+            raise self.err("AVE118", "ave.convert of a fragment with added or broadcast axes "
+                           "(s[:, None]) is not supported: convert the reduced fragment "
+                           "itself", _arg_node(node, "x", 0) or node)
         lay = self._tv(layout, v.type.shape, _arg_node(node, "layout", 1) or node, "ave.convert")
         t = FragmentType(v.type.dtype, v.type.shape, lay, v.type.reg_class)
         in_regs = _memoized(self, ("same_holdings", v.type.layout, lay),

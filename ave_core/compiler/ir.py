@@ -29,6 +29,8 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
+import numpy as np
+
 from ave_core.diagnostics import Location, Range, ZERO_RANGE
 from ave_core.lang.dtypes import DType
 
@@ -134,6 +136,13 @@ class ProjectedLayout:
     def coord(self, t: Any, v: Any) -> tuple:
         c = self.parent.coord(t, v)
         return tuple(c[a] for a in self.keep)
+
+    def coords_table(self) -> np.ndarray:
+        """``int64`` ``(num_threads, num_values, len(keep))``: the reduced coordinate of
+        every (t, v), as TV layouts have it (``ave.convert`` of a reduction's result
+        needs it: AttributeError, AVE900 in the checker and the interpreter; a review
+        helper)."""
+        return np.ascontiguousarray(self.parent.coords_table()[..., list(self.keep)])
 
     def __repr__(self) -> str:
         return f"project({self.parent!r}, keep={self.keep})"

@@ -390,3 +390,47 @@ def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.
     (mma,) = [r for r in a.assertions if r.kind == "mma"]
     assert mma.status == "proved" and mma.covered == mma.compared > 0
     assert not any(d.code == "AVE201" for d in a.diagnostics)
+
+
+_ROW_SUMS = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.f32, 2], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, n: ave.label(row=m, col=n))
+    C = ave.tag(C, lambda m, n: ave.label(row=m))
+    L = ave.tv_layout(ave.layout(128, 1), ave.layout(8, 128), (32, 32))
+    x = ave.load(A[0:32, 0:32], L)
+    s = ave.sum(x, axis=1)
+{TAIL}'''
+
+
+@pytest.mark.parametrize("tail,expect", [
+    # a reduction's result converted to a TV layout, stored as one column: it raised
+    # AttributeError (ProjectedLayout.coords_table) in the checker and the interpreter
+    ("    y = ave.convert(s, ave.tv_layout(ave.layout((32, 4), (1, 0)), ave.layout(1, 0), "
+     "(32,)))\n    ave.store(C[0:32, 0], y)\n", "proved"),
+    ("    y = ave.convert(s, ave.tv_layout(ave.layout((32, 4), (1, 0)), ave.layout(1, 0), "
+     "(32,)))\n    ave.store(C[1:33, 0], y)\n", "AVE201"),
+    # an expanded fragment (s[:, None], or a converted one expanded): AVE118 at the front
+    # end (a convert raised ValueError and a store IndexError, AVE900)
+    ("    ave.store(C[0:32, 0:1], ave.convert(s[:, None], ave.tv_layout(ave.layout((32, 4), "
+     "(1, 0)), ave.layout(1, 0), (32, 1))))\n", "AVE118"),
+    ("    y = ave.convert(s, ave.tv_layout(ave.layout((32, 4), (1, 0)), ave.layout(1, 0), "
+     "(32,)))\n    ave.store(C[0:32, 0:1], y[:, None])\n", "AVE118"),
+    ("    ave.store(C[0:32, 0], s)\n", "AVE118")])
+def test_a_reduced_fragment_converts_and_stores(tail, expect):
+    import numpy as np
+    from ave_core.interp import run
+    res = compile_source(_ROW_SUMS.replace("{TAIL}", tail), "t.py")
+    if expect == "AVE118":
+        assert [d.code for d in res.diagnostics] == ["AVE118"]
+        assert "not supported" in res.diagnostics[0].message
+        return
+    k = res.kernels[0]
+    got = [d.code for d in analyze(k).diagnostics]
+    A = np.random.default_rng(5).random((40, 32)).astype(np.float32)
+    C = np.zeros((40, 4), np.float32)
+    assert run(k, (1,), [A, C], provenance=True).diagnostics == []
+    off = 0 if expect == "proved" else 1
+    np.testing.assert_allclose(C[off:off + 32, 0], A[:32].astype(np.float64).sum(1), rtol=1e-5)
+    assert got == ([] if expect == "proved" else ["AVE201"])
