@@ -9,7 +9,8 @@ or when the elements involved are guarded by masks over runtime sizes. The query
 ``unsat`` proves the pair conforms, ``sat`` gives a model — the program ids and runtime
 sizes of the witness — and ``unknown`` (the solver's budget ran out) is reported as such.
 Atoms are integers: program ids in ``[0, num_programs)``, sizes and strides ``>= 1``,
-loaded values unconstrained; opaque terms are defined by their operation (floor division
+loaded values ``>= 0`` (index tables are well formed; a masked load's negative ``other`` is
+a parameter, unconstrained); opaque terms are defined by their operation (floor division
 and modulo as in Python; bitwise ops through bit-vectors).
 """
 
@@ -238,6 +239,13 @@ class Solver:
                 self._domain.append(z >= 0)
                 if n is not None:
                     self._domain.append(z < self.atom(n))
+            elif a.kind == "load":
+                # a value loaded from an index table is >= 0, as the bounds check assumes
+                # (AVE208.md: tables are well formed): a pairing witness named
+                # loaded[I] = -1, which the interpreter turns into an out-of-bounds read,
+                # not the reported pairing (a review helper). A masked load whose negative
+                # `other` may be taken is a "param" atom, unconstrained.
+                self._domain.append(z >= 0)
             elif a.kind == "param":
                 pass
         self._atoms[i] = z

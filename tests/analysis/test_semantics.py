@@ -434,3 +434,37 @@ def test_a_reduced_fragment_converts_and_stores(tail, expect):
     off = 0 if expect == "proved" else 1
     np.testing.assert_allclose(C[off:off + 32, 0], A[:32].astype(np.float64).sum(1), rtol=1e-5)
     assert got == ([] if expect == "proved" else ["AVE201"])
+
+
+def test_a_witness_takes_index_tables_to_be_well_formed():
+    # Rows gathered through a loaded index table and stored into tagged C: wrong unless
+    # I[m] = m. The witness named loaded[I] = -1 (the checker's z3 domain left loaded
+    # values unconstrained, though the bounds check takes tables to be >= 0): replayed,
+    # that is an out-of-bounds read, not the reported pairing (a review helper). Now the
+    # model's value, replayed in the interpreter, stores A[value] into C[0].
+    import re
+    import numpy as np
+    from ave_core.interp import run
+    text = '''import ave_core.lang as ave
+
+@ave.kernel(threads=64)
+def k(A: ave.Tensor[ave.f32, 2], I: ave.Tensor[ave.i32, 1], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, n: ave.label(row=m, col=n))
+    C = ave.tag(C, lambda m, n: ave.label(row=m, col=n))
+    L = ave.tv_layout(ave.layout(64, 1), ave.layout(4, 64), (64, 4))
+    R = ave.tv_layout(ave.layout(64, 1), ave.layout(1, 0), (64,))
+    ids = ave.load(I[0:64], R)
+    x = ave.load(ave.gather(A, ids, 0)[0:64, 0:4], L)
+    ave.store(C[0:64, 0:4], x)
+'''
+    k = compile_source(text, "t.py").kernels[0]
+    (d,) = analyze(k).diagnostics
+    note = next(n for n in d.notes if n.startswith("for loaded[I"))
+    v = int(re.search(r"= (-?\d+)", note).group(1))
+    assert v >= 0 and v != 0 and f"the value holds row={v}" in d.message, (d.message, note)
+    A = np.arange(64 * 4 * 2, dtype=np.float32).reshape(128, 4)
+    I = np.arange(64, dtype=np.int32)
+    I[0] = v
+    C = np.zeros((64, 4), np.float32)
+    assert run(k, (1,), [A, I, C], provenance=True).diagnostics == []
+    np.testing.assert_array_equal(C[0], A[v])
