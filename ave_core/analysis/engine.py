@@ -351,6 +351,10 @@ class FragVal:
     #: ave.thread_id(), ...)``, ``x * tid``) or a branch whose condition does -- their
     #: data then differ per thread (see Engine.write_bytes)
     varies: bool = False
+    #: for a predicate fragment (i1) from comparing integer fragments (``ave.coord``) and
+    #: scalars: each element's condition as guard rows (N, GUARD) -- ``ave.where`` takes
+    #: the side an element's condition picks for certain (0 true, 1 false)
+    cond: np.ndarray | None = None
 
 
 class RuntimeBranch(NamedTuple):
@@ -1133,6 +1137,18 @@ class Engine:
                 sel = data_ids(_DATUM_SELECT, [np.int64(serial), da, db, *coords], tags.n)
                 known = (da != 0) & (da != -1) & (db != 0) & (db != -1)
                 tags.data = np.where(da == db, da, np.where(known, sel, -1))
+            if isinstance(c, FragVal) and c.cond is not None:
+                # an element whose condition is decided (ave.coord against constants: a
+                # row or column picked at compile time) is the side it picks, not the join
+                # of both (row=⊤ for where(coord < 0, y, x), which is x everywhere; and a
+                # witness at an element the condition decides right; a review helper)
+                tr = self.conds.truth(c.cond)
+                if (tr <= 1).any():
+                    tags = tags.copy()      # (join may share its inputs' arrays)
+                    for side, sel_t in ((fa.tags, tr == 0), (fb.tags, tr == 1)):
+                        if sel_t.any():
+                            idx = np.nonzero(sel_t)[0]
+                            tags.put(idx, side.take(idx))
             varies = any(isinstance(x, FragVal) and x.varies for x in (c, a, b)) or \
                 self._scalars_vary(op)
             if varies and tags.data is not None:
@@ -2398,8 +2414,18 @@ class Engine:
                 else:
                     vals.append(SymInt(np.repeat(x.key, V), np.repeat(x.conc, V)))
             ival = sym_binop(self.tab, name, vals[0], vals[1])
+        cond = None
+        if name == "cmp":
+            iv = [x.ival if isinstance(x, FragVal) else
+                  SymInt(np.repeat(x.key, V), np.repeat(x.conc, V)) if isinstance(x, SymInt)
+                  and np.shape(x.key) == (self.T,) else None for x in xs]
+            if iv[0] is not None and iv[1] is not None:
+                cond = self.conds.rows(sym_compare(self.tab, self.conds, op.attrs["pred"],
+                                                   iv[0], iv[1]), tags.n)
+        elif name == "and" and all(isinstance(x, FragVal) and x.cond is not None for x in xs):
+            cond = self.conds.conj_arrays(xs[0].cond, xs[1].cond)
         return FragVal(tags, V, ival, varies=any(f.varies for f in frs) or
-                       self._scalars_vary(op))
+                       self._scalars_vary(op), cond=cond)
 
     def _scalars_vary(self, op: Op) -> bool:
         """A scalar operand of a fragment op differs across threads (see FragVal.varies),

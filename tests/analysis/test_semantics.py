@@ -468,3 +468,41 @@ def k(A: ave.Tensor[ave.f32, 2], I: ave.Tensor[ave.i32, 1], C: ave.Tensor[ave.f3
     C = np.zeros((64, 4), np.float32)
     assert run(k, (1,), [A, I, C], provenance=True).diagnostics == []
     np.testing.assert_array_equal(C[0], A[v])
+
+
+@pytest.mark.parametrize("mode", [0, 1])
+def test_where_on_a_coordinate_condition_picks_per_element(mode):
+    # ave.where(coord(row) < 0, y, x) is x everywhere: it was the join of both (row=⊤,
+    # a false AVE201); where(coord(col) < 31, x, y) is wrong in column 31 only, and the
+    # witness named C[0, 0], which is right (a review helper). L: thread t holds the
+    # colex indices t + 128 v of the 32 x 32 tile, so column 31 (indices 992..1023) is
+    # held by threads 96..127, row 0 by thread 96 (v = 7).
+    import numpy as np
+    from ave_core.interp import run
+    cond = ("ave.where(ave.coord((32, 32), 0, L) < 0, y, x)" if mode == 0 else
+            "ave.where(ave.coord((32, 32), 1, L) < 31, x, y)")
+    text = f'''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.f32, 2], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, n: ave.label(row=m, col=n))
+    C = ave.tag(C, lambda m, n: ave.label(row=m, col=n))
+    L = ave.tv_layout(ave.layout(128, 1), ave.layout(8, 128), (32, 32))
+    x = ave.load(A[0:32, 0:32], L)
+    y = ave.load(A[1:33, 0:32], L)
+    ave.store(C[0:32, 0:32], {cond})
+'''
+    k = compile_source(text, "t.py").kernels[0]
+    diags = analyze(k).diagnostics
+    A = np.random.default_rng(2).random((33, 32)).astype(np.float32)
+    C = np.zeros((32, 32), np.float32)
+    assert run(k, (1,), [A, C], provenance=True).diagnostics == []
+    wrong = np.argwhere(C != A[:32])
+    if mode == 0:
+        assert diags == [] and wrong.size == 0
+        return
+    assert sorted(set(wrong[:, 1].tolist())) == [31]
+    (d,) = diags
+    assert d.code == "AVE201" and "thread 96 (warp 3, lane 0)" in d.message
+    assert "holds row=1 (A[row=1, col=31]) but the destination holds row=0 " \
+        "(C[row=0, col=31])" in d.message
