@@ -641,22 +641,41 @@ class Engine:
 
     def _arm_possible(self, row: np.ndarray) -> int | None:
         """The only arm sizes allow a uniform condition ``row`` to take (0 then, 1 else),
-        or None when both are possible (or z3 cannot tell within its budget)."""
+        or None when both are possible (or z3 cannot tell within its budget). Under the
+        conditions of the enclosing uniform branches' arms (``if K < 32:`` inside ``if K >
+        64:`` has no then-arm); the answer is kept for the solver's life (every trip-count
+        variant asks the same)."""
         sv = self.solver
         z3 = sv.z3
         ids = list(self._cond_ids(row))
         if not ids:
             return None
+        path = tuple((b.arm, b.cond_row.tobytes()) for b in self.runtime_branches
+                     if b.uniform and b.cond_row is not None)
+        memo = sv.__dict__.setdefault("_arm_memo", {})
+        key = (row.tobytes(), path)
+        if key in memo:
+            return memo[key]
+        terms = []
+        for b in self.runtime_branches:
+            if b.uniform and b.cond_row is not None:
+                bi = list(self._cond_ids(b.cond_row))
+                if bi:
+                    bc = sv.cond(bi)
+                    terms.append(bc if b.arm == 0 else z3.Not(bc))
         c = sv.cond(ids)
+        out = None
         for arm, term in ((1, c), (0, z3.Not(c))):
             with sv.timed():
                 sv.queries += 1
                 s = z3.Solver(ctx=sv.ctx)
                 s.set("timeout", sv.timeout_ms)
-                s.add(*sv._domain, term)
+                s.add(*sv._domain, *terms, term)
                 if s.check() == z3.unsat:
-                    return arm          # the condition cannot hold (fail): the other arm
-        return None
+                    out = arm           # the condition cannot hold (fail): the other arm
+                    break
+        memo[key] = out
+        return out
 
     def branch_guard(self, threads: np.ndarray) -> np.ndarray | None:
         """Per element (made by ``threads``), the conditions of the enclosing branches on
@@ -3327,7 +3346,11 @@ class Engine:
                 taken = next((b.arm for b in self.runtime_branches
                               if b.cond_row is not None and np.array_equal(b.cond_row, rows)),
                              None)
-                if taken is None and tags_fork:
+                if taken is None and (tags_fork or _checks_in(op)):
+                    # (also arms with an assertion, an MMA or a copy: an impossible arm's
+                    # were reported -- `if K == 0:` with sizes >= 1, or `if K < 32:` inside
+                    # `if K > 64:`; a review helper. Not arms of arithmetic only, whose
+                    # query would cost time for nothing to report)
                     taken = self._arm_possible(rows)
                 if taken is not None:
                     if taken == 0:
@@ -3564,6 +3587,17 @@ def _forkable(op: Op) -> bool:
     asynchronous copies (see ``Engine.op_scf_if``)."""
     names = {o.name for o in _region_ops(op)}
     return bool(names & _RACE_OPS) and not names & _ASYNC_OPS
+
+
+#: ops whose execution can be reported (a check, a memory access, an MMA)
+_CHECKED_OPS = frozenset({"ave.assert_conform", "ave.assert_disjoint", "ave.mma", "ave.load",
+                          "ave.store", "ave.copy", "ave.copy_async", "ave.wait_async",
+                          "ave.barrier"})
+
+
+def _checks_in(op: Op) -> bool:
+    """An ``scf.if`` with an op in an arm that can be reported (:data:`_CHECKED_OPS`)."""
+    return any(o.name in _CHECKED_OPS for o in _region_ops(op))
 
 
 def _leading_barrier(region: Any) -> bool:

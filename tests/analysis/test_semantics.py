@@ -506,3 +506,40 @@ def k(A: ave.Tensor[ave.f32, 2], C: ave.Tensor[ave.f32, 2]):
     assert d.code == "AVE201" and "thread 96 (warp 3, lane 0)" in d.message
     assert "holds row=1 (A[row=1, col=31]) but the destination holds row=0 " \
         "(C[row=0, col=31])" in d.message
+
+
+@pytest.mark.parametrize("outer,inner,reported", [
+    ("K == 0", None, False),         # sizes are >= 1: the arm never runs
+    ("K > 64", "K < 32", False),     # impossible under the enclosing arm
+    ("K > 64", "K < 96", True),      # possible: K = 65
+    ("K > 64", None, True)])
+@pytest.mark.parametrize("what", ["disjoint", "mma"])
+def test_an_arm_no_size_reaches_reports_nothing(outer, inner, reported, what):
+    # The arm's assertion (or MMA of misaligned operands) was reported although no launch
+    # runs it: impossible arms were pruned only when they touched shared memory, and
+    # without the enclosing arms' conditions (a review helper).
+    body = ("ave.assert_disjoint(s[0], s[0])" if what == "disjoint" else
+            "acc = ave.mma(ave.load(A[0:64, 0:16], tiled.a), "
+            "ave.load(B[16:32, 0:64], tiled.b), acc, tiled)")
+    arm = f"    if {outer}:\n"
+    ind = "        "
+    if inner:
+        arm += f"        if {inner}:\n"
+        ind += "    "
+    text = ('''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    K = A.shape[1]
+    s = ave.alloc((2, 64, 32), ave.bf16)
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 16))
+    acc = ave.zeros((64, 64), ave.f32, tiled.c)
+''' + arm + ind + body + "\n    ave.store(C[0:64, 0:64], acc)\n")
+    res = compile_source(text, "t.py")
+    assert res.diagnostics == []
+    codes = {d.code for d in analyze(res.kernels[0]).diagnostics}
+    want = "AVE202" if what == "disjoint" else "AVE201"
+    assert (want in codes) == reported, codes
