@@ -375,7 +375,10 @@ def _record(k: Any, spec: dict | None, summary: tuple, diags: list[Diagnostic],
     for d in kdiags:
         key = (d.code, d.file, d.range)
         if key in seen:
-            seen[key].notes.append(f"also in the specialization {cfg}")
+            # (with what it found there when that differs: another field, tensor or
+            # witness was dropped under "also in"; a review helper)
+            seen[key].notes.append(f"also in the specialization {cfg}" + (
+                f", there: {d.message}" if d.message != seen[key].message else ""))
             if d.fix is not None:
                 from ave_core.analysis import merge_wait_fixes
                 merge_wait_fixes(seen[key], d)

@@ -552,3 +552,18 @@ def test_dangling_symlink_in_a_directory_is_skipped(tmp_path):
     assert iter_python_files([str(tmp_path)]) == [str(tmp_path / "ok.py")]
     (d,) = check_file(str(tmp_path / "dangling.py")).diagnostics
     assert d.code == "AVE901"
+
+
+def test_also_in_another_specialization_says_what_it_found_there():
+    # One finding per (code, file, range) across specializations: a second one with
+    # another message (configs[2] pairs A's rows with A's rows, configs[1] a wrong
+    # k-tile) was only "also in the specialization configs[2]", its witness dropped (a
+    # review helper). Equal messages still get the short note.
+    path = os.path.join(os.path.dirname(__file__), "data", "also_in_spec.py")
+    (d,) = [d for d in check_file(path).diagnostics if d.code == "AVE201"
+            and "MMA operand pairing" in d.message]
+    assert "B holds k=16 (B[k=16, col=0])" in d.message
+    also = [n for n in d.notes if n.startswith("also in the specialization configs[2]")]
+    assert also == ["also in the specialization configs[2], there: MMA operand pairing "
+                    "violated: thread 0 (warp 0, lane 0): A holds row=0 (A[row=0, k=0]) but "
+                    "B holds row=8 (A[row=8, k=0])"], d.notes
