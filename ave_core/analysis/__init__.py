@@ -378,7 +378,10 @@ def _diagnose(kernel: KernelIR, r: AssertionResult) -> list[Diagnostic]:
             msg = (f"assert_disjoint violated{': ' + loops if loops else ''}: both tiles cover "
                    f"shared byte {w.get('byte')} ({w.get('overlap_bytes')} bytes overlap; "
                    f"x{w['coordinates']['x']} and y{w['coordinates']['y']})")
-            return [Diagnostic("AVE202", msg, r.loc.file, r.loc.range, witness=_schema_witness(w))]
+            # (the sizes and trip counts it was found with, as every witness diagnostic:
+            # AVE202 had neither; a review helper)
+            return [Diagnostic("AVE202", msg, r.loc.file, r.loc.range, notes=_witness_notes(w),
+                               witness=_schema_witness(w))]
         if r.kind == "accumulate":
             return [_diagnose_accumulate(r, w)]
         ops = w.get("operands", {})

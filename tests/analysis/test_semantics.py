@@ -543,3 +543,19 @@ def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.
     codes = {d.code for d in analyze(res.kernels[0]).diagnostics}
     want = "AVE202" if what == "disjoint" else "AVE201"
     assert (want in codes) == reported, codes
+
+
+def test_disjoint_violation_notes_its_trip_counts():
+    # AVE202 left out the notes every witness diagnostic carries (a review helper)
+    text = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2]):
+    s = ave.alloc((3, 64, 32), ave.bf16)
+    for kt in ave.range(0, A.shape[1] // 32):
+        ave.assert_disjoint(s[kt % 3], s[(kt + 1) % 2])
+'''
+    # stages kt % 3 and (kt + 1) % 2: 0/1, 1/0, 2/1, then 0/0 at kt = 3 (4 trips)
+    (d,) = analyze(compile_source(text, "t.py").kernels[0]).diagnostics
+    assert d.code == "AVE202" and d.message.startswith("assert_disjoint violated: kt=3:")
+    assert "found with runtime trip counts kt=4" in d.notes, d.notes
