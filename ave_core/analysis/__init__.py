@@ -195,7 +195,9 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
         results[("limit",)] = AssertionResult("analysis", loc, "unknown", reason=str(e),
                                               trip_bound=bound)
     for r in results.values():
-        if r.status == "proved" and r.compared and r.covered == 0:
+        # (compared == 0: a store whose mask excludes every element was "proved",
+        # coverage 0.0, having checked nothing; a review helper)
+        if r.status == "proved" and r.covered == 0 and r.kind != "analysis":
             r.status = "vacuous"
     out.assertions = sorted(results.values(), key=lambda r: (r.loc.range.start, r.kind))
     out.diagnostics = [d for r in out.assertions for d in _diagnose(kernel, r)]
@@ -418,6 +420,10 @@ def _diagnose(kernel: KernelIR, r: AssertionResult) -> list[Diagnostic]:
         return [Diagnostic("AVE205", f"{r.kind} could not be decided: {r.reason}", r.loc.file,
                            r.loc.range)]
     if r.status == "vacuous":
+        if not r.compared:
+            return [Diagnostic("AVE204", f"{r.kind} compares no element: it proves nothing "
+                               "(its mask excludes every element, or it never runs)",
+                               r.loc.file, r.loc.range)]
         return [Diagnostic("AVE204", f"{r.kind} compares only untagged (⊥) elements: it proves "
                            "nothing (tag the tensors its operands come from)", r.loc.file,
                            r.loc.range)]

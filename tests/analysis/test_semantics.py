@@ -559,3 +559,33 @@ def k(A: ave.Tensor[ave.bf16, 2]):
     (d,) = analyze(compile_source(text, "t.py").kernels[0]).diagnostics
     assert d.code == "AVE202" and d.message.startswith("assert_disjoint violated: kt=3:")
     assert "found with runtime trip counts kt=4" in d.notes, d.notes
+
+
+@pytest.mark.parametrize("mask,status", [("m < 0", "vacuous"), ("m > 100", "vacuous"),
+                                         ("m < 64", "proved")])
+def test_an_assertion_that_compares_nothing_is_vacuous(mask, status):
+    # A store into tagged C whose mask excludes every element checked nothing, yet was
+    # "proved" with coverage 0.0 (a review helper): AVE204, saying why
+    text = f'''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    C = ave.tag(C, lambda m, n: ave.label(row=m, col=n))
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 16))
+    acc = ave.zeros((64, 64), ave.f32, tiled.c)
+    acc = ave.mma(ave.load(A[0:64, 0:16], tiled.a), ave.load(B[0:16, 0:64], tiled.b), acc,
+                  tiled)
+    ave.store(C[0:64, 0:64], acc, mask=lambda m, n: {mask})
+'''
+    a = analyze(compile_source(text, "t.py").kernels[0])
+    (st,) = [r for r in a.assertions if r.kind == "store"]
+    assert st.status == status
+    if status == "vacuous":
+        assert st.compared == 0
+        (d,) = [d for d in a.diagnostics if d.code == "AVE204"]
+        assert "compares no element" in d.message
+    else:
+        assert not any(d.code == "AVE204" for d in a.diagnostics)
