@@ -2690,18 +2690,24 @@ class Engine:
         C fragment. The k-steps of one MMA chain usually meet the same row and column tags
         (Q's rows and K's keys for every k-slice of the head dimension): then the previous
         k-step's products are reused (their ``moved`` is overwritten by the caller)."""
-        cur = (row.code, row.cond, row.src, row.via, col.code, col.cond, col.src, col.via,
-               ri, ci)
+        cur = (row.code, row.cond, row.src, col.code, col.cond, col.src, ri, ci)
         recent = self._mma_last.setdefault(id(tiled), [])
         for last in recent:
             if last[0] is tiled and all(x is y or np.array_equal(x, y)
                                         for x, y in zip(last[1], cur)):
-                p = last[2]
-                return Tags(p.code, p.cond, p.src, np.full(p.n, -1, np.int32), p.via)
+                # the same rows and columns (every k-step of a chain, and every k-tile of a
+                # pipeline: A's rows and B's columns again): the products' fields, guards
+                # and origins again; only where the operands last moved (``via``: another
+                # copy each k-tile) is A's own (was part of the key: recomputed every
+                # iteration)
+                p, pvia = last[2], last[3]
+                via = p.via if row.via is pvia or np.array_equal(row.via, pvia) \
+                    else rows_take(row.via, ri)
+                return Tags(p.code, p.cond, p.src, np.full(p.n, -1, np.int32), via)
         new = agree([row.take(ri), col.take(ci)], self.conds)
         # the last two: two chains of one tiled MMA interleaved (O's two column halves in
         # flash attention: the same V columns every iteration)
-        recent.insert(0, (tiled, cur, new))
+        recent.insert(0, (tiled, cur, new, row.via))
         del recent[2:]
         return new
 
