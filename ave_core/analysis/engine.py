@@ -596,6 +596,7 @@ class Engine:
             self._exec_top(self.k.body.ops, 0)
         else:
             self.exec_block(self.k.body)
+            self._retire_at_exit()
 
     # ------------------------------------------------------------------ incremental variants
 
@@ -888,6 +889,7 @@ class Engine:
                 # journal only what a later variant may undo
                 self.journal = self._jlist if i >= floor else None
                 self._step(op)
+            self._retire_at_exit()
         finally:
             self.journal = None
 
@@ -1910,6 +1912,20 @@ class Engine:
                                             keep)
                 # (issued under a branch whose arms share one state: it may not have been)
                 self._smem_write(byts, t, weak=weak, threads=thr)
+
+    def _retire_at_exit(self) -> None:
+        """The kernel ends: the asynchronous copies no ``ave.wait_async`` retired still
+        land (the hardware completes them), so they race like retired ones with the
+        accesses of other threads since their issue -- a copy left in flight over bytes
+        another thread wrote was no finding at all (the interpreter's AVE304 reports it;
+        a review helper's differential test). Nothing reads their bytes after the end:
+        the tags are not written. Journaled like any op of the variant's end."""
+        for byts, t, thr, issued, weak, keep in [p for g in self.groups for p in g] + \
+                list(self.open_group):
+            if issued is not None:
+                self.races.retire_async(byts, thr, None, issued,
+                                        self._differs(byts, t, issued[0] == self.races.epoch),
+                                        keep)
 
     def wait_needed(self, gran: int) -> tuple[int, bool]:
         """For an asynchronous copy into granule ``gran`` still in flight: the

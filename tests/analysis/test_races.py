@@ -2024,3 +2024,29 @@ def test_an_allocation_inside_a_runtime_loop_is_one_buffer(end, race):
         return
     assert dyn, "the interpreter sees the race too"
     assert d.witness["byte"] == 4 and [t["thread"] for t in d.witness["threads"]] == [0, 1]
+
+
+@pytest.mark.parametrize("tail", ["", "    ave.wait_async(0)\n"])
+def test_a_copy_still_in_flight_at_the_end_still_lands(tail):
+    # s is written transposed (thread t: column t), then a cp.async writes it row-major
+    # (16-byte vectors: thread t row t // 8, columns 4 (t % 8)..); without a wait the copy
+    # was never retired, so it took part in no race check (a review helper's differential
+    # test against the interpreter). Byte 4 is s[0, 1]: thread 1's transposed write, then
+    # thread 0's copy.
+    k = _k('''import ave_core.lang as ave
+
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    s = ave.alloc((32, 32), ave.f32, space="shared")
+    ave.copy(ave.transpose(X[0:32, 0:32]), s, vector_bytes=4)
+    ave.copy_async(X[0:32, 0:32], s, vector_bytes=16)
+    ave.commit_async()
+''' + tail)
+    X = np.random.default_rng(4).random((32, 32)).astype(np.float32)
+    res = run(k, (1,), [X, np.zeros((32, 32), np.float32)])
+    dyn = [x.message for x in res.diagnostics if x.code == "AVE304"]
+    d = _race_or_none(k, dyn, True)
+    assert dyn
+    assert d.witness["byte"] == 4 and [t["thread"] for t in d.witness["threads"]] == [0, 1]
+    assert "writes shared byte 4 after a write of other data by thread 1" in d.message
