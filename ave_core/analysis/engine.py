@@ -1960,6 +1960,11 @@ class Engine:
             miss = int(np.argmax(~self.active))
             self.divergent.append((op, self.loops, reach, miss, self._ifs[-1] if self._ifs
                                    else None, None))
+            if self.runtime_branches and not all(b.forked for b in self.runtime_branches):
+                # (inside an arm of a runtime branch whose paths share one race state, it
+                # may not run at all: ending the epoch hid the race on the path that skips
+                # the arm; a review helper's differential test)
+                return
         elif self.runtime_branches and not all(b.forked for b in self.runtime_branches):
             branches = tuple(self.runtime_branches)
             if not self._always_reached(branches):

@@ -2050,3 +2050,32 @@ def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
     assert dyn
     assert d.witness["byte"] == 4 and [t["thread"] for t in d.witness["threads"]] == [0, 1]
     assert "writes shared byte 4 after a write of other data by thread 1" in d.message
+
+
+def test_a_divergent_barrier_in_a_runtime_arm_ends_no_epoch():
+    # The arm (X.shape[0] > 64) holds a commit_async, so its paths share one race state;
+    # the barrier only warp 0 reaches (AVE209) ended the epoch there, so the race on the
+    # path that skips the arm (no barrier at all: the interpreter at 32 rows) was hidden
+    # (a review helper's differential test). Byte 128 is s[1, 0]: written by thread 8
+    # (16-byte vectors, 8 per row), read transposed by thread 1.
+    k = _k('''import ave_core.lang as ave
+
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    s = ave.alloc((32, 32), ave.f32, space="shared")
+    ave.copy(X[0:32, 0:32], s, vector_bytes=16)
+    if X.shape[0] > 64:
+        if ave.warp_id() == 0:
+            ave.barrier()
+        ave.commit_async()
+    ave.copy(ave.transpose(s), Y[0:32, 0:32], vector_bytes=4)
+''')
+    X = np.random.default_rng(6).random((32, 32)).astype(np.float32)
+    res = run(k, (1,), [X, np.zeros((32, 32), np.float32)])
+    assert any("byte 128: written by thread 8 and read by thread 1" in x.message
+               for x in res.diagnostics if x.code == "AVE304")
+    codes = {d.code for d in analyze(k).diagnostics}
+    (d,) = _races(k)
+    assert codes == {"AVE207", "AVE209"}
+    assert d.witness["byte"] == 128 and [t["thread"] for t in d.witness["threads"]] == [1, 8]
