@@ -223,6 +223,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
         out.diagnostics.append(_race_diagnostic(rf, w))
     for (f, rng), w in sorted(oob.items(), key=lambda kv: kv[0][1].start):
         out.diagnostics.append(_oob_diagnostic(w, kernel))
+    _add_call_sites(kernel, out.diagnostics)
     solver.close()
     # propagate_s: the engine (tag propagation and checks) without the time in z3;
     # solve_s: every z3 query (the engine's, the bounds search's, the canonical witnesses')
@@ -231,6 +232,30 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                    "solver_queries": solver.queries}
     return out
 
+
+
+def _add_call_sites(kernel: KernelIR, diags: list[Diagnostic]) -> None:
+    """A finding inside a helper inlined from another file gets, as its first related
+    location, the call in the kernel's file (the outermost call of the chain): the editor
+    shows it there and a ``# ave: ignore`` there suppresses it (docs/lsp.md). Without it
+    the editor showed the finding at its first related location in the file -- the
+    ``ave.tag`` line, or the top of the file -- and the call site's comment did nothing
+    (a review helper)."""
+    calls: dict = {}
+    for op in kernel.walk():
+        chain = getattr(op.loc, "inlined_from", ()) or ()
+        if chain:
+            calls.setdefault((op.loc.file, op.loc.range), chain[0])
+    if not calls:
+        return
+    for d in diags:
+        site = calls.get((d.file, d.range)) if d.file != kernel.file else None
+        if site is None or site.file == d.file:
+            continue
+        if not any(r.location.file == site.file and r.location.range == site.range
+                   for r in d.related):
+            d.related.insert(0, Related(Location(site.file, site.range),
+                                        "the call of the helper it is in"))
 
 
 def _witness_notes(w: dict) -> list[str]:

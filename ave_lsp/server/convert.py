@@ -184,10 +184,21 @@ def to_lsp(diagnostics: Iterable[Diagnostic], *, path: str, uri: str, text: str,
     A diagnostic pointing into another file (a helper inlined from elsewhere) is shown
     in this document at its first related location here (the call site), or at the
     top of the file, with the other file's location prefixed to the message and first
-    in ``relatedInformation``.
+    in ``relatedInformation``. It is suppressed by a comment on that line here, or on its
+    own line in the other file (read from disk), as ``ave-lsp --check`` does (the editor
+    ignored the helper file's comment; a review helper).
     """
     comments: LineComments | None = None
     out: list[types.Diagnostic] = []
+    others: dict[str, LineComments | None] = {}
+
+    def other_comments(f: str) -> LineComments | None:
+        if f not in others:
+            from ave_core.check import read_source
+            src = None if f.startswith("<") else read_source(
+                f if os.path.isabs(f) or not root else os.path.join(root, f))[0]
+            others[f] = LineComments.of(src) if src is not None else None
+        return others[f]
 
     def file_uri(f: str) -> str:
         if _same_file(f, path):
@@ -214,6 +225,9 @@ def to_lsp(diagnostics: Iterable[Diagnostic], *, path: str, uri: str, text: str,
             rng = _range(here.location.range) if here else types.Range(
                 types.Position(0, 0), types.Position(0, 0))
             message = f"{where}: {message}"
+            oc = other_comments(d.file)
+            if oc is not None and oc.is_suppressed(d.range.start.line, d.code):
+                continue
         if comments is None:
             comments = LineComments.of(text)
         if comments.is_suppressed(rng.start.line, d.code):

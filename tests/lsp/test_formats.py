@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 import shutil
+import subprocess
 import sys
 import types
 from pathlib import Path
@@ -543,3 +544,53 @@ def test_sarif_fix_replacement_of_a_range(tmp_path):
     assert _apply(text, rep) == text.replace("(64, 64)", "(64, 32)")
     stale = dict(diag, fix=dict(fix, old="48"))
     assert sarif.sarif_fixes(stale, sarif.Sources(), str(tmp_path)) == []
+
+
+_HELPER = """import ave_core.lang as ave
+
+
+def stage(A, s, BM, BK, tiled):
+    ave.copy(A[0:BM, 0:BK], s, vector_bytes=16)
+    a = ave.ldmatrix(s, tiled.a){H}
+    return a
+"""
+_CALLER = """import ave_core.lang as ave
+from h3 import stage
+
+
+@ave.kernel(threads=128)
+def kern(A: ave.Tensor[ave.bf16, 2], BM: ave.constexpr = 64, BK: ave.constexpr = 32):
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 32))
+    s = ave.alloc((BM, BK), ave.bf16, space="shared")
+    a = stage(A, s, BM, BK, tiled){K}
+"""
+
+
+@pytest.mark.parametrize("where", ["none", "call", "helper"])
+def test_a_helper_finding_is_shown_and_suppressed_at_its_call(tmp_path, where):
+    # A race inside a helper of another file: the editor showed it at the top of the
+    # kernel's file (its first related location there), '# ave: ignore' on the call did
+    # nothing, and a comment on the helper's own line worked for --check only (a review
+    # helper). Now: the call (line 9, 0-based) is its first related location, the
+    # editor's range, and a comment there or on the helper's line drops it in both.
+    from ave_lsp.server.server import _check_in_worker
+    from ave_lsp.server.settings import Settings
+
+    (tmp_path / "h3.py").write_text(_HELPER.replace(
+        "{H}", "  # ave: ignore[AVE207]" if where == "helper" else ""), "utf-8")
+    k = tmp_path / "k3.py"
+    k.write_text(_CALLER.replace("{K}", "  # ave: ignore" if where == "call" else ""),
+                 "utf-8")
+    out = _check_in_worker(k.as_uri(), str(k), k.read_text("utf-8"), str(tmp_path),
+                           Settings())
+    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", str(k), "-j1"],
+                       capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+    if where != "none":
+        assert out.items == [] and "1 suppressed" in p.stdout, (out.items, p.stdout)
+        return
+    (d,) = out.items
+    assert d.code == "AVE207" and d.range.start.line == 9
+    assert d.message.startswith("h3.py:6:9: shared-memory race")
+    assert d.related_information[1].message == "the call of the helper it is in"
+    assert "k3.py:10:9: related: the call of the helper it is in" in p.stdout
