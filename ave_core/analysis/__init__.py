@@ -466,16 +466,14 @@ def _diagnose_accumulate(r: AssertionResult, w: dict) -> Diagnostic:
         f"{k}={vals[0]}..{vals[-1]}" for k in loops for vals in [[c[k] for c in chain if k in c]])
     if w.get("what") == "twice":
         a, b = w["mma_loops"].get("first", {}), w["mma_loops"].get("again", {})
-        pts = w.get("program_points", [])
-
         def at(loops: dict, i: int) -> str:
-            # the loop iteration, or (an MMA outside every loop) its line: "at once and
-            # again at again" named neither (a review helper)
+            # the loop iteration, or an MMA outside every loop ("at once and again at
+            # again" named neither; a review helper). No line number: the related
+            # locations give it, and a message that names a line changes when lines are
+            # added above (--watch called the finding new and fixed; another review)
             if loops:
                 return "at " + ", ".join(f"{k}={x}" for k, x in loops.items())
-            if i < len(pts):
-                return f"by the MMA at line {pts[i]['range']['start']['line'] + 1}"
-            return "by another MMA"
+            return "by an MMA outside every loop"
         msg = (f"accumulation repeats {f}={v}: {_fmt_threads(w)} accumulates it into acc{acc} "
                f"{at(a, 0)} and again {at(b, 1)}")
     else:
