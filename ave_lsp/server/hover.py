@@ -235,7 +235,11 @@ class HoverIndex:
         before = [c for c in cands if c.end <= wrange.start]
         if before:
             return before[-1]
-        return cands[0]
+        # (no definition of the name before it here: a value a helper of another file
+        # returned -- its ops carry the helper's names -- so a later definition of the same
+        # name is not this one: it was shown instead, 64x64 for a 64x32 tile; a review
+        # helper. A kernel parameter is defined before everything.)
+        return cands[0] if cands[0].op is None else None
 
     def _describe(self, word: str, c: _Cand) -> str:
         """Hover markdown of a candidate (from :meth:`_facts`)."""
@@ -266,6 +270,9 @@ class HoverIndex:
             f.dtype, f.shape = str(t.dtype), _shape(t.shape)
             f.memory = t.space + (f" ({t.reg_class})" if t.reg_class else "")
             f.layout = repr(t.layout) if t.layout is not None else None
+            sub = _sub_layout(c.value, t) if t.space != "global" else None
+            if sub is not None:
+                f.layout = sub
             rows.append(("dtype", f"`{t.dtype}`"))
             rows.append(("shape", f"`{f.shape}`"))
             rows.append(("memory", f.memory))
@@ -342,6 +349,42 @@ class HoverIndex:
 
 def _shape(shape: tuple) -> str:
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _sub_layout(value: Any, t: Any) -> str | None:
+    """The layout of a slice or transpose of a shared tile, as its own: the allocation's
+    swizzle composed with the element offset of the slice and the kept dimensions'
+    shape:stride (``sA[1]`` of ``Sw<2,3,3> o 0 o (3,128,32):(4096,32,1)`` is ``Sw<2,3,3> o
+    4096 o (128,32):(32,1)``; its type carries the allocation's layout, which hover
+    showed as the slice's; a review helper). An offset chosen at run time (a stage
+    index) reads ``o ? o``. None when the value is no slice of an affine layout."""
+    from ave_core.compiler.frontend import _tile_geometry
+    from ave_core.compiler.ir import Op
+    from ave_core.lang.layout import ComposedLayout, Layout
+
+    owner = getattr(value, "owner", None)
+    if not (isinstance(owner, Op) and owner.name in ("ave.subtile", "ave.transpose")):
+        return None
+    try:
+        geo = _tile_geometry(value)
+    except Exception:  # noqa: BLE001 - hover shows the type's layout then
+        return None
+    if geo is None:
+        return None
+    base, _, origins, dims = geo
+    swz, off0, inner = (base.outer, base.offset, base.inner) \
+        if isinstance(base, ComposedLayout) else (None, 0, base)
+    if not isinstance(inner, Layout) or not all(isinstance(x, int) for x in inner.shape) \
+            or not all(isinstance(x, int) for x in inner.stride) or len(dims) != len(t.shape):
+        return None
+    stride = inner.stride
+    if all(len(o) == 1 for o in origins):
+        off: Any = off0 + sum(o[0] * stride[d] for d, o in enumerate(origins))
+    else:
+        off = "?"
+    lay = repr(Layout(tuple(t.shape), tuple(stride[d] for d in dims)))
+    return f"{swz!r} o {off} o {lay}" if swz is not None else \
+        (lay if off == 0 else f"{off} + {lay}")
 
 
 def _spec_name(k: Any) -> str:

@@ -254,3 +254,36 @@ def test_incremental_edits_follow_lsp_positions(src, rng, text, want):
     doc.apply_change(types.TextDocumentContentChangePartial(
         range=types.Range(types.Position(sl, sc), types.Position(el, ec)), text=text))
     assert doc.source == want
+
+
+def test_hover_of_slices_and_helper_results(tmp_path):
+    # A slice or transpose of a shared tile showed the allocation's layout (its type
+    # carries it), and a name bound to a helper's result (its ops carry the helper's
+    # names) showed the *later* definition of the same name: 64x64 for a 64x32 tile (a
+    # review helper). Now the slice's own layout, and nothing rather than a wrong one.
+    from ave_lsp.server.hover import build_index
+
+    (tmp_path / "helpers.py").write_text(
+        "import ave_core.lang as ave\n\n\ndef load_tile(src, BM, BK):\n"
+        "    sX = ave.alloc((BM, BK), ave.bf16, space=\"shared\")\n"
+        "    ave.copy(src, sX, vector_bytes=16)\n    ave.barrier()\n    return sX\n", "utf-8")
+    text = ("import ave_core.lang as ave\nfrom helpers import load_tile\n\n\n"
+            "@ave.kernel(threads=128)\n"
+            "def kern(A: ave.Tensor[ave.bf16, 2], BM: ave.constexpr = 64, "
+            "BK: ave.constexpr = 32):\n"
+            "    sA = load_tile(A[0:BM, 0:BK], BM, BK)\n"          # line 6
+            "    sub = sA[0:16, :]\n"                              # line 7
+            "    s3 = ave.alloc((3, BM, BK), ave.bf16, space=\"shared\",\n"
+            "                   layout=ave.swizzled(ave.swizzle(2, 3, 3), "
+            "ave.row_major((3, BM, BK))))\n"
+            "    cur = s3[1]\n"                                    # line 10
+            "    curT = cur.T\n"                                   # line 11
+            "    sA = ave.alloc((BM, 2 * BK), ave.bf16, space=\"shared\")\n")
+    path = str(tmp_path / "k.py")
+    idx = build_index(text, path, str(tmp_path))
+    hints = {h[0].line: h[1] for h in idx.inlay_hints(0, 20)}
+    assert hints[7] == "bf16 (16, 32) shared · (16,32):(32,1)"
+    assert hints[10] == "bf16 (64, 32) shared · Sw<2,3,3> o 2048 o (64,32):(32,1)"
+    assert hints[11] == "bf16 (32, 64) shared · Sw<2,3,3> o 2048 o (32,64):(1,32)"
+    assert idx.hover(6, 5) is None                  # sA = load_tile(...): not the 64x64
+    assert "(64, 64)" in idx.hover(12, 5)[0]        # the later sA is the 64x64 one
