@@ -911,8 +911,19 @@ def create_server() -> AveLanguageServer:
                 ls.docs[uri] = _Doc(uri)
             if not ls.checking_current(uri):
                 ls.schedule(uri, 0.0)
-        for dep in ls.dependents(uri):       # kernels built from the saved helper
+        deps = ls.dependents(uri)
+        for dep in deps:                     # kernels built from the saved helper
+            # (their hover facts and inlay hints come from the helper too: the index was
+            # kept by the document's version and went stale; a review helper)
+            st = ls.docs.get(dep)
+            if st is not None:
+                st.hover = None
             ls.schedule(dep, 0.0)
+        if deps and ls._client_can("workspace", "inlay_hint", "refresh_support"):
+            try:
+                ls.workspace_inlay_hint_refresh(None)
+            except Exception as e:  # noqa: BLE001 - the hints update on the next edit
+                logger.info("could not refresh inlay hints: %s", e)
 
     @server.feature(types.EXIT)
     def on_exit(ls: AveLanguageServer, *args: Any) -> None:

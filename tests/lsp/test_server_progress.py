@@ -116,6 +116,38 @@ async def test_creating_a_missing_helper_rechecks_its_users(client: LanguageClie
     assert list(again.diagnostics) == [] and again.version == 1
 
 
+async def test_saving_a_helper_refreshes_hover(client: LanguageClient, workspace: Path):
+    """Hover facts of a kernel built from a helper follow the helper's save (the index was
+    kept by the kernel document's version: it still said bf16 after the helper made the
+    tile f32; a review helper)."""
+    helper = ("import ave_core.lang as ave\n\n\ndef make(BM, BK):\n"
+              "    t = ave.alloc((BM, BK), ave.bf16, space=\"shared\")\n    return t\n")
+    huri, htext = new_doc(workspace, "maker.py", helper)
+    kuri, ktext = new_doc(workspace, "uses_maker.py", (
+        "import ave_core.lang as ave\nfrom maker import make\n\n\n"
+        "@ave.kernel(threads=128)\ndef k(A: ave.Tensor[ave.bf16, 2]):\n"
+        "    t = make(64, 32)\n    sub = t[0:16, :]\n"))
+    did_open(client, huri, htext)
+    did_open(client, kuri, ktext)
+    await wait_publish(client, kuri)
+
+    async def hover() -> str:
+        h = await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=kuri),
+            position=types.Position(line=7, character=5)))
+        return h.contents.value
+    assert "`bf16`" in await hover()
+    since = len(client.publishes)
+    f32 = helper.replace("ave.bf16", "ave.f32")
+    (workspace / "maker.py").write_text(f32, "utf-8")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=huri, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=f32)]))
+    did_save(client, huri)
+    await wait_publish(client, kuri, since=since)
+    assert "`f32`" in await hover()
+
+
 async def test_slow_check_shows_progress(client: LanguageClient, workspace: Path):
     """A check running past PROGRESS_AFTER_S (here 0: every check) shows progress: the
     server creates a token, then sends begin, (reports,) end, all before the diagnostics
