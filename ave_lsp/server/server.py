@@ -347,6 +347,10 @@ class AveLanguageServer(LanguageServer):
     def __init__(self) -> None:
         super().__init__(NAME, __version__, protocol_cls=AveProtocol)
         self.settings = Settings()
+        #: the editor's settings of each workspace folder (its path, as root_for gives it)
+        #: where the client has folder-scoped values (VS Code: .vscode/settings.json of a
+        #: multi-root workspace's folder); else ``settings``
+        self.folder_settings: dict[str, Settings] = {}
         self.docs: dict[str, _Doc] = {}
         self._check_pool: ThreadPoolExecutor | None = None
         self.analysis_pools: Any = None          # ave_core.pool.SharedPool, on first check
@@ -427,15 +431,37 @@ class AveLanguageServer(LanguageServer):
         analysis options changed."""
         try:
             if self._client_can("workspace", "configuration"):
+                # the section once without a scope, then once per workspace folder (a
+                # folder's own values: without a scopeUri VS Code answers with the first
+                # folder's, and every other folder's settings were ignored; a review
+                # helper)
+                folders = [(f.uri, to_fs_path(f.uri))
+                           for f in list(self.workspace.folders.values())]
+                folders = [(u, p) for u, p in folders if p]
                 values = await self.workspace_configuration_async(
-                    types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]))
-                self.apply_settings(values[0] if values else None)
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section=SECTION)]
+                                              + [types.ConfigurationItem(scope_uri=u,
+                                                                         section=SECTION)
+                                                 for u, _ in folders]))
+                values = list(values or [])
+                per = {}
+                for (u, p), v in zip(folders, values[1:]):
+                    s, _ = Settings.from_json(v)     # (warnings: logged for the section)
+                    per[p] = s
+                changed = per != self.folder_settings
+                self.folder_settings = per
+                self.apply_settings(values[0] if values else None, force=changed)
         except Exception as e:  # noqa: BLE001 - keep the defaults
             self.log(f"ave-lsp: could not read the settings: {e}", types.MessageType.Warning)
         finally:
             self.settings_event().set()
 
-    def apply_settings(self, value: Any) -> None:
+    def settings_for(self, path: str) -> Settings:
+        """The editor's settings for a file: its workspace folder's, else the section's."""
+        return self.folder_settings.get(self.root_for(path), self.settings) \
+            if self.folder_settings else self.settings
+
+    def apply_settings(self, value: Any, force: bool = False) -> None:
         new, warnings = Settings.from_json(value)
         for w in warnings:
             self.log(f"ave-lsp: {w}", types.MessageType.Warning)
@@ -443,7 +469,7 @@ class AveLanguageServer(LanguageServer):
         def key(s: Settings) -> dict:
             return {k: v for k, v in s.explicit.items()
                     if k not in ("check_on_change", "inlay_hints", "jobs")}
-        if key(old) != key(new):
+        if key(old) != key(new) or force:
             for uri in list(self.docs):
                 self.schedule(uri, 0.0)
         if old.explicit.get("inlay_hints") != new.explicit.get("inlay_hints") and \
@@ -457,9 +483,10 @@ class AveLanguageServer(LanguageServer):
         """``checkOnChange`` for this document ([tool.ave], then the editor)."""
         path = self.path_of(uri)
         try:
-            return self.settings.config_for(path, self.root_for(path))[0].check_on_change
+            return self.settings_for(path).config_for(path, self.root_for(path))[0] \
+                .check_on_change
         except Exception:  # noqa: BLE001 - a bad pyproject.toml: the editor's value
-            return self.settings.check_on_change
+            return self.settings_for(path).check_on_change
 
     def dependents(self, uri: str) -> list[str]:
         """Open documents (other than ``uri``) whose kernels are built from its file, and
@@ -568,7 +595,8 @@ class AveLanguageServer(LanguageServer):
         try:
             if is_python(doc.language_id, path):
                 fut = loop.run_in_executor(self.check_pool(), _check_in_worker,
-                                           st.uri, path, text, root, self.settings,
+                                           st.uri, path, text, root,
+                                           self.settings_for(path),
                                            self.shared_pool(), cancel)
                 outcome = await self._with_progress(fut, path)
             else:
@@ -743,9 +771,10 @@ class AveLanguageServer(LanguageServer):
         """``inlayHints`` for this document ([tool.ave], then the editor)."""
         path = self.path_of(uri)
         try:
-            return self.settings.config_for(path, self.root_for(path))[0].inlay_hints
+            return self.settings_for(path).config_for(path, self.root_for(path))[0] \
+                .inlay_hints
         except Exception:  # noqa: BLE001 - a bad pyproject.toml: the editor's value
-            return self.settings.inlay_hints
+            return self.settings_for(path).inlay_hints
 
     async def inlay_hints(self, params: types.InlayHintParams) -> list[types.InlayHint]:
         """Each assignment of a tile, fragment or tensor in the range gets a type hint
@@ -878,7 +907,13 @@ def create_server() -> AveLanguageServer:
                                  params: types.DidChangeConfigurationParams) -> None:
         settings = params.settings
         if isinstance(settings, dict) and SECTION in settings:
-            ls.apply_settings(settings[SECTION])      # the client pushed the values
+            # the client pushed the values (unscoped): they apply everywhere until the
+            # folders' own are read again (kept ones would hide the push)
+            ls.folder_settings = {}
+            ls.apply_settings(settings[SECTION])
+            if ls._client_can("workspace", "configuration") and \
+                    len(ls.workspace.folders) > 1:
+                ls.background(ls.fetch_settings())
         else:
             ls.background(ls.fetch_settings())
 
