@@ -732,6 +732,8 @@ class AveLanguageServer(LanguageServer):
         doc = self.open_document(uri)
         if st is None or doc is None:
             return None
+        if not is_python(doc.language_id, self.path_of(uri)):
+            return None     # (as for diagnostics: a .pyx got hints; a review helper)
         if st.hover is None or st.hover[0] != doc.version or (
                 st.hover[1].done() and (st.hover[1].cancelled()
                                         or st.hover[1].exception() is not None)):

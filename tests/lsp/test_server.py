@@ -630,6 +630,17 @@ async def test_file_without_ave_gets_empty_list(client: LanguageClient, workspac
     pub = await wait_publish(client, uri)
     assert pub.version == 1 and list(pub.diagnostics) == []
     did_close(client, uri)
+    # a kernel in a document of another language (Cython) gets no hover and no hints
+    # either (it got hints; a review helper)
+    uri, text = new_doc(workspace, "kernel.pyx", FIXED)
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="cython", version=1,
+                                             text=text)))
+    pub = await wait_publish(client, uri)
+    assert list(pub.diagnostics) == []
+    assert not await _inlay(client, uri, 0, len(text.splitlines()))
+    assert await _hover(client, uri, _pos(text, "    sA = ave.alloc", 4)) is None
+    did_close(client, uri)
 
 
 def _pos(text: str, needle: str, offset: int = 0) -> types.Position:
