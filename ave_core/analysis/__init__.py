@@ -432,7 +432,15 @@ def _diagnose(kernel: KernelIR, r: AssertionResult) -> list[Diagnostic]:
         msg = f"{what}: {_fmt_threads(w)}{', ' + loops if loops else ''}: " \
               f"{la} holds {f}={xv} ({desc(la, xn, x.get('tags', {}))}) but " \
               f"{lb} holds {f}={yv} ({desc(lb, yn, y.get('tags', {}))})"
-        related = [Related(Location(p["file"], _range(p["range"])), p["label"])
+        def named(label: str) -> str:
+            # the related steps name the operands as the message does (an MMA's A and B:
+            # they read "x: ..." and "y: ..."; a new user's report). The witness keeps
+            # its operand keys (x, y: SARIF's thread flows follow them)
+            for old_l, new_l in (("x: ", f"{la}: "), ("y: ", f"{lb}: ")):
+                if label.startswith(old_l):
+                    return new_l + label[len(old_l):]
+            return label
+        related = [Related(Location(p["file"], _range(p["range"])), named(p["label"]))
                    for p in w.get("program_points", [])]
         # the elements compared, named as in the message (A/B for an MMA)
         notes = [f"{la} = {desc(la, xn, x.get('tags', {}))} (slot {x.get('slot')}, thread "

@@ -129,3 +129,14 @@ def test_pairing_notes_name_the_operands_as_the_message_does():
                                  "thread 0), B = V[batch=0, head=0, key=4, col=32] (slot")
     assert got["conform"].startswith("x = computed[batch=0, head=0, row=0, key=0] (slot "
                                      "[0, 0], thread 0), y = V[batch=0, head=0, key=4, col=32]")
+
+
+def test_mma_finding_names_its_related_steps_a_and_b():
+    # the message says "A holds ... B holds", the related steps said "x: ..." / "y: ..."
+    # (a new user's report); the witness keeps its operand keys x and y
+    from ave_core.compiler.frontend import compile_file
+    k = compile_file(str(ROOT / "examples" / "broken" / "gemm_swizzle_mismatch.py")).kernels[0]
+    (d,) = [d for d in analyze(k).diagnostics if "MMA operand pairing" in d.message]
+    labels = [r.message for r in d.related]
+    assert labels[0] == "A: tag introduced (A)" and any(x.startswith("B: ") for x in labels)
+    assert all(p["label"][:3] in ("x: ", "y: ") for p in d.witness["program_points"])
