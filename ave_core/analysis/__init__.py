@@ -471,7 +471,8 @@ def _diagnose_accumulate(r: AssertionResult, w: dict) -> Diagnostic:
     # the values the loop variables took over the chain (in execution order: a loop with a
     # negative step counts down)
     span = ", ".join(
-        f"{k}={vals[0]}..{vals[-1]}" for k in loops for vals in [[c[k] for c in chain if k in c]])
+        (f"{k}={vals[0]}" if vals[0] == vals[-1] else f"{k}={vals[0]}..{vals[-1]}")
+        for k in loops for vals in [[c[k] for c in chain if k in c]])
     if w.get("what") == "twice":
         a, b = w["mma_loops"].get("first", {}), w["mma_loops"].get("again", {})
         def at(loops: dict, i: int) -> str:
@@ -485,9 +486,12 @@ def _diagnose_accumulate(r: AssertionResult, w: dict) -> Diagnostic:
         msg = (f"accumulation repeats {f}={v}: {_fmt_threads(w)} accumulates it into acc{acc} "
                f"{at(a, 0)} and again {at(b, 1)}")
     else:
+        # ("never accumulates k=0 into acc[0, 0] (A.shape[1] > 0) over kt=2..2" was hard
+        # to read; a new user's report)
         msg = (f"accumulation incomplete: {_fmt_threads(w)} never accumulates {f}={v} into "
-               f"acc{acc}" + (f" ({w['domain']} > {v})" if w.get("domain") else "")
-               + (f" over {span}" if span else ""))
+               f"acc{acc}" + (f", though {w['domain']} > {v} puts it in the sum"
+                              if w.get("domain") else "")
+               + (f" (the MMAs summed into it ran at {span})" if span else ""))
     notes = _witness_notes(w)
     related = [Related(Location(p["file"], _range(p["range"])), p["label"])
                for p in w.get("program_points", [])]
