@@ -39,10 +39,12 @@ _NONNEG = ("pid", "nprog", "dim", "stride", "load")
 
 
 def _lt_conjuncts(region: Any, env: dict) -> list:
-    """The ``(lhs, rhs)`` of the mask's conjuncts that say ``lhs < rhs``: ``c < E``, or
-    ``not (c >= E)`` (any number of negations; ``not (a | b)`` as ``not a & not b``),
-    joined by ``&`` at the top of the yielded condition -- a comparison under ``|``
-    states no extent."""
+    """The ``(lhs, rhs)`` of the mask's conjuncts that say ``lhs < rhs``: ``c < E``, ``E >
+    c``, ``c <= E - 1``, ``E - 1 >= c``, or any of them negated an even number of times
+    (``not (c >= E)``, ``~(c >= E)``; ``not (a | b)`` as ``not a & not b``), joined by
+    ``&`` at the top of the yielded condition -- a comparison under ``|`` states no
+    extent. (Only ``c < E`` and ``not (c >= E)`` were: ``M > m`` or ``~(m >= M)`` lost the
+    mask's shape precondition, a false AVE208; a review helper.)"""
     y = next((o for o in reversed(region.ops) if o.name in ("ave.yield", "scf.yield")), None)
     if y is None or not y.operands:
         return []
@@ -58,9 +60,23 @@ def _lt_conjuncts(region: Any, env: dict) -> list:
         a, b = d.operands
         for x, t in ((a, b), (b, a)):
             c = owner(t)
-            if c is not None and c.name == "arith.constant" and c.attrs.get("value") in (True, 1):
+            if c is not None and c.name == "arith.constant" and \
+                    c.attrs.get("value") in (True, 1, -1):      # (~x is x xor -1)
                 return x
         return None
+
+    def minus_one(v: Any) -> Any:
+        """``E`` when ``v`` is ``E - 1`` (or ``E + -1``), else None."""
+        d = owner(v)
+        if d is None or d.name not in ("arith.sub", "arith.add") or len(d.operands) != 2:
+            return None
+        c = owner(d.operands[1])
+        if c is None or c.name != "arith.constant":
+            return None
+        want = 1 if d.name == "arith.sub" else -1
+        return d.operands[0] if c.attrs.get("value") == want else None
+
+    flip = {"lt": "ge", "ge": "lt", "gt": "le", "le": "gt"}
 
     out, todo = [], [(y.operands[0], False)]
     while todo:
@@ -75,8 +91,17 @@ def _lt_conjuncts(region: Any, env: dict) -> list:
             todo += [(x, False) for x in d.operands]
         elif d.name == "arith.or" and neg:       # not (a | b) is (not a) & (not b)
             todo += [(x, True) for x in d.operands]
-        elif d.name == "arith.cmp" and d.attrs.get("pred") == ("ge" if neg else "lt"):
-            out.append(tuple(d.operands))
+        elif d.name == "arith.cmp" and d.attrs.get("pred") in flip:
+            pred = flip[d.attrs["pred"]] if neg else d.attrs["pred"]
+            a, b = d.operands
+            if pred == "lt":                              # a < b
+                out.append((a, b))
+            elif pred == "gt":                            # a > b: b < a
+                out.append((b, a))
+            elif pred == "le" and minus_one(b) is not None:   # a <= E - 1: a < E
+                out.append((a, minus_one(b)))
+            elif pred == "ge" and minus_one(a) is not None:   # E - 1 >= b: b < E
+                out.append((b, minus_one(a)))
     return out[::-1]
 
 
