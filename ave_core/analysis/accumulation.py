@@ -55,6 +55,10 @@ class Contribution:
     domain: Any                # (tensor name, dim) of the field's coordinate, or None
     #: the runtime branches the MMA ran under (``RuntimeBranch.token``)
     branches: tuple = ()
+    #: (tensor name, dim) of the field's coordinate on B's side, or None: the sum runs over
+    #: the k both operands have (``K = ave.minimum(K, B.shape[0])``, the README's idiom,
+    #: was "incomplete" for sizes where B has fewer k than A; a review helper)
+    bdomain: Any = None
 
 
 def contribution(eng: Any, op: Any, A: dict, B: dict) -> list[Contribution] | None:
@@ -114,7 +118,14 @@ def contribution(eng: Any, op: Any, A: dict, B: dict) -> list[Contribution] | No
         if okd.any():
             w0, j0 = np.argwhere(okd)[0]
             domain = _field_domain(eng, int(sv[w0, j0]), eng.fields[f])
-        out.append(Contribution(op, eng.loops, int(f), key, conc, live, guard, domain))
+        bdomain = None
+        srcb = tb.src.reshape(W, K, C)
+        okb = hb & (tb.code.reshape(W, K, C, F)[..., f] != ABSENT) & (srcb >= 0)
+        if okb.any():
+            w0, j0, c1 = np.argwhere(okb)[0]
+            bdomain = _field_domain(eng, int(srcb[w0, j0, c1]), eng.fields[f])
+        out.append(Contribution(op, eng.loops, int(f), key, conc, live, guard, domain,
+                                bdomain=bdomain))
     return out
 
 
@@ -197,7 +208,7 @@ def under_branches(eng: Any, new: list[Contribution] | None) -> list[Contributio
         g = np.concatenate([c.guard, np.broadcast_to(extra, (W, K, len(extra)))], axis=2) \
             if len(extra) else c.guard
         out.append(Contribution(c.op, c.loops, c.field, c.key, c.conc, c.live, g, c.domain,
-                                tokens))
+                                tokens, c.bdomain))
     return out
 
 
@@ -490,8 +501,9 @@ def _knows_chain(eng: Any, by_field: dict) -> bool:
         for c in calls:
             if not all(sv.knows_cond(g) for g in np.unique(c.guard).tolist()):
                 return False
-            if c.domain is not None and not sv.knows_dim(c.domain):
-                return False
+            for d in (c.domain, c.bdomain):
+                if d is not None and not sv.knows_dim(d):
+                    return False
     # the trip counts as the check's own queries would compute them (this evaluates the
     # bound expressions once per variant, as they do; their forms are the earlier
     # variants' forms, which the violation found there made)
@@ -584,6 +596,9 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict |
     dom = next((c.domain for c in calls if c.domain is not None), None)
     if dom is None:
         return None
+    bdom = next((c.bdomain for c in calls if c.bdomain is not None), None)
+    if bdom == dom:
+        bdom = None
     # symbolic reduction indices (a loop that starts at a runtime value: kt = KT - 1 - j):
     # z3 compares k0 with their forms (they used to be skipped: a missing k-tile was
     # "proved", from a review helper)
@@ -624,6 +639,8 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict |
         size = eng.solver.lin(dkey, 0)
         k0 = z3.Int("__k0", eng.solver.ctx)
         cons = [k0 >= R, k0 < size]
+        if bdom is not None:        # (and an index B has too)
+            cons.append(k0 < eng.solver.lin(eng.tab.atom(Atom("dim", bdom)), 0))
         if unguarded:
             # (an unmasked extent is what the kernel reads: k0 at most the largest index)
             cons.append(z3.Or(*[k0 <= eng.solver.lin(k, c) for k, c, _, _, _ in sym],

@@ -315,3 +315,18 @@ def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.
     labels = [r.message for r in d.related]
     assert labels[:2] == ["k=0 accumulated (kt=0)", "k=0 accumulated again"], labels
     assert [r.location.range.start.line for r in d.related[:2]] == [10, 11]
+
+
+@pytest.mark.parametrize("k0,complete", [("kt * 32", True), ("(kt + 1) * 32", False)])
+def test_the_sum_runs_over_the_k_both_operands_have(k0, complete):
+    # K = ave.minimum(K, B.shape[0]) (the README tour's "the k extent A and B share") with
+    # masks k < K: for sizes where B has fewer k than A, k >= B.shape[0] was "never
+    # accumulated, though A.shape[1] > k puts it in the sum" (a review helper's refactor
+    # of gemm.py); an index only A has cannot be paired, so the sum is over both extents.
+    # A skipped k-tile is still reported.
+    text = KERNEL.replace("    M, K = A.shape\n",
+                          "    M, K = A.shape\n    K = ave.minimum(K, B.shape[0])\n")
+    res = compile_source(text.replace("{K0}", k0), "acc.py")
+    assert res.diagnostics == []
+    codes = [d.code for d in analyze(res.kernels[0]).diagnostics]
+    assert ("AVE206" in codes) != complete, codes
