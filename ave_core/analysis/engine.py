@@ -2454,12 +2454,20 @@ class Engine:
                 else:
                     vals.append(SymInt(np.repeat(x.key, V), np.repeat(x.conc, V)))
             ival = sym_binop(self.tab, name, vals[0], vals[1])
+        if ival is not None and not _fits_dtype(ival, op.result.type.dtype):
+            # (the value wrapped on the GPU: c * 2**31 is negative for odd c in i32, and
+            # a where decided on the unwrapped value took the wrong side; a review helper)
+            ival = None
         cond = None
         if name == "cmp":
             iv = [x.ival if isinstance(x, FragVal) else
                   SymInt(np.repeat(x.key, V), np.repeat(x.conc, V)) if isinstance(x, SymInt)
                   and np.shape(x.key) == (self.T,) else None for x in xs]
-            if iv[0] is not None and iv[1] is not None:
+            # (only concrete values within the operands' dtype: a runtime part may wrap)
+            if iv[0] is not None and iv[1] is not None and not iv[0].key.any() and \
+                    not iv[1].key.any() and all(
+                        _fits_dtype(v, x.type.dtype) for v, x in zip(iv, op.operands)
+                        if hasattr(x.type, "dtype")):
                 cond = self.conds.rows(sym_compare(self.tab, self.conds, op.attrs["pred"],
                                                    iv[0], iv[1]), tags.n)
         elif name == "and" and all(isinstance(x, FragVal) and x.cond is not None for x in xs):
@@ -3620,6 +3628,18 @@ def _forkable(op: Op) -> bool:
 _CHECKED_OPS = frozenset({"ave.assert_conform", "ave.assert_disjoint", "ave.mma", "ave.load",
                           "ave.store", "ave.copy", "ave.copy_async", "ave.wait_async",
                           "ave.barrier"})
+
+
+def _fits_dtype(v: SymInt, dtype: Any) -> bool:
+    """The concrete parts of integer values ``v`` lie in ``dtype``'s range (i32: a value
+    beyond it wrapped on the GPU, where the analysis computed it exactly)."""
+    if dtype is None or not getattr(dtype, "is_int", False) or dtype.kind == "bool":
+        return True
+    bits = dtype.bits
+    lo, hi = (0, (1 << bits) - 1) if dtype.kind == "uint" else \
+        (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    c = np.asarray(v.conc)
+    return not c.size or (int(c.min()) >= lo and int(c.max()) <= hi)
 
 
 def _checks_in(op: Op) -> bool:

@@ -589,3 +589,30 @@ def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.
         assert "compares no element" in d.message
     else:
         assert not any(d.code == "AVE204" for d in a.diagnostics)
+
+
+def test_a_where_decided_on_a_value_that_wraps_is_not_decided():
+    # c * 2**31 wraps to -2**31 in i32 for odd columns c (the interpreter, as the GPU):
+    # the per-element where condition was computed on the unwrapped value (never < 0),
+    # kept x everywhere and proved a store that puts A[m + 1] in the odd columns (a
+    # review helper). A value beyond its dtype decides nothing.
+    import numpy as np
+    from ave_core.interp import run
+    text = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.f32, 2], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, n: ave.label(row=m, col=n))
+    C = ave.tag(C, lambda m, n: ave.label(row=m, col=n))
+    L = ave.tv_layout(ave.layout(128, 1), ave.layout(8, 128), (32, 32))
+    c = ave.coord((32, 32), 1, L)
+    x = ave.load(A[0:32, 0:32], L)
+    y = ave.load(A[1:33, 0:32], L)
+    ave.store(C[0:32, 0:32], ave.where(c * 65536 * 32768 < 0, y, x))
+'''
+    k = compile_source(text, "t.py").kernels[0]
+    A = np.random.default_rng(3).random((33, 32)).astype(np.float32)
+    C = np.zeros((32, 32), np.float32)
+    run(k, (1,), [A, C])
+    assert sorted(set(np.argwhere(C != A[:32])[:, 1].tolist())) == list(range(1, 32, 2))
+    assert [d.code for d in analyze(k).diagnostics] == ["AVE201"]
