@@ -84,18 +84,24 @@ def default_trip_bound(kernel: KernelIR) -> int:
 
 def pipeline_buffers(kernel: KernelIR) -> int | None:
     """The buffers of a software pipeline: the largest constant ``m`` of an ``i % m`` that
-    selects a shared-memory subtile (``sK[j % 2]``, ``sA[(kt + 2) % 3]``) inside a runtime
-    loop, or None when no runtime loop selects shared buffers that way.
+    selects the shared-memory subtile an ``ave.copy_async`` in a runtime loop writes
+    (``sK[j % 2]``, ``sA[(kt + 2) % 3]``), or None when some asynchronous copy of such a
+    loop writes a buffer not selected that way (a ring indexed otherwise, one buffer), or
+    there is none.
 
     The deepest ``wait_async(n)`` overstates the depth when a stage commits several groups:
     flash attention commits K and V separately and waits ``wait_async(1)`` on a double
     buffer (``sK[j % 2]``), two stages, not three (every flash-attention mutant of
-    benchmarks/_mutate.py gets the same findings for trip counts up to 4 as up to 5)."""
+    benchmarks/_mutate.py gets the same findings for trip counts up to 4 as up to 5). Only
+    the copies' own buffers count: a scratch double buffer ``sX[j % 2]`` beside a deeper
+    ring indexed without ``%`` lowered the bound below the ring's depth, and a read of a
+    stage nothing wrote, at the fifth trip, went unreported (a review helper)."""
     best = None
     top = _const_values(kernel.body)
     for loop in runtime_loops(kernel):
         consts: dict = dict(top)
         mods: dict = {}
+        dsts: list = []
         for op in loop.walk():
             if op.name == "arith.constant" and op.results:
                 consts[op.results[0]] = op.attrs.get("value")
@@ -103,12 +109,22 @@ def pipeline_buffers(kernel: KernelIR) -> int | None:
                 m = consts.get(op.operands[1])
                 if isinstance(m, int) and not isinstance(m, bool) and m > 1:
                     mods[op.results[0]] = m
-            elif op.name == "ave.subtile" and op.operands:
-                space = getattr(op.operands[0].type, "space", None)
-                if space == "shared":
-                    for v in op.operands[1:]:
-                        if v in mods:
-                            best = max(best or 0, mods[v])
+            elif op.name == "ave.copy_async" and len(op.operands) > 1:
+                dsts.append(op.operands[1])
+        for v in dsts:
+            m = None
+            o = getattr(v, "owner", None)
+            while isinstance(o, Op) and o.name in ("ave.subtile", "ave.transpose", "ave.view"):
+                if o.name == "ave.subtile" and \
+                        getattr(o.operands[0].type, "space", None) == "shared":
+                    for x in o.operands[1:]:
+                        if x in mods:
+                            m = max(m or 0, mods[x])
+                v = o.operands[0]
+                o = getattr(v, "owner", None)
+            if m is None:
+                return None
+            best = max(best or 0, m)
     return best
 
 

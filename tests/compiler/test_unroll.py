@@ -194,3 +194,10 @@ def test_trip_bound_from_the_buffers_a_loop_cycles_through():
     # STAGES wins
     staged = _kernel(DOUBLE.replace("NJ: ave.i32)", "NJ: ave.i32, STAGES: ave.constexpr = 4)"))
     assert default_trip_bound(staged) == 6
+    # only the asynchronous copies' buffers count: a scratch double buffer selected with
+    # % beside a copy into a buffer not selected that way leaves the deepest-wait rule
+    # (it lowered the bound below the ring's depth; a review helper)
+    scratch = _kernel(DOUBLE.replace("sV[(j + 1) % 2]", "sV[0]").replace(
+        "        ave.barrier()\n",
+        "        ave.barrier()\n        ave.copy(sK[j % 2], sV[1])\n"))
+    assert pipeline_buffers(scratch) is None and default_trip_bound(scratch) == 5
