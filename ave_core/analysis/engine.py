@@ -3633,11 +3633,10 @@ _CHECKED_OPS = frozenset({"ave.assert_conform", "ave.assert_disjoint", "ave.mma"
 def _fits_dtype(v: SymInt, dtype: Any) -> bool:
     """The concrete parts of integer values ``v`` lie in ``dtype``'s range (i32: a value
     beyond it wrapped on the GPU, where the analysis computed it exactly)."""
-    if dtype is None or not getattr(dtype, "is_int", False) or dtype.kind == "bool":
+    rng = getattr(dtype, "int_range", None)
+    if rng is None:
         return True
-    bits = dtype.bits
-    lo, hi = (0, (1 << bits) - 1) if dtype.kind == "uint" else \
-        (-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    lo, hi = rng
     c = np.asarray(v.conc)
     return not c.size or (int(c.min()) >= lo and int(c.max()) <= hi)
 

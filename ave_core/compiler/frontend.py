@@ -1996,7 +1996,7 @@ class KernelBuilder:
         Raises:
             FrontendError: AVE118 with the dtype's range, at ``node``.
         """
-        if dtype.kind not in ("int", "uint") or isinstance(value, (bool, np.bool_)):
+        if dtype.int_range is None or isinstance(value, (bool, np.bool_)):
             return value
         v = value
         if isinstance(v, (float, np.floating)):
@@ -2005,10 +2005,7 @@ class KernelBuilder:
                                f"are {dtype} (integers)", node)
             v = int(v)
         v = int(v)
-        if dtype.kind == "uint":
-            lo, hi = 0, (1 << dtype.bits) - 1
-        else:
-            lo, hi = -(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1
+        lo, hi = dtype.int_range
         if not lo <= v <= hi:
             raise self.err("AVE118", f"{what} {value!r} does not fit {dtype} ({lo}..{hi}); "
                            f"a store would wrap it to {(v - lo) % (hi - lo + 1) + lo}", node)

@@ -38,6 +38,17 @@ class DType:
     def is_int(self) -> bool:
         return self.kind in ("int", "uint", "bool")
 
+    @property
+    def int_range(self) -> tuple[int, int] | None:
+        """``(lo, hi)``, the integers an ``int``/``uint`` dtype holds (``i8``: -128..127,
+        ``u8``: 0..255); None for floats and ``i1`` (a predicate: any number, nonzero is
+        true)."""
+        if self.kind == "uint":
+            return 0, (1 << self.bits) - 1
+        if self.kind == "int":
+            return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+        return None
+
     def __repr__(self) -> str:
         return f"ave.{self.name}"
 
