@@ -1905,13 +1905,21 @@ class Engine:
     def op_ave_wait_async(self, op):
         n = op.attrs["n"]
         while len(self.groups) > n:
-            for byts, t, thr, issued, weak, keep in self.groups.pop(0):
-                if issued is not None:
-                    self.races.retire_async(byts, thr, op, issued,
-                                            self._differs(byts, t, issued[0] == self.races.epoch),
-                                            keep)
-                # (issued under a branch whose arms share one state: it may not have been)
-                self._smem_write(byts, t, weak=weak, threads=thr)
+            for plan in self.groups.pop(0):
+                self._land(plan, op, tags=True)
+
+    def _land(self, plan: tuple, op: Op | None, tags: bool) -> None:
+        """An asynchronous copy's bytes land (``plan``: what :meth:`write_bytes` returned
+        for it): its write races like any since its issue; with ``tags``, its tags are
+        written (weakly where it was issued under a branch whose arms share one state: it
+        may not have been)."""
+        byts, t, thr, issued, weak, keep = plan
+        if issued is not None:
+            self.races.retire_async(byts, thr, op, issued,
+                                    self._differs(byts, t, issued[0] == self.races.epoch),
+                                    keep)
+        if tags:
+            self._smem_write(byts, t, weak=weak, threads=thr)
 
     def _retire_at_exit(self) -> None:
         """The kernel ends: the asynchronous copies no ``ave.wait_async`` retired still
@@ -1920,12 +1928,8 @@ class Engine:
         another thread wrote was no finding at all (the interpreter's AVE304 reports it;
         a review helper's differential test). Nothing reads their bytes after the end:
         the tags are not written. Journaled like any op of the variant's end."""
-        for byts, t, thr, issued, weak, keep in [p for g in self.groups for p in g] + \
-                list(self.open_group):
-            if issued is not None:
-                self.races.retire_async(byts, thr, None, issued,
-                                        self._differs(byts, t, issued[0] == self.races.epoch),
-                                        keep)
+        for plan in [p for g in self.groups for p in g] + list(self.open_group):
+            self._land(plan, None, tags=False)
 
     def wait_needed(self, gran: int) -> tuple[int, bool]:
         """For an asynchronous copy into granule ``gran`` still in flight: the
