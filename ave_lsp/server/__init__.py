@@ -59,7 +59,7 @@ def _exit_status(server) -> int:
     exits its loop with that status, and ``start_io`` swallows the ``SystemExit``: it was
     always 0; a review helper). The end of the input without ``exit`` ends it cleanly
     (0), as before."""
-    if not getattr(server, "exit_received", False):
+    if not server.exit_received:
         return 0
     return 0 if getattr(server.protocol, "_shutdown", False) else 1
 

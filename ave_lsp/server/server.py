@@ -351,6 +351,8 @@ class AveLanguageServer(LanguageServer):
         #: where the client has folder-scoped values (VS Code: .vscode/settings.json of a
         #: multi-root workspace's folder); else ``settings``
         self.folder_settings: dict[str, Settings] = {}
+        #: an ``exit`` notification came (the exit status: ave_lsp.server._exit_status)
+        self.exit_received = False
         self.docs: dict[str, _Doc] = {}
         self._check_pool: ThreadPoolExecutor | None = None
         self.analysis_pools: Any = None          # ave_core.pool.SharedPool, on first check
@@ -472,8 +474,13 @@ class AveLanguageServer(LanguageServer):
         if key(old) != key(new) or force:
             for uri in list(self.docs):
                 self.schedule(uri, 0.0)
-        if old.explicit.get("inlay_hints") != new.explicit.get("inlay_hints") and \
-                self._client_can("workspace", "inlay_hint", "refresh_support"):
+        if old.explicit.get("inlay_hints") != new.explicit.get("inlay_hints"):
+            self.refresh_inlay_hints()
+
+    def refresh_inlay_hints(self) -> None:
+        """Ask the client to fetch inlay hints again (``workspace/inlayHint/refresh``)
+        when it supports that."""
+        if self._client_can("workspace", "inlay_hint", "refresh_support"):
             try:
                 self.workspace_inlay_hint_refresh(None)
             except Exception as e:  # noqa: BLE001 - the hints update on the next edit
@@ -956,11 +963,8 @@ def create_server() -> AveLanguageServer:
             if st is not None:
                 st.hover = None
             ls.schedule(dep, 0.0)
-        if deps and ls._client_can("workspace", "inlay_hint", "refresh_support"):
-            try:
-                ls.workspace_inlay_hint_refresh(None)
-            except Exception as e:  # noqa: BLE001 - the hints update on the next edit
-                logger.info("could not refresh inlay hints: %s", e)
+        if deps:
+            ls.refresh_inlay_hints()
 
     @server.feature(types.EXIT)
     def on_exit(ls: AveLanguageServer, *args: Any) -> None:
