@@ -306,13 +306,17 @@ def test_a_loop_bound_that_differs_across_threads_is_not_unrolled_as_one(rng, pe
         assert dyn == [] and got == []
 
 
-_WORD_COPY = '''import ave_core.lang as ave
+#: the head of a kernel multiplying tagged A[m, k] and B[k, n] (C untagged)
+_TAGGED_AB = '''import ave_core.lang as ave
 
 @ave.kernel(threads=128)
 def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
     A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
     B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
-    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+'''
+
+
+_WORD_COPY = _TAGGED_AB + '''    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
                           tile=(64, 64, 32))
     sA = ave.alloc((64, 32), ave.bf16)
     sA2 = ave.alloc((64, 32), ave.bf16)
@@ -372,13 +376,7 @@ def test_an_offset_chosen_by_a_runtime_condition_pairs_exactly(choose):
     # The workaround AVE201.md gives for the path-insensitive merge of two operands
     # reloaded in one branch (each ⊤ after it): choose the k offset, load once -- the MMA's
     # pairing is proved on both paths.
-    text = ('''import ave_core.lang as ave
-
-@ave.kernel(threads=128)
-def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
-    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
-    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
-    K = A.shape[1]
+    text = (_TAGGED_AB + '''    K = A.shape[1]
     tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
                           tile=(64, 64, 32))
 ''' + choose + '''    a = ave.load(A[0:64, k0:k0 + 32], tiled.a)
@@ -526,13 +524,7 @@ def test_an_arm_no_size_reaches_reports_nothing(outer, inner, reported, what):
     if inner:
         arm += f"        if {inner}:\n"
         ind += "    "
-    text = ('''import ave_core.lang as ave
-
-@ave.kernel(threads=128)
-def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
-    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
-    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
-    K = A.shape[1]
+    text = (_TAGGED_AB + '''    K = A.shape[1]
     s = ave.alloc((2, 64, 32), ave.bf16)
     tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
                           tile=(64, 64, 16))
@@ -567,13 +559,7 @@ def k(A: ave.Tensor[ave.bf16, 2]):
 def test_an_assertion_that_compares_nothing_is_vacuous(mask, status):
     # A store into tagged C whose mask excludes every element checked nothing, yet was
     # "proved" with coverage 0.0 (a review helper): AVE204, saying why
-    text = f'''import ave_core.lang as ave
-
-@ave.kernel(threads=128)
-def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
-    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
-    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
-    C = ave.tag(C, lambda m, n: ave.label(row=m, col=n))
+    text = _TAGGED_AB + f'''    C = ave.tag(C, lambda m, n: ave.label(row=m, col=n))
     tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
                           tile=(64, 64, 16))
     acc = ave.zeros((64, 64), ave.f32, tiled.c)
