@@ -273,14 +273,10 @@ def _write(text: str, output: str | None, stdout: TextIO) -> None:
 # ----------------------------------------------------------------------------- checking
 
 class Suppressions:
-    """``# ave: ignore`` comments, read once per file, applied as the language server
-    does (:class:`ave_lsp.server.convert.LineComments`).
-
-    A diagnostic is suppressed when the line it starts on, in its own file, carries the
-    comment for its code; or, for a diagnostic in another file than the one checked (a
-    helper inlined from elsewhere), when the line the editor shows it on does — its first
-    related location in the checked file, else the file's first line.
-    """
+    """``# ave: ignore`` comments, read once per file, applied by the language server's
+    rule (:func:`ave_lsp.server.convert.is_suppressed`): on the line a diagnostic starts
+    on, in its own file, or on the line the checked file shows it on (a helper's
+    finding: the call)."""
 
     def __init__(self) -> None:
         self._comments: dict[str, Any] = {}
@@ -295,17 +291,9 @@ class Suppressions:
         return self._comments[path]
 
     def is_suppressed(self, d, checked: str) -> bool:
-        from ave_lsp.server.convert import _same_file
+        from ave_lsp.server.convert import is_suppressed
 
-        places = [(d.file, d.range.start.line)]
-        if not _same_file(d.file, checked):
-            here = next((r for r in d.related if _same_file(r.location.file, checked)), None)
-            places.append((checked, here.location.range.start.line if here else 0))
-        for f, line in places:
-            c = self.comments(f)
-            if c is not None and c.is_suppressed(line, d.code):
-                return True
-        return False
+        return is_suppressed(d, checked, self.comments)
 
     def apply(self, report) -> int:
         """Drop the suppressed diagnostics of a FileReport; return how many."""

@@ -28,7 +28,7 @@ import tokenize
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 from urllib.parse import quote
 
 from lsprotocol import types
@@ -176,6 +176,31 @@ def _same_file(a: str, b: str) -> bool:
     return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
 
 
+def display_line(d: Diagnostic, checked: str) -> int:
+    """The line of the checked file a diagnostic is shown on: its own, or for one in
+    another file (a helper inlined from elsewhere) its first related location in the
+    checked file (the call), else the first line."""
+    if _same_file(d.file, checked):
+        return d.range.start.line
+    here = next((r for r in d.related if _same_file(r.location.file, checked)), None)
+    return here.location.range.start.line if here else 0
+
+
+def is_suppressed(d: Diagnostic, checked: str, comments_of: Any) -> bool:
+    """``# ave: ignore`` drops ``d``: on the line it starts on, in its own file, or on the
+    line the checked file shows it on (:func:`display_line`). ``comments_of(file)`` gives
+    a file's :class:`LineComments` (None: unreadable). One rule for the editor
+    (:func:`to_lsp`) and ``ave-lsp --check`` (``cli.Suppressions``)."""
+    places = [(d.file, d.range.start.line)]
+    if not _same_file(d.file, checked):
+        places.append((checked, display_line(d, checked)))
+    for f, line in places:
+        c = comments_of(f)
+        if c is not None and c.is_suppressed(line, d.code):
+            return True
+    return False
+
+
 def to_lsp(diagnostics: Iterable[Diagnostic], *, path: str, uri: str, text: str,
            root: str | None = None) -> list[types.Diagnostic]:
     """Convert the diagnostics of one check of the document ``uri`` (checked as
@@ -188,11 +213,14 @@ def to_lsp(diagnostics: Iterable[Diagnostic], *, path: str, uri: str, text: str,
     own line in the other file (read from disk), as ``ave-lsp --check`` does (the editor
     ignored the helper file's comment; a review helper).
     """
-    comments: LineComments | None = None
     out: list[types.Diagnostic] = []
     others: dict[str, LineComments | None] = {}
 
-    def other_comments(f: str) -> LineComments | None:
+    def comments_of(f: str) -> LineComments | None:
+        if _same_file(f, path):
+            f = path
+            if f not in others:
+                others[f] = LineComments.of(text)       # (the editor's buffer)
         if f not in others:
             from ave_core.check import read_source
             src = None if f.startswith("<") else read_source(
@@ -210,6 +238,8 @@ def to_lsp(diagnostics: Iterable[Diagnostic], *, path: str, uri: str, text: str,
         return path_to_uri(f)
 
     for d in diagnostics:
+        if is_suppressed(d, path, comments_of):
+            continue
         related = [types.DiagnosticRelatedInformation(
             types.Location(file_uri(r.location.file), _range(r.location.range)),
             one_line(r.message) or "related")
@@ -225,13 +255,6 @@ def to_lsp(diagnostics: Iterable[Diagnostic], *, path: str, uri: str, text: str,
             rng = _range(here.location.range) if here else types.Range(
                 types.Position(0, 0), types.Position(0, 0))
             message = f"{where}: {message}"
-            oc = other_comments(d.file)
-            if oc is not None and oc.is_suppressed(d.range.start.line, d.code):
-                continue
-        if comments is None:
-            comments = LineComments.of(text)
-        if comments.is_suppressed(rng.start.line, d.code):
-            continue
         href = code_href(d.code)
         data = {"witness": d.witness, "notes": list(d.notes)}
         fix = getattr(d, "fix", None)
