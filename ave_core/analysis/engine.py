@@ -653,7 +653,7 @@ class Engine:
             return None
         path = tuple((b.arm, b.cond_row.tobytes()) for b in self.runtime_branches
                      if b.uniform and b.cond_row is not None)
-        memo = sv.__dict__.setdefault("_arm_memo", {})
+        memo = sv.arm_memo
         key = (row.tobytes(), path)
         if key in memo:
             return memo[key]

@@ -101,6 +101,8 @@ class Solver:
         #: whether sets of runtime-branch conditions of two threads hold together for some
         #: size (RaceTracker._first), shared by the variants too (domain only)
         self.race_pair_memo: dict = {}
+        #: Engine._arm_possible's answers: (condition row, enclosing arms) -> arm or None
+        self.arm_memo: dict = {}
         self._lin_memo: dict[tuple[int, int], Any] = {}
         self._cond_memo: dict[int, Any] = {}
         self.queries = 0
