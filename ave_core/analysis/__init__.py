@@ -359,6 +359,17 @@ def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
                for p in w["program_points"]]
     notes = _witness_notes(w)
     fix = w.pop("fix", None)
+    fix_file = fix.pop("file", op.loc.file) if fix is not None else None
+    if fix is not None and fix_file != op.loc.file:
+        # the access is in a helper of another file: the statement to insert before is
+        # the helper's call, in the kernel's file -- a fix's lines are in the diagnostic's
+        # file (the JSON schema), so this is advice, not a quick fix (a review helper: the
+        # SARIF fix edited the helper's file at the call's line)
+        text = (wait_fix_note(fix).removesuffix(" (quick fix)")
+                if fix["kind"] == "insert_wait" else
+                f"insert ave.barrier() before line {fix['line'] + 1}")
+        notes.append(f"{text} of {fix_file} (the helper's call)")
+        fix = None
     if fix is not None and fix["kind"] == "insert_wait":
         notes.append(wait_fix_note(fix))
         fix = {**fix, "reason": "the asynchronous copy is still in flight"}

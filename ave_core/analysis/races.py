@@ -711,7 +711,8 @@ def witness(eng: Any, f: dict) -> dict:
         # before the statement (not the op's expression: `a = ave.ldmatrix(...)`), at
         # its line's own indentation; none when the statement does not start its line
         line, indent = anchor
-        w["fix"] = {"kind": "insert_barrier", "line": int(line), "indent": str(indent)}
+        w["fix"] = {"kind": "insert_barrier", "line": int(line), "indent": str(indent),
+                    "file": st.file}
     elif anchor is not None and st.file == eng.k.file and not f["in_branch"] and \
             f.get("wait") is not None and f["earlier"] is not None and \
             getattr(statement_loc(eng, f["earlier"][0]), "stmt", None) != anchor:
@@ -722,5 +723,5 @@ def witness(eng: Any, f: dict) -> dict:
         n, commit = f["wait"]
         line, indent = anchor
         w["fix"] = {"kind": "insert_wait", "line": int(line), "indent": str(indent),
-                    "count": int(n), "commit": bool(commit)}
+                    "count": int(n), "commit": bool(commit), "file": st.file}
     return w

@@ -594,3 +594,26 @@ def test_a_helper_finding_is_shown_and_suppressed_at_its_call(tmp_path, where):
     assert d.message.startswith("h3.py:6:9: shared-memory race")
     assert d.related_information[1].message == "the call of the helper it is in"
     assert "k3.py:10:9: related: the call of the helper it is in" in p.stdout
+
+
+def test_a_helper_race_in_another_file_gets_advice_not_a_fix_for_the_wrong_file(tmp_path):
+    # The race's statement to insert a barrier before is the helper's call (k3.py, line
+    # 10), but the diagnostic is filed in the helper's file: its JSON fix named line 9 of
+    # k3.py as a line of h3.py, and SARIF inserted `ave.barrier()` into h3.py after the
+    # helper's `return` (a review helper). Now no fix, and the note names the call's file.
+    (tmp_path / "h3.py").write_text(_HELPER.replace("{H}", "") +
+                                    "\n\ndef other(x):\n    y = x\n    return y\n", "utf-8")
+    k = tmp_path / "k3.py"
+    k.write_text(_CALLER.replace("{K}", ""), "utf-8")
+    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", "k3.py", "-j1",
+                        "--format", "json"], capture_output=True, text=True,
+                       cwd=str(tmp_path), timeout=120)
+    (d,) = json.loads(p.stdout)["diagnostics"]
+    assert d["code"] == "AVE207" and d["file"].endswith("h3.py"), d
+    assert "fix" not in d or d["fix"] is None, d
+    assert "insert ave.barrier() before line 10 of k3.py (the helper's call)" in d["notes"]
+    s = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", "k3.py", "-j1",
+                        "--format", "sarif"], capture_output=True, text=True,
+                       cwd=str(tmp_path), timeout=120)
+    (r,) = json.loads(s.stdout)["runs"][0]["results"]
+    assert "fixes" not in r
