@@ -37,13 +37,18 @@ from ave_core.diagnostics import Diagnostic, utf16_len
 
 SOURCE = "ave"
 
-#: ``# ave: ignore`` or ``# ave: ignore[AVE201, AVE204]`` (inside a comment).
-IGNORE_RE = re.compile(r"#\s*ave\s*:\s*ignore\b(?:\s*\[([^\]]*)\])?", re.IGNORECASE)
+#: ``# ave: ignore`` (every code; the comment ends there, or another ``#`` comment follows:
+#: ``# ave: ignore  # why``) or ``# ave: ignore[CODE, ...]``. Anything else after
+#: ``ignore`` -- ``ignore(AVE203)``, ``ignore AVE203``, ``ignore-foo`` -- suppresses
+#: nothing (it suppressed every code on the line: a typo hid an error; a review helper).
+IGNORE_RE = re.compile(r"#\s*ave\s*:\s*ignore(?:\s*\[([^\]]*)\]|(?=\s*(?:#|$)))",
+                       re.IGNORECASE)
 
 _CODE_SPLIT = re.compile(r"[\s,]+")
 
 #: Codes the "suppress" quick fix is not offered for (failures of the tool, not findings).
-NOT_SUPPRESSIBLE = frozenset({"AVE900", "AVE901"})
+#: AVE902 (a file over ``maxFileLines``) is not a finding either: the setting is its switch.
+NOT_SUPPRESSIBLE = frozenset({"AVE900", "AVE901", "AVE902"})
 
 
 # ----------------------------------------------------------------------------- URIs

@@ -56,6 +56,10 @@ NAME = "ave-lsp"
 
 #: Quiet time after a change before a ``checkOnChange`` check starts (seconds).
 DEBOUNCE_S = 0.3
+#: files whose change on disk re-checks open documents (workspace/didChangeWatchedFiles):
+#: helpers, the configuration, baselines (any JSON: a baseline may have any name; a JSON
+#: that is no open document's baseline re-checks nothing)
+WATCHED_GLOBS = ("**/*.py", "**/*.pyi", "**/pyproject.toml", "**/*.json")
 
 #: A check running longer than this gets work-done progress (seconds).
 PROGRESS_AFTER_S = 0.3
@@ -509,6 +513,44 @@ class AveLanguageServer(LanguageServer):
                 if u != uri and (any(os.path.normcase(f) == me for f in st.files)
                                  or (py and st.unresolved))]
 
+    def files_changed(self, uris: list[str]) -> None:
+        """Files saved in the editor or changed on disk: re-check the open documents that
+        depend on them (kernels built from a helper; every document for a
+        ``pyproject.toml`` or a baseline file, whose settings may have changed)."""
+        deps: set[str] = set()
+        for uri in uris:
+            path = self.path_of(uri)
+            if os.path.basename(path) == "pyproject.toml" or self._is_baseline(path):
+                deps.update(self.docs)
+            else:
+                deps.update(self.dependents(uri))
+        deps.difference_update(uris)     # (an open document's text is the editor's)
+        for dep in deps:                     # kernels built from the saved helper
+            # (their hover facts and inlay hints come from the helper too: the index was
+            # kept by the document's version and went stale; a review helper)
+            st = self.docs.get(dep)
+            if st is not None:
+                st.hover = None
+            self.schedule(dep, 0.0)
+        if deps:
+            self.refresh_inlay_hints()
+
+    def _is_baseline(self, path: str) -> bool:
+        """``path`` is the baseline file some open document is checked against."""
+        me = os.path.normcase(os.path.abspath(path))
+        for uri in list(self.docs):
+            p = self.path_of(uri)
+            if p.startswith("<"):
+                continue
+            try:
+                cfg, _ = self.settings_for(p).config_for(p, self.root_for(p))
+            except Exception:  # noqa: BLE001 - a bad pyproject.toml: not this one
+                continue
+            b = getattr(cfg, "baseline", None)
+            if b and os.path.normcase(os.path.abspath(b)) == me:
+                return True
+        return False
+
     # ------------------------------------------------------------------ paths
 
     def path_of(self, uri: str) -> str:
@@ -909,7 +951,33 @@ def create_server() -> AveLanguageServer:
                             section=SECTION))]))
             except Exception as e:  # noqa: BLE001 - settings then come on restart only
                 logger.info("could not register for configuration changes: %s", e)
+        if ls._client_can("workspace", "did_change_watched_files", "dynamic_registration"):
+            # files changed outside the editor (git checkout, a pull, another tool): a
+            # helper of an open kernel, a pyproject.toml, a baseline -- the kernels showed
+            # their old findings until saved (a review helper)
+            try:
+                await ls.client_register_capability_async(types.RegistrationParams(
+                    registrations=[types.Registration(
+                        id="ave-watched-files",
+                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                        register_options=types.DidChangeWatchedFilesRegistrationOptions(
+                            watchers=[types.FileSystemWatcher(glob_pattern=g)
+                                      for g in WATCHED_GLOBS]))]))
+            except Exception as e:  # noqa: BLE001 - then only saves in the editor count
+                logger.info("could not register file watchers: %s", e)
         await ls.fetch_settings()
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def did_change_folders(ls: AveLanguageServer,
+                           params: types.DidChangeWorkspaceFoldersParams) -> None:
+        # (pygls has updated ls.workspace.folders) a folder added later has its own
+        # settings too: they were never asked for (a review helper)
+        ls.background(ls.fetch_settings())
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: AveLanguageServer,
+                                 params: types.DidChangeWatchedFilesParams) -> None:
+        ls.files_changed([c.uri for c in params.changes])
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: AveLanguageServer,
@@ -955,16 +1023,7 @@ def create_server() -> AveLanguageServer:
                 ls.docs[uri] = _Doc(uri)
             if not ls.checking_current(uri):
                 ls.schedule(uri, 0.0)
-        deps = ls.dependents(uri)
-        for dep in deps:                     # kernels built from the saved helper
-            # (their hover facts and inlay hints come from the helper too: the index was
-            # kept by the document's version and went stale; a review helper)
-            st = ls.docs.get(dep)
-            if st is not None:
-                st.hover = None
-            ls.schedule(dep, 0.0)
-        if deps:
-            ls.refresh_inlay_hints()
+        ls.files_changed([uri])
 
     @server.feature(types.EXIT)
     def on_exit(ls: AveLanguageServer, *args: Any) -> None:

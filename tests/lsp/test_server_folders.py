@@ -61,3 +61,101 @@ async def test_each_folder_has_its_own_settings(client: LanguageClient, folders)
     pb = await wait_publish(client, (b / "k.py").as_uri())
     assert [d.code for d in pb.diagnostics] == ["AVE902"]     # b's maxFileLines = 3
     assert "AVE902" not in [d.code for d in pa.diagnostics]
+
+
+_HELPER = """import ave_core.lang as ave
+
+
+def stage(A, s, BM, BK, tiled):
+    ave.copy(A[0:BM, 0:BK], s, vector_bytes=16){SYNC}
+    a = ave.ldmatrix(s, tiled.a)
+    return a
+"""
+_CALLER = """import ave_core.lang as ave
+from h3 import stage
+
+
+@ave.kernel(threads=128)
+def kern(A: ave.Tensor[ave.bf16, 2], BM: ave.constexpr = 64, BK: ave.constexpr = 32):
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 32))
+    s = ave.alloc((BM, BK), ave.bf16, space="shared")
+    a = stage(A, s, BM, BK, tiled)
+"""
+
+
+def _codes(p: types.PublishDiagnosticsParams) -> list[str]:
+    return [d.code for d in p.diagnostics]
+
+
+async def test_a_helper_changed_on_disk_rechecks_its_kernels(client: LanguageClient, folders):
+    # A helper rewritten outside the editor (git checkout, a pull) and reported with
+    # workspace/didChangeWatchedFiles: the kernel kept its old findings (the server had
+    # no handler; a review helper).
+    a, _ = folders
+    h, k = a / "h3.py", a / "k3.py"
+    h.write_text(_HELPER.replace("{SYNC}", "\n    ave.barrier()"), "utf-8")
+    k.write_text(_CALLER, "utf-8")
+    did_open(client, k.as_uri(), _CALLER)
+    p = await wait_publish(client, k.as_uri())
+    assert "AVE207" not in _codes(p)
+    since = len(client.publishes)
+    h.write_text(_HELPER.replace("{SYNC}", ""), "utf-8")        # the barrier removed
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+        changes=[types.FileEvent(uri=h.as_uri(), type=types.FileChangeType.Changed)]))
+    p = await wait_publish(client, k.as_uri(), since=since)
+    assert "AVE207" in _codes(p)
+
+
+async def test_pyproject_changes_recheck_open_documents(client: LanguageClient, folders):
+    # [tool.ave] changed on disk (watched files) or saved in the editor: the open kernels
+    # kept the old settings' findings until saved themselves (a review helper)
+    a, _ = folders
+    d = a / "p"
+    d.mkdir()
+    k, cfg = d / "k.py", d / "pyproject.toml"
+    k.write_text(KERNEL, "utf-8")
+    did_open(client, k.as_uri(), KERNEL)
+    p = await wait_publish(client, k.as_uri())
+    assert "AVE902" not in _codes(p)
+    since = len(client.publishes)
+    cfg.write_text("[tool.ave]\nmaxFileLines = 3\n", "utf-8")
+    client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+        changes=[types.FileEvent(uri=cfg.as_uri(), type=types.FileChangeType.Created)]))
+    p = await wait_publish(client, k.as_uri(), since=since)
+    assert _codes(p) == ["AVE902"]
+    # the quick fix "suppress" is not offered for it (it did not suppress: the setting
+    # is AVE902's switch; a review helper)
+    acts = await client.text_document_code_action_async(types.CodeActionParams(
+        text_document=types.TextDocumentIdentifier(uri=k.as_uri()),
+        range=p.diagnostics[0].range,
+        context=types.CodeActionContext(diagnostics=p.diagnostics)))
+    assert not [x for x in acts or [] if "Suppress" in x.title]
+    # saved in the editor
+    since = len(client.publishes)
+    text = "[tool.ave]\nmaxFileLines = 500\n"
+    cfg.write_text(text, "utf-8")
+    did_open(client, cfg.as_uri(), text)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=cfg.as_uri())))
+    p = await wait_publish(client, k.as_uri(), since=since)
+    assert "AVE902" not in _codes(p)
+
+
+async def test_a_folder_added_later_has_its_own_settings(client: LanguageClient, folders):
+    # workspace/didChangeWorkspaceFolders: the new folder's scoped settings were never
+    # asked for, its files had the unscoped ones (a review helper)
+    a, _ = folders
+    c = a.parent / "c"
+    c.mkdir()
+    client.set_configuration({"maxFileLines": 3}, section="ave", scope_uri=c.as_uri())
+    client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        event=types.WorkspaceFoldersChangeEvent(
+            added=[types.WorkspaceFolder(uri=c.as_uri(), name="c")], removed=[])))
+    k = c / "k.py"
+    k.write_text(KERNEL, "utf-8")
+    since = len(client.publishes)
+    did_open(client, k.as_uri(), KERNEL)
+    p = await wait_publish(client, k.as_uri(), lambda p: _codes(p) == ["AVE902"],
+                           since=since)
+    assert _codes(p) == ["AVE902"]

@@ -84,6 +84,14 @@ def test_diagnostic_in_another_file_is_shown_at_the_call_site():
     ("# BUG: swapped  # ave: ignore[AVE201]", "AVE201", True),
     ("# ave: ignored for now", "AVE201", False),
     ("# nothing to see", "AVE201", False),
+    ("# ave: ignore  # the pairing is checked by hand", "AVE201", True),
+    ("# AVE: IGNORE", "AVE201", True),
+    # a malformed directive suppresses nothing (it suppressed every code: a typo of the
+    # code list hid an error on the same line; a review helper)
+    ("# ave: ignore(AVE203)", "AVE201", False),
+    ("# ave: ignore(AVE201)", "AVE201", False),
+    ("# ave: ignore AVE203", "AVE201", False),
+    ("# ave: ignore-foo", "AVE201", False),
 ])
 def test_suppression_comments(comment, code, suppressed):
     text = f"import ave_core.lang as ave\nx = f(a, b)  {comment}\n"
