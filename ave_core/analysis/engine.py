@@ -3118,6 +3118,12 @@ class Engine:
             return
         tx, ty = X["tags"], Y["tags"]
         ix, iy, vx, vy, topv, diffk, diffc = cand
+        # the variant's trip counts: a pairing that differs only for sizes under which the
+        # loop runs another number of times is no violation (a start known at run time,
+        # ``range(KT - 1, -1, -1)``: a witness with K = 1 at the second trip, where KT = 1
+        # runs one; a review helper)
+        from ave_core.analysis.accumulation import _trip_constraints
+        extra = _trip_constraints(self, self.solver.z3)
         for p in range(len(ix)):
             for f in np.nonzero(topv[p] | diffk[p] | diffc[p])[0]:
                 row = self.conds.conj_arrays(tx.cond[ix[p]][None, :], ty.cond[iy[p]][None, :])
@@ -3125,9 +3131,10 @@ class Engine:
                 if 1 in g:
                     continue
                 if diffk[p, f]:
-                    res = self.solver.differ(*unpack(vx[p, f]), *unpack(vy[p, f]), g)
+                    res = self.solver.differ(*unpack(vx[p, f]), *unpack(vy[p, f]), g,
+                                             extra)
                 else:
-                    res = self.solver.satisfiable(g)
+                    res = self.solver.satisfiable(g, extra)
                 if res.status == "unsat":
                     continue
                 if res.status == "unknown":

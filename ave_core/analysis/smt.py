@@ -306,12 +306,15 @@ class Solver:
                         "ne": e != 0}[c.pred])
         return z3.And(*out) if out else z3.BoolVal(True, self.ctx)
 
-    def differ(self, ka: int, ca: int, kb: int, cb: int, guard: Any) -> SolveResult:
-        """Can ``LIN[ka] + ca != LIN[kb] + cb`` under condition ``guard``?"""
+    def differ(self, ka: int, ca: int, kb: int, cb: int, guard: Any,
+               extra: Any = ()) -> SolveResult:
+        """Can ``LIN[ka] + ca != LIN[kb] + cb`` under condition ``guard`` (and the z3
+        constraints ``extra``: the variant's trip counts)?"""
         with self.timed():
-            return self._differ(ka, ca, kb, cb, guard)
+            return self._differ(ka, ca, kb, cb, guard, extra)
 
-    def _differ(self, ka: int, ca: int, kb: int, cb: int, guard: Any) -> SolveResult:
+    def _differ(self, ka: int, ca: int, kb: int, cb: int, guard: Any,
+                extra: Any = ()) -> SolveResult:
         z3 = self.z3
         self.queries += 1
         s = z3.Solver(ctx=self.ctx)
@@ -319,6 +322,7 @@ class Solver:
         lhs, rhs = self.lin(ka, ca), self.lin(kb, cb)
         g = self.cond(guard)
         s.add(*self._domain)
+        s.add(*extra)
         s.add(g, lhs != rhs)
         # prefer the smallest program ids for a readable witness
         pids = [self._atoms[i] for i, a in enumerate(self.tab.atoms)
@@ -344,19 +348,21 @@ class Solver:
         return SolveResult("sat", values(s.model()),
                            refine=lambda: values(self.canonical_model(s)))
 
-    def satisfiable(self, guard: Any) -> SolveResult:
-        """Is condition ``guard`` satisfiable (for a concrete mismatch under masks)?"""
+    def satisfiable(self, guard: Any, extra: Any = ()) -> SolveResult:
+        """Is condition ``guard`` satisfiable (for a concrete mismatch under masks), with
+        the z3 constraints ``extra`` (the variant's trip counts)?"""
         with self.timed():
-            return self._satisfiable(guard)
+            return self._satisfiable(guard, extra)
 
-    def _satisfiable(self, guard: Any) -> SolveResult:
+    def _satisfiable(self, guard: Any, extra: Any = ()) -> SolveResult:
         z3 = self.z3
-        if guard == 0 or guard == []:
+        if (guard == 0 or guard == []) and not len(extra):
             return SolveResult("sat", {})
         self.queries += 1
         s = z3.Solver(ctx=self.ctx)
         s.set("timeout", self.timeout_ms)
         s.add(*self._domain_for(guard))
+        s.add(*extra)
         s.add(self.cond(guard))
         r = s.check()
         if r == z3.unsat:

@@ -33,11 +33,12 @@
 E.g. (\"/path/to/venv/bin/python\" \"-m\" \"ave_lsp\") for a virtual environment."
   :type '(repeat string))
 
-(defcustom ave-eglot-settings '(:checkOnChange :json-false)
+(defcustom ave-eglot-settings nil
   "The \"ave\" settings section sent to the server (docs/lsp.md), a plist.
 Keys: :checkOnChange (t or :json-false), :tripCountBound, :solverTimeoutMs,
 :maxFileLines (integers), :baseline (a path).  A key left out (or :null) is not set:
-the [tool.ave] table of the project's pyproject.toml, else the default, applies.
+the [tool.ave] table of the project's pyproject.toml, else the default, applies
+(the default, nil, sets none: a value set here overrides the project's).
 Set it before loading this file, or per project with `eglot-workspace-configuration'
 in .dir-locals.el:  ((python-mode . ((eglot-workspace-configuration
                                        . (:ave (:checkOnChange t))))))"

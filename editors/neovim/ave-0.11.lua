@@ -16,7 +16,8 @@
 --   vim.g.ave_lsp_cmd       the server command, a list (default {"ave-lsp"}; e.g.
 --                           {"/path/to/venv/bin/python", "-m", "ave_lsp"})
 --   vim.g.ave_lsp_settings  the "ave" settings section (see docs/lsp.md), default
---                           {checkOnChange = false}
+--                           none: [tool.ave] of pyproject.toml, else the defaults,
+--                           apply (a value set here overrides the project's)
 
 vim.lsp.config("ave", {
   cmd = vim.g.ave_lsp_cmd or { "ave-lsp" },
@@ -24,6 +25,6 @@ vim.lsp.config("ave", {
   -- the project root: the nearest directory above the file with one of these
   root_markers = { "pyproject.toml", ".git" },
   -- answers the server's workspace/configuration request for the "ave" section
-  settings = { ave = vim.g.ave_lsp_settings or { checkOnChange = false } },
+  settings = { ave = vim.g.ave_lsp_settings or vim.empty_dict() },
 })
 vim.lsp.enable("ave")

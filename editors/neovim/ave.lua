@@ -14,7 +14,8 @@
 --   vim.g.ave_lsp_cmd       the server command, a list (default {"ave-lsp"}; e.g.
 --                           {"/path/to/venv/bin/python", "-m", "ave_lsp"})
 --   vim.g.ave_lsp_settings  the "ave" settings section (see docs/lsp.md), default
---                           {checkOnChange = false}
+--                           none: [tool.ave] of pyproject.toml, else the defaults,
+--                           apply (a value set here overrides the project's)
 --
 -- Neovim 0.11+ can use the shorter vim.lsp.config/vim.lsp.enable form in
 -- editors/neovim/ave-0.11.lua (this file also runs there, start_client being deprecated
@@ -53,7 +54,7 @@ local function attach(bufnr)
       name = "ave",
       cmd = vim.g.ave_lsp_cmd or { "ave-lsp" },
       root_dir = root,
-      settings = { ave = vim.g.ave_lsp_settings or { checkOnChange = false } },
+      settings = { ave = vim.g.ave_lsp_settings or vim.empty_dict() },
     })
     clients[root] = id
   end

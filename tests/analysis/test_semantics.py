@@ -633,3 +633,37 @@ def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2], N: ave.i32):
     from ave_core.compiler.unroll import default_trip_bound
     assert default_trip_bound(k) == 6
     assert any(d.code == "AVE203" and "j=4" in d.message for d in analyze(k).diagnostics)
+
+
+@pytest.mark.parametrize("start, bug", [("KT - 1, -1, -1", False), ("KT // 2, KT", False),
+                                        ("KT - 1, -1, -1", True)])
+def test_pairing_respects_the_variants_trip_count(start, bug):
+    # A loop starting at a runtime value: `kb = max(kt, 0) * 32` equals kt * 32 in every
+    # iteration that runs. The pairing query lacked the variant's trip-count
+    # precondition: for the second trip (kt = KT - 2) z3 chose K = 1, where KT = 1 runs
+    # one trip, and reported "A holds k=-32" (a review helper; the interpreter: correct
+    # for K = 32, 64, 96, 100). With the bug (B one k-tile ahead), the witness is a
+    # size where the loop really runs twice: KT = 2, K in 33..64, kt = 0 (second trip of
+    # the reversed loop), A at k = 0, B at k = 32.
+    kb = "(ave.maximum(kt, 0) + 1) * 16" if bug else "ave.maximum(kt, 0) * 16"
+    src, a = _analyze(f'''
+        K = A.shape[1]
+        KT = (K + 15) // 16
+        acc = ave.zeros((64, 64), ave.f32, tiled.c)
+        for kt in ave.range({start}):
+            kb = {kb}
+            a = ave.load(A[0:64, kt * 16:kt * 16 + 16], tiled.a, mask=lambda m, k: k < K)
+            b = ave.load(B[kb:kb + 16, 0:64], tiled.b, mask=lambda k, n: k < K)
+            acc = ave.mma(a, b, acc, tiled)
+    ''')
+    (r,) = [r for r in a.assertions if r.kind == "mma"]
+    if not bug:
+        assert r.status == "proved", r.witness
+        return
+    assert r.status == "violated"
+    w = r.witness
+    assert w["operands"]["x"]["tags"]["k"] >= 0
+    assert w["operands"]["y"]["tags"]["k"] == w["operands"]["x"]["tags"]["k"] + 16
+    K = w["model"]["A.shape[1]"]
+    assert w["trip_counts"] == {"kt": 2} and (K + 15) // 16 == 2, (K, w)
+    assert w["loop_indices"] == {"kt": 1}      # the second trip (0-based), kt = KT - 2 = 0

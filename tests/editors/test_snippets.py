@@ -58,7 +58,10 @@ def test_neovim_011_snippet_passes_a_complete_config(tmp_path: Path):
     assert cfg["cmd"] == ["ave-lsp"] and cfg["cmd"][0] in SCRIPTS
     assert cfg["filetypes"] == ["python"]
     assert cfg["root_markers"] == ["pyproject.toml", ".git"]
-    assert cfg["settings"] == {"ave": {"checkOnChange": False}}
+    # no value of its own by default: an editor value overrides [tool.ave], and the
+    # snippets sent checkOnChange = false, so a project's true never applied (a review
+    # helper)
+    assert cfg["settings"] == {"ave": {}}
     jsonschema.validate(cfg["settings"]["ave"], settings_schema())
     assert set(cfg) == {"cmd", "filetypes", "root_markers", "settings"}
 
@@ -82,6 +85,7 @@ def test_helix_languages_toml():
     assert not server.get("args")                 # plain `ave-lsp` serves LSP on stdio
     # Helix answers workspace/configuration for section "ave" from config.ave
     jsonschema.validate(server["config"]["ave"], settings_schema())
+    assert server["config"]["ave"] == {}          # [tool.ave] is not overridden
     (python,) = [lang for lang in data["language"] if lang["name"] == "python"]
     servers = python["language-servers"]
     names = [s if isinstance(s, str) else s["name"] for s in servers]
