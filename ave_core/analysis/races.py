@@ -675,12 +675,23 @@ def _two_writers(w: np.ndarray, at: np.ndarray) -> tuple:
     return (first, at[r, i1], np.where(none, -1, second), np.where(none, -1, at[r, i2]))
 
 
-def statement_loc(eng: Any, op: Any) -> Any:
-    """The kernel-body statement an op belongs to: the op itself, or the outermost call of
-    the helper it was inlined from (where a barrier can be inserted)."""
-    loc = op.loc
-    chain = getattr(loc, "inlined_from", ()) or ()
-    return chain[0] if chain else loc
+def fix_anchor(later: Any, earlier: Any) -> Any:
+    """Where a barrier (or a wait) between two accesses goes: before the statement of the
+    later access at the first level of helper calls where the two accesses' statements
+    differ (the kernel's statement; inside a helper that makes both, the helper's own
+    statement), as a :class:`Loc` with ``stmt``; None when one statement makes both at
+    every level (a copy between overlapping parts of one buffer): a barrier before it
+    cannot come between them -- such a fix only moved the finding a line down, and a
+    helper that copies and then reads got one before its call (a review helper)."""
+    lat = [*(getattr(later.loc, "inlined_from", ()) or ()), later.loc]
+    if earlier is None:
+        return lat[0]
+    ear = [*(getattr(earlier.loc, "inlined_from", ()) or ()), earlier.loc]
+    for i, loc in enumerate(lat):
+        if i >= len(ear) or (ear[i].file, ear[i].stmt) != (loc.file, loc.stmt) or \
+                loc.stmt is None:
+            return loc
+    return None
 
 
 def witness(eng: Any, f: dict) -> dict:
@@ -700,22 +711,20 @@ def witness(eng: Any, f: dict) -> dict:
                     "label": f"{label}: {name}" + (" (" + ", ".join(
                         f"{k}={v}" for k, v in loops) + ")" if loops else "")})
     later_op = f["later"][0]
-    st = statement_loc(eng, later_op)
+    st = fix_anchor(later_op, f["earlier"][0] if f["earlier"] is not None else None)
     w = {"block": [0, 0, 0], "threads": threads, "loop_indices": dict(f["loops"]),
          "byte": f["byte"], "coordinates": {}, "tags": {}, "program_points": pts,
          "race": f["kind"] + " after " + f["what"],
          "earlier_loop_indices": dict(f["earlier"][1]) if f["earlier"] else {}}
     anchor = getattr(st, "stmt", None) if st is not None else None
-    if anchor is not None and st.file == eng.k.file and not f["in_branch"] and \
-            f["barrier_fixes"]:
+    if anchor is not None and not f["in_branch"] and f["barrier_fixes"]:
         # before the statement (not the op's expression: `a = ave.ldmatrix(...)`), at
         # its line's own indentation; none when the statement does not start its line
         line, indent = anchor
         w["fix"] = {"kind": "insert_barrier", "line": int(line), "indent": str(indent),
                     "file": st.file}
-    elif anchor is not None and st.file == eng.k.file and not f["in_branch"] and \
-            f.get("wait") is not None and f["earlier"] is not None and \
-            getattr(statement_loc(eng, f["earlier"][0]), "stmt", None) != anchor:
+    elif anchor is not None and not f["in_branch"] and f.get("wait") is not None and \
+            f["earlier"] is not None:
         # (not when the copy is issued by the same statement -- a helper that copies and
         # then reads: a wait before its call comes before the copy)
         # a copy still in flight: wait for its group (and a barrier: other threads' copies

@@ -2079,3 +2079,52 @@ def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
     (d,) = _races(k)
     assert codes == {"AVE207", "AVE209"}
     assert d.witness["byte"] == 128 and [t["thread"] for t in d.witness["threads"]] == [1, 8]
+
+
+def test_one_statement_making_both_accesses_gets_no_barrier_fix():
+    # A copy between overlapping parts of one buffer races with itself (the interpreter's
+    # AVE304: byte 1024, threads 0 and 64). A barrier before the statement cannot come
+    # between its read and its write: the fix offered one, and once applied the finding
+    # came back with a fix one line further down (a review helper).
+    text = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def sh(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    s = ave.alloc((32, 32), ave.f32)
+    ave.copy(X[0:32, 0:32], s, vector_bytes=16)
+    ave.barrier()
+    ave.copy(s[8:24, 0:32], s[0:16, 0:32], vector_bytes=16)
+    ave.barrier()
+    ave.copy(s, Y[0:32, 0:32], vector_bytes=16)
+'''
+    k = _k(text)
+    (d,) = _races(k)
+    assert d.range.start.line == 7 and d.fix is None
+    assert not any("quick fix" in n for n in d.notes)
+    rng = np.random.default_rng(0)
+    res = run(k, (1, 1), [rng.standard_normal((32, 32)).astype(np.float32),
+                          np.zeros((32, 32), np.float32)])
+    assert any(x.code == "AVE304" for x in res.diagnostics)
+
+
+def test_a_helper_that_copies_then_reads_gets_its_barrier_inside():
+    # the race is between two statements of the helper: the barrier goes between them (it
+    # went before the helper's call, which separates nothing; a review helper)
+    text = '''import ave_core.lang as ave
+
+def stage_and_read(src, s, tv):
+    ave.copy(src, s, vector_bytes=16)
+    return ave.load(s, tv)
+
+@ave.kernel(threads=128)
+def hf(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    s = ave.alloc((32, 32), ave.f32)
+    tv = ave.tv_layout(ave.layout(128, 1), ave.layout(8, 128), (32, 32))
+    x = stage_and_read(X[0:32, 0:32], s, tv)
+    ave.store(Y[0:32, 0:32], x)
+'''
+    (d,) = _races(_k(text))
+    assert d.fix["kind"] == "insert_barrier" and d.fix["line"] == 4 and d.fix["indent"] == "    "
+    fixed = text.splitlines()
+    fixed.insert(4, "    ave.barrier()")
+    assert _races(_k("\n".join(fixed) + "\n")) == []

@@ -596,24 +596,66 @@ def test_a_helper_finding_is_shown_and_suppressed_at_its_call(tmp_path, where):
     assert "k3.py:10:9: related: the call of the helper it is in" in p.stdout
 
 
-def test_a_helper_race_in_another_file_gets_advice_not_a_fix_for_the_wrong_file(tmp_path):
-    # The race's statement to insert a barrier before is the helper's call (k3.py, line
-    # 10), but the diagnostic is filed in the helper's file: its JSON fix named line 9 of
-    # k3.py as a line of h3.py, and SARIF inserted `ave.barrier()` into h3.py after the
-    # helper's `return` (a review helper). Now no fix, and the note names the call's file.
-    (tmp_path / "h3.py").write_text(_HELPER.replace("{H}", "") +
-                                    "\n\ndef other(x):\n    y = x\n    return y\n", "utf-8")
+_READER = """import ave_core.lang as ave
+
+
+def read(s, tiled):
+    a = ave.ldmatrix(s, tiled.a)
+    return a
+
+
+def other(x):
+    y = x
+    return y
+"""
+
+
+@pytest.mark.parametrize("inside", [True, False])
+def test_a_helper_race_in_another_file_gets_a_fix_in_the_right_file(tmp_path, inside):
+    # The barrier between two accesses goes before the later one's statement at the
+    # first level of calls where the accesses' statements differ. Both in the helper
+    # (copy, then ldmatrix): in the helper, before its ldmatrix. The copy in the kernel,
+    # the read in the helper: before the helper's call, in the kernel's file -- not the
+    # diagnostic's file, so advice naming it, no fix (the JSON fix named line 9 of k3.py
+    # as a line of h3.py and SARIF inserted `ave.barrier()` into h3.py after the helper's
+    # `return`; a review helper).
+    if inside:
+        (tmp_path / "h3.py").write_text(_HELPER.replace("{H}", "") +
+                                        "\n\ndef other(x):\n    y = x\n    return y\n", "utf-8")
+        caller = _CALLER.replace("{K}", "")
+    else:
+        (tmp_path / "h3.py").write_text(_READER, "utf-8")
+        caller = _CALLER.replace("from h3 import stage", "from h3 import read").replace(
+            "    a = stage(A, s, BM, BK, tiled){K}",
+            "    ave.copy(A[0:BM, 0:BK], s, vector_bytes=16)\n    a = read(s, tiled)")
     k = tmp_path / "k3.py"
-    k.write_text(_CALLER.replace("{K}", ""), "utf-8")
+    k.write_text(caller, "utf-8")
     p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", "k3.py", "-j1",
                         "--format", "json"], capture_output=True, text=True,
                        cwd=str(tmp_path), timeout=120)
     (d,) = json.loads(p.stdout)["diagnostics"]
     assert d["code"] == "AVE207" and d["file"].endswith("h3.py"), d
-    assert "fix" not in d or d["fix"] is None, d
-    assert "insert ave.barrier() before line 10 of k3.py (the helper's call)" in d["notes"]
     s = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", "k3.py", "-j1",
                         "--format", "sarif"], capture_output=True, text=True,
                        cwd=str(tmp_path), timeout=120)
     (r,) = json.loads(s.stdout)["runs"][0]["results"]
-    assert "fixes" not in r
+    if not inside:
+        assert d.get("fix") is None, d
+        assert "insert ave.barrier() before line 11 of k3.py (the helper's call)" in d["notes"]
+        assert "fixes" not in r
+        return
+    assert d["fix"]["kind"] == "insert_barrier" and d["fix"]["line"] == 5, d
+    assert "insert ave.barrier() before line 6 (quick fix)" in d["notes"]
+    (fx,) = r["fixes"]
+    (ch,) = fx["artifactChanges"]
+    assert ch["artifactLocation"]["uri"].endswith("h3.py")
+    (rep,) = ch["replacements"]
+    text = (tmp_path / "h3.py").read_text("utf-8")
+    fixed = _apply(text, rep)
+    assert fixed.splitlines()[5] == "    ave.barrier()"
+    assert fixed.splitlines()[6].startswith("    a = ave.ldmatrix(")
+    (tmp_path / "h3.py").write_text(fixed, "utf-8")
+    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", "k3.py", "-j1",
+                        "--format", "json"], capture_output=True, text=True,
+                       cwd=str(tmp_path), timeout=120)
+    assert json.loads(p.stdout)["diagnostics"] == []
