@@ -59,6 +59,9 @@ class Contribution:
     #: the k both operands have (``K = ave.minimum(K, B.shape[0])``, the README's idiom,
     #: was "incomplete" for sizes where B has fewer k than A; a review helper)
     bdomain: Any = None
+    #: the arms of every ``scf.if`` the MMA ran in, ``(id(if op), 0 then / 1 else)``:
+    #: branches on thread or warp ids too (:func:`join_split_chains`)
+    arms: tuple = ()
 
 
 def contribution(eng: Any, op: Any, A: dict, B: dict) -> list[Contribution] | None:
@@ -235,6 +238,34 @@ def join_chains(x: Any, y: Any, token: Any) -> Any:
     if all(p is q for p, q in zip(short, long_)) and all(
             token in c.branches for call in long_[len(short):] for c in call):
         return long_
+    return False
+
+
+def join_split_chains(x: Any, y: Any, if_id: int) -> Any:
+    """The chain of an accumulator after a branch whose arms run on different threads (a
+    condition on thread or warp ids: ``if ave.warp_id() < 2: acc = ave.mma(...)``): the
+    chain before the branch (the arms' common prefix) with the MMAs of both arms after it.
+    Each arm's MMAs hold only the operands of its own threads' warps (a warp that runs none
+    of them contributes nothing there), so their contributions add up per warp; the check
+    at the chain's end then finds a warp that accumulates nothing. False when an arm's
+    chain is not the one before the branch extended inside that arm (an arm that resets
+    the accumulator). The chain was dropped here without a word, so AVE206 went unchecked
+    and a warp that skipped its MMA was proved (a review helper)."""
+    a, b = x.kcov, y.kcov
+    if a is None and b is None:
+        return None
+    if a is None and not x.tags.code.any():
+        a = []
+    if b is None and not y.tags.code.any():
+        b = []
+    if not isinstance(a, list) or not isinstance(b, list):
+        return False
+    n = 0
+    while n < min(len(a), len(b)) and a[n] is b[n]:
+        n += 1
+    if all((if_id, 0) in c.arms for call in a[n:] for c in call) and \
+            all((if_id, 1) in c.arms for call in b[n:] for c in call):
+        return a + b[n:]
     return False
 
 
@@ -451,6 +482,12 @@ def check_chain(eng: Any, chain_: list, consumer: Any, known: bool = False) -> d
         done: set = set()
         raw_done: set = set()
         gsets: dict = {}        # a guard row -> its atoms, sorted
+        # the largest concrete index any warp receives: an unmasked extent is what the
+        # kernel reads, for every warp alike (a warp that runs none of the chain's MMAs --
+        # `if ave.warp_id() < 2: acc = ave.mma(...)` -- reads nothing itself, and with
+        # its own largest index the check asked for none; a review helper)
+        kmax = max((int(c.conc[c.live & (c.key == 0)].max()) for c in calls
+                    if (c.live & (c.key == 0)).any()), default=-1)
         for w in range(W):
             # a warp whose contribution arrays equal an earlier warp's has the same items
             raw = b"".join(a[w].tobytes() for c in calls
@@ -475,7 +512,7 @@ def check_chain(eng: Any, chain_: list, consumer: Any, known: bool = False) -> d
             done.add(sig)
             v = _at_most_once(eng, items, calls, w, f)
             if v is None:
-                v = _at_least_once(eng, items, calls, w, f)
+                v = _at_least_once(eng, items, calls, w, f, kmax)
             if v is not None:
                 if v.get("unknown"):
                     res["unknown"] = v["unknown"]
@@ -592,7 +629,10 @@ def _at_most_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict | 
     return None
 
 
-def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict | None:
+def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int,
+                   kmax: int = -1) -> dict | None:
+    """``kmax``: the largest concrete index the chain's MMAs receive in any warp (the
+    extent an unmasked dimension is taken to have)."""
     dom = next((c.domain for c in calls if c.domain is not None), None)
     if dom is None:
         return None
@@ -606,7 +646,7 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict |
     items = [it for it in items if it[0] == 0]
     dkey = eng.tab.atom(Atom("dim", dom))
     unguarded = all(not g for _, _, g, _, _ in items + sym)
-    maxk = max((c for _, c, _, _, _ in items), default=-1)
+    maxk = max(max((c for _, c, _, _, _ in items), default=-1), kmax)
     # Indices received under no guard, or under exactly `c < size` (a mask on this very
     # extent): for k0 == c with k0 < size they are received. Their contiguous prefix
     # 0 .. R-1 needs no solver term (k0 >= R is added instead).

@@ -35,7 +35,7 @@ enumerated exactly — registers are arrays indexed by thread id, as in the pape
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, Sequence
 
 import numpy as np
@@ -468,6 +468,8 @@ class Engine:
         self.may_diverge: list[tuple] = []
         #: the enclosing scf.if ops, and those of them that branch on a runtime value
         self._ifs: list[Op] = []
+        #: the arms being run, ``(id(if op), 0 then / 1 else)`` (Contribution.arms)
+        self._arms: list[tuple[int, int]] = []
         self.runtime_branches: list[RuntimeBranch] = []
         self._free_labels: dict = {}
         self._keep_ops: list = []
@@ -2613,6 +2615,9 @@ class Engine:
             kept = accumulation.under_branches(self, contrib)
             if kept is None and contrib is not None:
                 accumulation.lost_chain(self, op, None, None, at=op)
+            if kept and self._arms:
+                arms = tuple(self._arms)
+                kept = [replace(k, arms=arms) for k in kept]
             kcov = accumulation.chain(prev, kept)
         # the result takes A's fields constant along k (row fields) and B's fields constant
         # along k (column fields), per warp: each warp multiplies its own registers
@@ -3423,6 +3428,7 @@ class Engine:
             self.active = mask
             self.in_branch += 1
             self._ifs.append(op)
+            self._arms.append((id(op), ri))
             if runtime:
                 self.runtime_branches.append(RuntimeBranch(
                     op, ri, crows, then_m if ri == 0 else else_m, rows if ri == 0 else None,
@@ -3440,6 +3446,7 @@ class Engine:
                 self.active = saved
                 self.in_branch -= 1
                 self._ifs.pop()
+                self._arms.pop()
                 if runtime:
                     self.runtime_branches.pop()
                 if overlay:
@@ -3456,8 +3463,12 @@ class Engine:
                 self.env[r] = tv if ev is None else ev
             elif isinstance(tv, FragVal) and isinstance(ev, FragVal):
                 # (id(op), 0): the then-arm's RuntimeBranch.token
-                kcov = accumulation.join_chains(tv, ev, (id(op), 0) if runtime else None)
-                if kcov is False and runtime:
+                if runtime:
+                    kcov = accumulation.join_chains(tv, ev, (id(op), 0))
+                else:
+                    # arms on different threads (a condition on thread or warp ids)
+                    kcov = accumulation.join_split_chains(tv, ev, id(op))
+                if kcov is False:
                     accumulation.lost_chain(self, op, tv, ev)
                 self.env[r] = FragVal(join(tv.tags, ev.tags, self.conds), tv.V, kcov=kcov,
                                       varies=tv.varies or ev.varies or

@@ -330,3 +330,60 @@ def test_the_sum_runs_over_the_k_both_operands_have(k0, complete):
     assert res.diagnostics == []
     codes = [d.code for d in analyze(res.kernels[0]).diagnostics]
     assert ("AVE206" in codes) != complete, codes
+
+
+_SPLIT = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def wb(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(32, 32, 32))
+    a = ave.load(A[0:32, 0:32], tiled.a)
+    b = ave.load(B[0:32, 0:32], tiled.b)
+    acc = ave.zeros((32, 32), ave.f32, tiled.c)
+{BODY}
+    ave.store(C[0:32, 0:32], acc)
+'''
+
+
+@pytest.mark.parametrize("body, verdict", [
+    # warps 2 and 3 (rows 16..31) skip the MMA: their acc stays 0 (the interpreter: rows
+    # 16..31 of C are 0). The chain was dropped at the branch without a word -- no AVE206
+    # check at all, "proved" (a review helper).
+    ("    if ave.warp_id() < 2:\n        acc = ave.mma(a, b, acc, tiled)", "violated"),
+    # every warp runs one of the arms' MMAs: each warp receives k = 0..31 once
+    ("    if ave.warp_id() < 2:\n        acc = ave.mma(a, b, acc, tiled)\n"
+     "    else:\n        acc = ave.mma(a, b, acc, tiled)", "proved"),
+    # every warp takes the arm
+    ("    if ave.warp_id() < 4:\n        acc = ave.mma(a, b, acc, tiled)", "proved"),
+    # an arm that resets the accumulator after an MMA before the branch: not followed
+    ("    acc = ave.mma(a, b, acc, tiled)\n    if ave.warp_id() < 2:\n"
+     "        acc = ave.zeros((32, 32), ave.f32, tiled.c)\n"
+     "        acc = ave.mma(a, b, acc, tiled)", "unknown"),
+])
+def test_chains_through_branches_on_warp_ids(body, verdict):
+    res = compile_source(_SPLIT.replace("{BODY}", body), "wb.py")
+    assert res.diagnostics == []
+    k = res.kernels[0]
+    a, d = _acc206(k)
+    (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+    assert r.status == verdict, (r.status, r.reason, [x.format_text() for x in a.diagnostics])
+    rng = np.random.default_rng(3)
+    A = NUM.to_storage(bf16, rng.standard_normal((32, 32)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((32, 32)).astype(np.float32))
+    C = np.zeros((32, 32), np.float32)
+    run(k, (1,), [A, B, C], checks=False)
+    ref = NUM.from_storage(bf16, A).astype(np.float64) @ NUM.from_storage(bf16, B).astype(
+        np.float64)
+    if verdict == "proved":
+        np.testing.assert_allclose(C, ref, rtol=1e-4, atol=1e-4)
+    if verdict == "violated":
+        (x,) = d
+        w = x.witness
+        # the lowest thread of the first warp that runs no MMA: warp 2 (rows 16..31)
+        assert w["threads"][0] == {"thread": 64, "warp": 2, "lane": 0}
+        row = w["accumulator"][0]
+        assert 16 <= row < 32 and C[row, w["accumulator"][1]] == 0.0
+        assert np.abs(C[:16] - ref[:16]).max() < 1e-3
