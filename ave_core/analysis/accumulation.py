@@ -392,8 +392,44 @@ def trip_bound_value(eng: Any, v: Any) -> Any:
 def _trip_forms(eng: Any) -> list[tuple[int, int, int, int, int]]:
     """The variant's trip-count preconditions as ``(key, conc, lb, step, n)``: the loop's
     upper bound ``LIN[key] + conc`` satisfies ``(n-1)*step < LIN[key] + conc - lb <= n*step``."""
+    return [f[:5] for f in _trip_forms_named(eng)]
+
+
+def running_trip_constraints(eng: Any, z3: Any) -> list:
+    """What every trip-count variant that runs the current op has in common: for each
+    runtime loop around it, at iteration ``i`` (``eng.loops``), the loop runs at least
+    ``i + 1`` times. Checks made while an op runs (operand pairing) are decided once for
+    every variant that shares the op (incremental analysis: a variant resumes after the
+    ops it shares with the one before) -- the variant's exact trip counts held for the
+    first of them only, and a pairing wrong for more trips was proved (the full analysis
+    found it). A loop variable name used by two runtime loops constrains nothing."""
+    forms = _trip_forms_named(eng)
+    if not forms or not eng.loops:
+        return []
+    names = [f[5] for f in forms]
+    at = dict(eng.loops)
+    around = [x for x, _ in eng.loops]
     out = []
-    for v, lb, st, n in getattr(eng.k, "trip_preconditions", ()):
+    for k, c, lb, st, n, name, runtime_lb, lb0 in forms:
+        if name not in at or names.count(name) > 1 or around.count(name) > 1:
+            continue
+        i = at[name] if runtime_lb else (at[name] - lb0) // st
+        d = eng.solver.lin(k, c) - lb
+        out.append(d > i * st if st > 0 else d < i * st)
+    return out
+
+
+def _trip_forms_named(eng: Any) -> list[tuple]:
+    """:func:`_trip_forms` with, per loop, its variable's name, whether its start is a
+    runtime value (then ``loop_indices`` hold the 0-based iteration) and its constant
+    start (else)."""
+    out = []
+    names = getattr(eng.k, "trip_loop_names", None)
+    pres = getattr(eng.k, "trip_preconditions", ())
+    if names is None or len(names) != len(pres):
+        names = [None] * len(pres)
+    for (v, lb, st, n), name in zip(pres, names):
+        lb0 = lb
         val = trip_bound_value(eng, v)
         if not isinstance(val, SymInt):
             continue
@@ -409,7 +445,9 @@ def _trip_forms(eng: Any) -> list[tuple[int, int, int, int, int]]:
                                    np.asarray(lv.conc).reshape(-1)[:1]))
             lb = 0
         k, c = int(np.asarray(val.key).reshape(-1)[0]), int(np.asarray(val.conc).reshape(-1)[0])
-        out.append((k, c, int(lb), int(st), int(n)))
+        runtime_lb = not isinstance(lb0, (int, np.integer))
+        out.append((k, c, int(lb), int(st), int(n), name, runtime_lb,
+                    0 if runtime_lb else int(lb0)))
     return out
 
 

@@ -28,8 +28,11 @@ enumerated exactly — registers are arrays indexed by thread id, as in the pape
   asynchronous copies are weak under a condition that differs across threads and land
   as issued under one every thread takes the same way -- a documented approximation (a
   prefetch ``if k0 + 2 * BK < K:`` is used in the iteration the same sizes let run;
-  merging would make every such pipeline ⊤). Branches on thread/warp ids and constexprs
-  are exact (per-thread masks).
+  merging would make every such pipeline ⊤). Their ``commit_async`` / ``wait_async`` in
+  such an arm stop the analysis (AVE205): the groups would differ by path. Branches on
+  thread/warp ids and constexprs are exact (per-thread masks); there a ``wait_async``
+  retires the waiting threads' own copies (PTX ``cp.async.wait_group``), and a
+  ``commit_async`` stops the analysis (each thread's groups would differ).
 """
 
 from __future__ import annotations
@@ -371,6 +374,9 @@ class RuntimeBranch(NamedTuple):
     uniform: bool = False   # one condition for every thread (each takes the same arm)
     tags_forked: bool = False  # the arms run from one shared-memory tag state, joined
     cond_row: np.ndarray | None = None  # (GUARD,) the condition of a uniform branch
+    #: the sizes (and the variant's trip counts) leave either arm possible: the arms run
+    #: one after the other on one state, and what they do may not happen
+    undecided: bool = True
 
     @property
     def token(self) -> tuple:
@@ -1900,12 +1906,54 @@ class Engine:
     def op_ave_copy(self, op): self._copy(op, False)
     def op_ave_copy_async(self, op): self._copy(op, True)
 
+    def _path_dependent_groups(self, op: Op) -> None:
+        """``ave.commit_async`` / ``ave.wait_async`` where the groups would differ by path:
+        in an arm of a branch on a runtime value that the sizes leave undecided. The
+        analysis counts one sequence of groups, so it stops here (AVE205) instead of taking
+        the copies to land as issued -- a prefetch whose commit only some sizes run (the
+        commit inside ``if (kt + STAGES - 1) * BK < K:``) was proved (a review helper)."""
+        if any(b.undecided for b in self.runtime_branches):
+            raise AnalysisLimit(
+                f"`{op.name}` in a branch on a runtime value that the sizes leave "
+                "undecided: the asynchronous-copy groups would differ by path (commit and "
+                "wait outside the branch; a commit with no copy is an empty group)", op)
+
     def op_ave_commit_async(self, op):
+        self._path_dependent_groups(op)
+        if not self.active.all():
+            raise AnalysisLimit(
+                "`ave.commit_async` on some threads only (a branch on thread or warp ids): "
+                "each thread commits its own groups (PTX cp.async.commit_group), and the "
+                "analysis counts one sequence of groups for the workgroup (commit on every "
+                "thread: a commit with no copy is an empty group)", op)
         self.groups.append(self.open_group)
         self.open_group = []
 
     def op_ave_wait_async(self, op):
+        self._path_dependent_groups(op)
         n = op.attrs["n"]
+        if not self.active.all():
+            # some threads only (a branch on thread or warp ids): each waits for its own
+            # copies (PTX cp.async.wait_group) -- the others' stay in flight (they all
+            # landed: a producer warp that never waited raced with the readers after the
+            # barrier, unreported; a review helper)
+            act = self.active
+            for gi in range(max(len(self.groups) - n, 0)):
+                rest = []
+                for plan in self.groups[gi]:
+                    byts, t, thr, issued, weak, keep = plan
+                    sel = act[thr] if thr is not None else np.ones(len(byts), bool)
+                    if sel.all():
+                        self._land(plan, op, tags=True)
+                        continue
+                    if sel.any():
+                        i = np.nonzero(sel)[0]
+                        self._land((byts[i], t.take(i), thr[i], issued, weak, keep), op,
+                                   tags=True)
+                    i = np.nonzero(~sel)[0]
+                    rest.append((byts[i], t.take(i), thr[i], issued, weak, keep))
+                self.groups[gi] = rest
+            return
         while len(self.groups) > n:
             for plan in self.groups.pop(0):
                 self._land(plan, op, tags=True)
@@ -3123,12 +3171,13 @@ class Engine:
             return
         tx, ty = X["tags"], Y["tags"]
         ix, iy, vx, vy, topv, diffk, diffc = cand
-        # the variant's trip counts: a pairing that differs only for sizes under which the
-        # loop runs another number of times is no violation (a start known at run time,
+        # the loops around the op run this iteration: a pairing that differs only for
+        # sizes under which it does not run is no violation (a start known at run time,
         # ``range(KT - 1, -1, -1)``: a witness with K = 1 at the second trip, where KT = 1
-        # runs one; a review helper)
-        from ave_core.analysis.accumulation import _trip_constraints
-        extra = _trip_constraints(self, self.solver.z3)
+        # runs one; a review helper). Not the variant's exact trip counts: the op's checks
+        # stand for every later variant that shares it
+        from ave_core.analysis.accumulation import running_trip_constraints
+        extra = running_trip_constraints(self, self.solver.z3)
         for p in range(len(ix)):
             for f in np.nonzero(topv[p] | diffk[p] | diffc[p])[0]:
                 row = self.conds.conj_arrays(tx.cond[ix[p]][None, :], ty.cond[iy[p]][None, :])
@@ -3432,7 +3481,8 @@ class Engine:
             if runtime:
                 self.runtime_branches.append(RuntimeBranch(
                     op, ri, crows, then_m if ri == 0 else else_m, rows if ri == 0 else None,
-                    fork, uniform, tags_fork or single, rows if uniform else None))
+                    fork, uniform, tags_fork or single, rows if uniform else None,
+                    not single))
             jl: list = []
             if tags_fork:
                 self.journal = jl
@@ -3648,6 +3698,7 @@ def _forkable(op: Op) -> bool:
 
 #: ops whose execution can be reported (a check, a memory access, an MMA)
 _CHECKED_OPS = frozenset({"ave.assert_conform", "ave.assert_disjoint", "ave.mma", "ave.load",
+                          "ave.commit_async",
                           "ave.store", "ave.copy", "ave.copy_async", "ave.wait_async",
                           "ave.barrier"})
 

@@ -198,6 +198,7 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
     # or the bound's own value in the unrolled kernel (a longer step: computed before the
     # loop), or a kernel argument.
     pres = []
+    names = []
     defs = {orig: pre for pre, orig in ctx.preconditions}
     for op, n in ctx.trip_counts.items():
         lb, ub, st = op.operands[:3]
@@ -209,7 +210,10 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
             if v is not None:
                 # (a start known only at run time: its value in the unrolled kernel)
                 pres.append((v, consts[lb] if lb in consts else ctx.vmap[lb], consts[st], n))
+                names.append(op.attrs.get("iv_name", "i"))
     out.trip_preconditions = pres
+    #: the loop variable's name of each precondition (``loop_indices`` of the ops in it)
+    out.trip_loop_names = names
     return out
 
 

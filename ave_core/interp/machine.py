@@ -240,8 +240,13 @@ class Machine:
         self.r_epoch = np.full(max(size, 1), -1, dtype=np.int64)
         self.r_thread = np.full(max(size, 1), -1, dtype=np.int64)
         self.pending = np.zeros(max(size, 1), dtype=np.int32)
-        self.groups: list[list] = []
+        # asynchronous copies per thread (PTX cp.async: commit_group and wait_group act on
+        # the executing thread's own copies): the copies no commit has grouped yet, and
+        # those committed, each row with its thread's group number; commits[t]: how many
+        # groups thread t has committed
         self.open_group: list = []
+        self.inflight: list = []
+        self.commits = np.zeros(self.T, np.int64)
         self.exec_block(self.k.body)
         # retire everything still in flight at exit
         self.retire(0, None)
@@ -861,24 +866,53 @@ class Machine:
         self._copy_common(op, deferred=True)
 
     def op_ave_commit_async(self, op):
-        self.groups.append(self.open_group)
-        self.open_group = []
+        self._commit_group(self.active)
+
+    def _commit_group(self, act: np.ndarray) -> None:
+        """Threads ``act`` commit their uncommitted copies as their next group (a thread
+        outside a branch on thread or warp ids keeps its own copies uncommitted)."""
+        keep = []
+        for e in self.open_group:
+            th = e[2]
+            sel = act[th]
+            if not sel.all():
+                keep.append(_rows(e, ~sel))
+                if not sel.any():
+                    continue
+                e = _rows(e, sel)
+            self.inflight.append((*e, self.commits[e[2]]))
+        self.open_group = keep
+        self.commits[act] += 1
 
     def op_ave_wait_async(self, op):
         self.retire(op.attrs["n"], op)
 
     def retire(self, n: int, op: Op | None) -> None:
-        if op is None and self.open_group:
-            self.groups.append(self.open_group)
-            self.open_group = []
-        while len(self.groups) > n:
-            g = self.groups.pop(0)
-            for b, raw, th, bp, cop, ep, loops in g:
-                self.pending[b] -= 1
-                saved = self.loop_stack
-                self.loop_stack = list(loops)
-                self.commit_bytes(b, raw, th, bp, cop, ep)
-                self.loop_stack = saved
+        """The active threads wait until at most ``n`` of their own groups are in flight
+        (``op`` None: the kernel's end, every copy lands); the copies of other threads stay
+        in flight (a producer warp that never waits races with the readers)."""
+        if op is None:
+            act = np.ones(self.T, bool)
+            if self.open_group:
+                self._commit_group(act)
+            n = 0
+        else:
+            act = self.active
+        keep = []
+        for e in self.inflight:
+            b, raw, th, bp, cop, ep, loops, seq = e
+            sel = act[th] & (seq < self.commits[th] - n)
+            if not sel.all():
+                keep.append(_rows(e, ~sel))
+                if not sel.any():
+                    continue
+                b, raw, th, bp, cop, ep, loops, seq = _rows(e, sel)
+            self.pending[b] -= 1
+            saved = self.loop_stack
+            self.loop_stack = list(loops)
+            self.commit_bytes(b, raw, th, bp, cop, ep)
+            self.loop_stack = saved
+        self.inflight = keep
 
     def op_ave_barrier(self, op):
         if not self.active.all():
@@ -1139,3 +1173,11 @@ class _RegionEnv(dict):
 
     def __contains__(self, k: object) -> bool:
         return k in self.local or k in self.outer
+
+
+def _rows(e: tuple, sel: np.ndarray) -> tuple:
+    """An asynchronous copy's record (bytes, raw values, threads, provenance or None, op,
+    epoch, loops[, group numbers]) for the rows ``sel`` only."""
+    b, raw, th, bp = e[:4]
+    out = (b[sel], raw[sel], th[sel], bp[sel] if bp is not None else None, *e[4:7])
+    return out + ((e[7][sel],) if len(e) > 7 else ())

@@ -2128,3 +2128,133 @@ def hf(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
     fixed = text.splitlines()
     fixed.insert(4, "    ave.barrier()")
     assert _races(_k("\n".join(fixed) + "\n")) == []
+
+
+_PARTIAL_WAIT = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def hw(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    s = ave.alloc((32, 64), ave.f32)
+    ave.copy_async(X[0:32, 0:64], s, vector_bytes=16)
+    ave.commit_async()
+    if ave.thread_id() < {N}:
+        ave.wait_async(0)
+    ave.barrier()
+    ave.copy(s, Y[0:32, 0:64], vector_bytes=16)
+'''
+
+
+@pytest.mark.parametrize("n, race", [(64, True), (128, False)])
+def test_a_wait_on_some_threads_retires_their_copies_only(n, race):
+    # PTX cp.async.wait_group waits for the executing thread's own copies: threads 64..127
+    # never wait, their copies may still be in flight when every thread reads after the
+    # barrier. Both tools retired every thread's copies (a review helper, by hand). The
+    # copy's 512 16-byte vectors go to the 128 threads in turn (vector v: thread v % 128),
+    # so byte 1024 (vector 64, row 4, col 0) is thread 64's: the first that never waits.
+    k = _k(_PARTIAL_WAIT.replace("{N}", str(n)))
+    ds = analyze(k).diagnostics
+    X = np.random.default_rng(5).standard_normal((32, 64)).astype(np.float32)
+    Y = np.zeros((32, 64), np.float32)
+    res = run(k, (1,), [X, Y])
+    dyn = [x for x in res.diagnostics if x.code == "AVE304"]
+    if not race:
+        assert ds == [] and dyn == [] and np.array_equal(X, Y)
+        return
+    (d,) = [x for x in ds if x.code == "AVE207"]
+    assert d.witness["threads"][0]["thread"] == 64 and d.witness["byte"] == 1024
+    assert "still in flight" in d.message
+    assert dyn and "shared byte 1024" in dyn[0].message
+
+
+def test_a_commit_on_some_threads_is_not_decided():
+    # a producer warp commits, the others wait (for nothing of theirs): each thread has its
+    # own groups; the checker counts one sequence for the workgroup -- unknown (AVE205),
+    # not proved (a review helper). The interpreter shows the race.
+    text = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def wsw(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    s = ave.alloc((32, 32), ave.f32)
+    if ave.warp_id() == 0:
+        ave.copy_async(X[0:32, 0:32], s, vector_bytes=16, threads=ave.layout(32, 1))
+        ave.commit_async()
+    else:
+        ave.wait_async(0)
+    ave.barrier()
+    ave.copy(s, Y[0:32, 0:32], vector_bytes=16)
+'''
+    k = _k(text)
+    (d,) = analyze(k).diagnostics
+    assert d.code == "AVE205" and d.range.start.line == 7 and "some threads only" in d.message
+    X = np.random.default_rng(6).standard_normal((32, 32)).astype(np.float32)
+    res = run(k, (1,), [X, np.zeros((32, 32), np.float32)])
+    assert any(x.code == "AVE304" for x in res.diagnostics)
+
+
+_PREFETCH = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def cm(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2],
+       STAGES: ave.constexpr = 3):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    K = A.shape[1]
+    KT = (K + 31) // 32
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(32, 32, 32))
+    sA = ave.alloc((STAGES, 32, 32), ave.bf16)
+    sB = ave.alloc((STAGES, 32, 32), ave.bf16)
+
+    def issue(kt):
+        ave.copy_async(A[0:32, kt * 32:kt * 32 + 32], sA[kt % STAGES], vector_bytes=16,
+                       mask=lambda m, k: k < K)
+        ave.copy_async(B[kt * 32:kt * 32 + 32, 0:32], sB[kt % STAGES], vector_bytes=16,
+                       mask=lambda k, n: k < K)
+
+    for kt in ave.static_range(STAGES - 1):
+        issue(kt)
+        ave.commit_async()
+    acc = ave.zeros((32, 32), ave.f32, tiled.c)
+    for kt in ave.range(0, KT):
+        ave.wait_async(STAGES - 2)
+        ave.barrier()
+        a = ave.ldmatrix(sA[kt % STAGES], tiled.a)
+        b = ave.ldmatrix(sB[kt % STAGES], tiled.b)
+        acc = ave.mma(a, b, acc, tiled)
+        if (kt + STAGES - 1) * 32 < K:
+            issue(kt + STAGES - 1)
+{COMMIT}
+    ave.wait_async(0)
+    ave.store(C[0:32, 0:32], acc)
+'''
+
+
+@pytest.mark.parametrize("inside", [True, False])
+def test_a_commit_only_some_sizes_run_is_not_proved(inside):
+    # The README tour's GEMM with the prefetch under `if`, and its commit inside the `if`
+    # (the classic bug: the last iterations commit no group, wait_async(1) then leaves the
+    # stage being read in flight; the interpreter: AVE303/AVE304 and wrong results for K =
+    # 64, 96, 128). It was proved for every trip count (a review helper); now AVE205 at
+    # the commit. The commit after the `if` (one group per iteration) is correct: proved,
+    # and the interpreter agrees.
+    commit = "            ave.commit_async()" if inside else "        ave.commit_async()"
+    k = _k(_PREFETCH.replace("{COMMIT}", commit))
+    a = analyze(k)
+    from ave_core.interp import numerics as NUM
+    from ave_core.lang import bf16
+    rng = np.random.default_rng(7)
+    K = 96
+    A = NUM.to_storage(bf16, rng.standard_normal((32, K)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((K, 32)).astype(np.float32))
+    C = np.zeros((32, 32), np.float32)
+    res = run(k, (1,), [A, B, C])
+    ref = NUM.from_storage(bf16, A).astype(np.float64) @ NUM.from_storage(bf16, B).astype(
+        np.float64)
+    if inside:
+        (d,) = a.diagnostics
+        assert d.code == "AVE205" and "commit_async" in d.message
+        assert d.range.start.line == _PREFETCH.splitlines().index("{COMMIT}")
+        assert any(x.code in ("AVE303", "AVE304") for x in res.diagnostics)
+        return
+    assert a.diagnostics == [] and all(r.status == "proved" for r in a.assertions)
+    assert res.diagnostics == [] and np.abs(C - ref).max() < 1e-3

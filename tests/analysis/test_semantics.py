@@ -667,3 +667,28 @@ def test_pairing_respects_the_variants_trip_count(start, bug):
     K = w["model"]["A.shape[1]"]
     assert w["trip_counts"] == {"kt": 2} and (K + 15) // 16 == 2, (K, w)
     assert w["loop_indices"] == {"kt": 1}      # the second trip (0-based), kt = KT - 2 = 0
+
+
+def test_pairing_checked_once_stands_for_every_later_trip_count():
+    # The MMA at kt = 0 is shared by every trip-count variant (incremental analysis), and
+    # B is one k-tile ahead there only when the loop runs twice or more (K > 16). Its
+    # pairing query, given the first variant's exact trip count (K <= 16), proved it;
+    # the full analysis found it. The query now takes what every variant running that
+    # iteration has in common (the loop runs at least once), like the full analysis.
+    body = '''
+        K = A.shape[1]
+        KT = (K + 15) // 16
+        acc = ave.zeros((64, 64), ave.f32, tiled.c)
+        for kt in ave.range(0, KT):
+            kb = kt * 16 + ave.minimum((K - 1) // 16, 1) * 16 * (1 - ave.minimum(kt, 1))
+            a = ave.load(A[0:64, kt * 16:kt * 16 + 16], tiled.a, mask=lambda m, k: k < K)
+            b = ave.load(B[kb:kb + 16, 0:64], tiled.b, mask=lambda k, n: k < K)
+            acc = ave.mma(a, b, acc, tiled)
+    '''
+    for incremental in (True, False):
+        src, a = _analyze(body, incremental=incremental)
+        (r,) = [r for r in a.assertions if r.kind == "mma"]
+        assert r.status == "violated", incremental
+        w = r.witness
+        assert w["loop_indices"] == {"kt": 0} and w["model"]["A.shape[1]"] > 16
+        assert w["operands"]["y"]["tags"]["k"] == w["operands"]["x"]["tags"]["k"] + 16
