@@ -353,6 +353,10 @@ def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
         msg += (" while " + ("its own asynchronous copy" if own else
                              f"an asynchronous copy by {who}")
                 + " into it is still in flight (no ave.wait_async has retired it)")
+    elif f["earlier"] is not None and f["earlier"] == f["later"]:
+        # (one write: two elements in the same bytes, or an element's copies that differ)
+        msg += (f" that {who} writes with other data in the same write (the layout maps "
+                "two elements to these bytes, or the copies of an element differ)")
     else:
         msg += f" after {f['what']} by {who} with no barrier between"
     related = [Related(Location(p["file"], _range(p["range"])), p["label"])

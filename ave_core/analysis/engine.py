@@ -28,8 +28,8 @@ enumerated exactly — registers are arrays indexed by thread id, as in the pape
   asynchronous copies are weak under a condition that differs across threads and land
   as issued under one every thread takes the same way -- a documented approximation (a
   prefetch ``if k0 + 2 * BK < K:`` is used in the iteration the same sizes let run;
-  merging would make every such pipeline ⊤). Their ``commit_async`` / ``wait_async`` in
-  such an arm stop the analysis (AVE205): the groups would differ by path. Branches on
+  merging would make every such pipeline ⊤). Arms that leave different groups in flight
+  (a ``commit_async`` in one arm only) stop the analysis (AVE205). Branches on
   thread/warp ids and constexprs are exact (per-thread masks); there a ``wait_async``
   retires the waiting threads' own copies (PTX ``cp.async.wait_group``), and a
   ``commit_async`` stops the analysis (each thread's groups would differ).
@@ -1806,13 +1806,21 @@ class Engine:
                 t = tags.take(rep)
                 t.data = self.granule_data(tags.data, per).reshape(-1)
             thr = threads[rep] if threads is not None else None
+        # two elements of this write in one granule (a layout that maps them to the same
+        # bytes: a padding typo `(28, 1)` for 32 columns, a stride 0): threads writing
+        # different data there race within the write (it was no finding; the
+        # interpreter's AVE304 reports it -- a review helper)
+        overlap = thr is not None and not varies and len(byts) > 1 and \
+            int(np.bincount(byts).max()) > 1
         if deferred:
             issued = self.races.issue_async(byts, thr, op) if thr is not None else None
+            if overlap:
+                self.races.clash(byts, thr, t.data, op)
             return byts, t, thr, issued, self._weak_writes(True), self._shared_arms()
         if thr is not None:
             self.races.write(byts, thr, op, differs=self._differs(byts, t),
                              keep=self._shared_arms() or bool(weak),
-                             data=t.data if varies else None)
+                             data=t.data if varies or overlap else None)
         self._smem_write(byts, t, threads=thr, weak=weak or None)
         return None
 
@@ -1906,20 +1914,27 @@ class Engine:
     def op_ave_copy(self, op): self._copy(op, False)
     def op_ave_copy_async(self, op): self._copy(op, True)
 
-    def _path_dependent_groups(self, op: Op) -> None:
-        """``ave.commit_async`` / ``ave.wait_async`` where the groups would differ by path:
-        in an arm of a branch on a runtime value that the sizes leave undecided. The
-        analysis counts one sequence of groups, so it stops here (AVE205) instead of taking
-        the copies to land as issued -- a prefetch whose commit only some sizes run (the
-        commit inside ``if (kt + STAGES - 1) * BK < K:``) was proved (a review helper)."""
-        if any(b.undecided for b in self.runtime_branches):
-            raise AnalysisLimit(
-                f"`{op.name}` in a branch on a runtime value that the sizes leave "
-                "undecided: the asynchronous-copy groups would differ by path (commit and "
-                "wait outside the branch; a commit with no copy is an empty group)", op)
+    def _check_group_paths(self, op: Op) -> None:
+        """A branch on a runtime value that the sizes leave undecided, whose arms run one
+        after the other on one state: ``commit_async`` / ``wait_async`` in its arms must
+        leave the same groups in flight on both paths (the same count of groups from before
+        the branch retired, the same count of new ones) -- else a wait after it retires
+        other copies on each path, which one sequence of groups cannot follow: AVE205 at
+        the first such op (a prefetch whose commit is inside its ``if (kt + STAGES - 1) *
+        BK < K:`` was proved; a review helper)."""
+        g0 = len(self.groups)
+        effects = [_group_effect(reg.ops, g0) for reg in op.regions]
+        if effects[0] is not None and effects[0] == effects[1]:
+            return
+        first = next((o for o in _region_ops(op)
+                      if o.name in ("ave.commit_async", "ave.wait_async")), op)
+        raise AnalysisLimit(
+            f"`{first.name}` in a branch on a runtime value that the sizes leave undecided, "
+            "and the branch's arms leave different asynchronous-copy groups in flight (commit "
+            "and wait outside the branch, or the same in both arms: a commit with no copy is "
+            "an empty group)", first)
 
     def op_ave_commit_async(self, op):
-        self._path_dependent_groups(op)
         if not self.active.all():
             raise AnalysisLimit(
                 "`ave.commit_async` on some threads only (a branch on thread or warp ids): "
@@ -1930,7 +1945,6 @@ class Engine:
         self.open_group = []
 
     def op_ave_wait_async(self, op):
-        self._path_dependent_groups(op)
         n = op.attrs["n"]
         if not self.active.all():
             # some threads only (a branch on thread or warp ids): each waits for its own
@@ -3461,6 +3475,8 @@ class Engine:
                     single = True
         else:
             tags_fork = False
+        if runtime and uniform and not single and not tags_fork:
+            self._check_group_paths(op)
         if runtime and not fork and not single and self.active.all() and all(
                 _leading_barrier(reg) for reg in op.regions):
             self.races.barrier()
@@ -3679,6 +3695,31 @@ def _distinct(parts: list, n: int) -> np.ndarray:
 def _yield_of(region: Any) -> Op | None:
     ops = region.ops
     return ops[-1] if ops and ops[-1].name in ("scf.yield", "ave.yield") else None
+
+
+def _group_effect(ops: list, pending: int) -> tuple | None:
+    """What ``ops`` (an arm, run after ``pending`` committed groups are in flight) do to
+    the asynchronous-copy groups: ``(groups from before retired, new groups in flight)``;
+    None when it depends on a nested branch whose arms differ."""
+    old, new = pending, 0
+    for o in ops:
+        if o.name == "ave.commit_async":
+            new += 1
+        elif o.name == "ave.wait_async":
+            n = o.attrs.get("n", 0)
+            drop = max(old + new - n, 0)
+            take = min(drop, old)
+            old, new = old - take, new - (drop - take)
+        elif o.name == "scf.if" and o.regions:
+            # a nested branch: both its arms must do the same (from the groups in flight
+            # here); then its effect applies
+            inner = [_group_effect(r.ops, old + new) for r in o.regions]
+            if inner[0] is None or inner[0] != inner[1]:
+                return None
+            retired, added = inner[0]
+            take = min(retired, old)
+            old, new = old - take, new - (retired - take) + added
+    return (pending - old, new)
 
 
 def _region_ops(op: Op):

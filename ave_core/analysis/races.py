@@ -442,6 +442,22 @@ class RaceTracker:
         ug, tmin, tmax = self._readers(g, t)
         self._record_reads(ug, self.state.take(ug, axis=0), tmin, tmax, at)
 
+    def clash(self, g: np.ndarray, t: np.ndarray, data: np.ndarray, op: Any,
+              at: int | None = None) -> None:
+        """One write whose threads ``t`` put different ``data`` into one granule ``g``: a
+        race within the write (the copies of an element that differ across threads; two
+        elements a layout maps to the same bytes)."""
+        at = self.point(op) if at is None else at
+        order = np.lexsort((t, g))
+        gs, ts, ds = g[order], t[order], data[order]
+        clash = (gs[1:] == gs[:-1]) & (ts[1:] != ts[:-1]) & (ds[1:] != ds[:-1])
+        if clash.any():
+            later = order[1:][clash]
+            j = int(np.argmin(later))
+            i = int(later[j])
+            self._report(op, "write", g[i], int(ts[:-1][clash][j]), int(t[i]), at, at,
+                         "a write of other data")
+
     def write(self, g: np.ndarray, t: np.ndarray, op: Any, since: int | None = None,
               at: int | None = None, differs: np.ndarray | None = None,
               keep: bool = False, data: np.ndarray | None = None) -> None:
@@ -458,15 +474,7 @@ class RaceTracker:
         since = self.epoch if since is None else since
         at = self.point(op) if at is None else at
         if data is not None and len(g) > 1:
-            order = np.lexsort((t, g))
-            gs, ts, ds = g[order], t[order], data[order]
-            clash = (gs[1:] == gs[:-1]) & (ts[1:] != ts[:-1]) & (ds[1:] != ds[:-1])
-            if clash.any():
-                later = order[1:][clash]
-                j = int(np.argmin(later))
-                i = int(later[j])
-                self._report(op, "write", g[i], int(ts[:-1][clash][j]), int(t[i]), at, at,
-                             "a write of other data")
+            self.clash(g, t, data, op, at)
         lo, hi = self.r_lo[g], self.r_hi[g]
         rr = (self.r_epoch[g] >= since) & (lo >= 0) & ((lo != t) | (hi != t))
         if rr.any():

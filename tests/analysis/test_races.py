@@ -2053,7 +2053,8 @@ def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
 
 
 def test_a_divergent_barrier_in_a_runtime_arm_ends_no_epoch():
-    # The arm (X.shape[0] > 64) holds a commit_async, so its paths share one race state;
+    # The arm (X.shape[0] > 64) holds a wait_async (with nothing in flight: the same groups
+    # on both paths; a lone commit_async there is AVE205 now), so its paths share one race state;
     # the barrier only warp 0 reaches (AVE209) ended the epoch there, so the race on the
     # path that skips the arm (no barrier at all: the interpreter at 32 rows) was hidden
     # (a review helper's differential test). Byte 128 is s[1, 0]: written by thread 8
@@ -2068,7 +2069,7 @@ def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
     if X.shape[0] > 64:
         if ave.warp_id() == 0:
             ave.barrier()
-        ave.commit_async()
+        ave.wait_async(0)
     ave.copy(ave.transpose(s), Y[0:32, 0:32], vector_bytes=4)
 ''')
     X = np.random.default_rng(6).random((32, 32)).astype(np.float32)
@@ -2258,3 +2259,38 @@ def test_a_commit_only_some_sizes_run_is_not_proved(inside):
         return
     assert a.diagnostics == [] and all(r.status == "proved" for r in a.assertions)
     assert res.diagnostics == [] and np.abs(C - ref).max() < 1e-3
+
+
+@pytest.mark.parametrize("layout, race", [("ave.layout((32, 32), (28, 1))", True),
+                                          ("ave.layout((32, 32), (36, 1))", False)])
+def test_a_layout_that_maps_two_elements_to_one_byte_races_within_the_write(layout, race):
+    # rows 28 floats apart for 32 columns (a padding typo: 36 intended): row r's columns
+    # 28..31 are row r+1's columns 0..3. The interpreter: "shared byte 112: written by
+    # threads 7 and 8 with different values in one write". It was no finding (a review
+    # helper): the write's own threads were compared only for an element's differing
+    # copies. Thread t copies the 16-byte vector t of X (row t // 8, columns 4 (t % 8)..):
+    # thread 7 writes row 0, cols 28..31 = bytes 112..127, thread 8 row 1, cols 0..3 =
+    # (28 + 0) * 4 = 112..127.
+    text = f'''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def al2(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    s = ave.alloc((32, 32), ave.f32, layout={layout})
+    ave.copy(X[0:32, 0:32], s, vector_bytes=16)
+    ave.barrier()
+    ave.copy(s, Y[0:32, 0:32], vector_bytes=16)
+'''
+    k = _k(text)
+    X = np.random.default_rng(8).standard_normal((32, 32)).astype(np.float32)
+    Y = np.zeros((32, 32), np.float32)
+    res = run(k, (1,), [X, Y])
+    dyn = [x for x in res.diagnostics if x.code == "AVE304"]
+    if not race:
+        assert _races(k) == [] and dyn == [] and np.array_equal(X, Y)
+        return
+    (d,) = _races(k)
+    assert d.range.start.line == 5 and d.fix is None
+    assert d.message.startswith("shared-memory race: thread 8 (warp 0, lane 8) writes shared "
+                                "byte 112 that thread 7 (warp 0, lane 7) writes with other "
+                                "data in the same write")
+    assert dyn and "shared byte 112" in dyn[0].message and "threads 7 and 8" in dyn[0].message
