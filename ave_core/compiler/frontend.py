@@ -401,6 +401,8 @@ class KernelBuilder:
         self.cur_module = module
         self.n_ops = 0
         self.files: set[str] = {module.path}
+        #: (file, range, name, value) of every name bound to an IR value (KernelIR.bindings)
+        self.bindings: list[tuple] = []
         self.mma_operand_layouts: set[int] = set()
         self.dim_cache: dict[tuple[int, str, int], Value] = {}
 
@@ -490,7 +492,8 @@ class KernelBuilder:
         name_rng = _def_name_range(self.module, fn)
         return KernelIR(fn.name, self.module.path, fn.lineno - 1, name_rng, self.threads,
                         self.warp_size, self.target, dict(self.constexprs), self.config_index,
-                        params, self.block, tuple(sorted(self.files)))
+                        params, self.block, tuple(sorted(self.files)),
+                        bindings=self.bindings)
 
     # ------------------------------------------------------------------ statements
 
@@ -574,8 +577,10 @@ class KernelBuilder:
 
     def assign(self, target: ast.AST, val: Any, scope: Scope, vnode: ast.AST) -> None:
         if isinstance(target, ast.Name):
-            if isinstance(val, Value) and val.name is None:
-                val.name = target.id
+            if isinstance(val, Value):
+                if val.name is None:
+                    val.name = target.id
+                self._bind(target, val)
             scope.vars[target.id] = val
             return
         if isinstance(target, (ast.Tuple, ast.List)):
@@ -591,6 +596,12 @@ class KernelBuilder:
                        "(tiles are written with ave.store / ave.copy)", target)
 
     # ------------------------------------------------------------------ control flow
+
+    def _bind(self, target: ast.Name, val: Value) -> None:
+        """Record that the name ``target`` now stands for ``val`` (KernelIR.bindings)."""
+        if len(self.bindings) < MAX_OPS:
+            self.bindings.append((self.cur_module.path, self.cur_module.range_of(target),
+                                  target.id, val))
 
     def exec_for(self, st: ast.For, scope: Scope) -> None:
         if st.orelse:
@@ -651,6 +662,7 @@ class KernelBuilder:
         bargs = [body.add_arg(v.type, n) for n, v in zip(kept, inits)]
         inner = scope.child_copy()
         inner.vars[st.target.id] = iv
+        self._bind(st.target, iv)
         for n, a in zip(kept, bargs):
             inner.vars[n] = a
         saved = self.block
@@ -1302,6 +1314,11 @@ class KernelBuilder:
                     scope.vars[n] = self.eval(defaults[di], Scope(module))
                 finally:
                     self.cur_module = saved
+        # (hover on a helper's parameters: what they stand for in this call)
+        for p in a.args:
+            v = scope.vars.get(p.arg)
+            if isinstance(v, Value) and len(self.bindings) < MAX_OPS:
+                self.bindings.append((module.path, module.range_of(p), p.arg, v))
 
     def call_lambda(self, f: LambdaFn, args: list, kwargs: dict, node: ast.AST) -> Any:
         sc = Scope(f.module, f.closure)

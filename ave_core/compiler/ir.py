@@ -282,6 +282,9 @@ class KernelIR:
         params: runtime parameters, in order.
         body: the kernel body.
         files: every file whose text this kernel was built from (helpers' files too).
+        bindings: ``(file, range of the name, name, value)`` for every assignment of an IR
+            value to a name while the kernel was built (a helper's result, an alias, a
+            loop variable): what a name stands for at that point, for hover.
     """
 
     name: str
@@ -296,6 +299,7 @@ class KernelIR:
     params: list[Param]
     body: Block
     files: tuple[str, ...] = ()
+    bindings: list = field(default_factory=list, compare=False, repr=False)
 
     def walk(self) -> Iterator[Op]:
         for op in self.body.ops:

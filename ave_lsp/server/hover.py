@@ -133,10 +133,35 @@ class HoverIndex:
         out.sort(key=lambda h: h[0])
         return out
 
+    def _bound(self, k: Any, word: str, span: tuple) -> list[_Cand]:
+        """The values ``word`` was bound to in this file's kernel ``k`` (KernelIR.bindings:
+        a helper's result, an alias, a loop variable), in program order; each candidate's
+        range is the name's."""
+        from ave_core.compiler.ir import Op
+
+        out = []
+        for f, r, name, v in getattr(k, "bindings", ()):
+            if name == word and f == self.path and span[0] <= r.start.line <= span[1]:
+                out.append(_Cand(r.start, r.end, v, v.type,
+                                 v.owner if isinstance(v.owner, Op) else None))
+        return out
+
     def _assigned(self, k: Any, a: _Assign) -> list[_Cand]:
         """The values named ``a.name`` defined by ops inside the assigned expression:
         the last such op of each copy of the statement (an unrolled loop, an inlined
-        helper repeat it), in program order."""
+        helper repeat it), in program order. Where no op there names its result so (a
+        helper's result, an alias ``c = a``), the values the name was bound to there."""
+        out = self._assigned_ops(k, a)
+        if out:
+            return out
+        seen: list[Any] = []
+        for c in self._bound(k, a.name, (a.end.line, a.end.line)):
+            if c.end == a.end and not any(c.value is x for x in seen):
+                seen.append(c.value)
+                out.append(c)
+        return out
+
+    def _assigned_ops(self, k: Any, a: _Assign) -> list[_Cand]:
         out: list[_Cand] = []
         last_start: Position | None = None
         for op in k.walk():
@@ -220,7 +245,10 @@ class HoverIndex:
                 if v.name == word:
                     cands.append(_Cand(r.start, r.end, v, v.type, op))
         if not cands:
-            return None
+            bound = [c for c in self._bound(k, word, span)
+                     if c.end.line < wrange.start.line or (c.start == wrange.start and
+                                                           c.end == wrange.end)]
+            return bound[-1] if bound else None
         cands.sort(key=lambda c: c.start)          # stable: program order among equals
         target = next((a for a in self.assigns if a.end == wrange.end and a.name == word
                        and a.kernel == (span[2], span[0])), None)
@@ -228,11 +256,23 @@ class HoverIndex:
             assigned = self._assigned(k, target)
             if assigned:
                 return assigned[0]
+        bound = self._bound(k, word, span)
+        exact = [c for c in bound if c.start == wrange.start and c.end == wrange.end]
+        if exact:                                  # a loop variable, a bound name
+            return exact[0]
         here = [c for c in cands if c.op is not None and c.start.line == wrange.start.line
                 and c.start >= wrange.end]
         if here:
             return here[0]
         before = [c for c in cands if c.end <= wrange.start]
+        # the name's last binding before the word: a helper's result or an alias bound
+        # after the last op that named its result so (those showed nothing, or an older
+        # value; a review helper)
+        # (a binding takes effect after its statement: `A = ave.tag(A, ...)`'s right-hand
+        # A is the parameter -- an earlier line only)
+        last = next((c for c in reversed(bound) if c.end.line < wrange.start.line), None)
+        if last is not None and (not before or last.start.line > before[-1].start.line):
+            return last
         if before:
             return before[-1]
         # (no definition of the name before it here: a value a helper of another file

@@ -293,5 +293,33 @@ def test_hover_of_slices_and_helper_results(tmp_path):
     assert hints[7] == "bf16 (16, 32) shared · (16,32):(32,1)"
     assert hints[10] == "bf16 (64, 32) shared · Sw<2,3,3> o 2048 o (64,32):(32,1)"
     assert hints[11] == "bf16 (32, 64) shared · Sw<2,3,3> o 2048 o (32,64):(1,32)"
-    assert idx.hover(6, 5) is None                  # sA = load_tile(...): not the 64x64
+    # sA = load_tile(...): the helper's result, 64 x 32 -- not the later 64 x 64 (it
+    # showed that, then nothing; a second review helper: helper results, aliases, loop
+    # variables and helper parameters had no hover or hint -- the names they are bound to
+    # now come from the front end, KernelIR.bindings)
+    assert "`(64, 32)`" in idx.hover(6, 5)[0] and hints[6].startswith("bf16 (64, 32) shared")
     assert "(64, 64)" in idx.hover(12, 5)[0]        # the later sA is the 64x64 one
+    # a use of sA between them is the helper's result too
+    assert "`(16, 32)`" in idx.hover(7, 5)[0] and "`(64, 32)`" in idx.hover(7, 11)[0]
+
+
+def test_hover_of_aliases_loop_variables_and_helper_parameters(tmp_path):
+    from ave_lsp.server.hover import build_index
+
+    text = ("import ave_core.lang as ave\n\n\n"
+            "@ave.kernel(threads=128)\n"
+            "def kern(A: ave.Tensor[ave.bf16, 2], BM: ave.constexpr = 64, "
+            "BK: ave.constexpr = 32):\n"
+            "    s = ave.alloc((BM, BK), ave.bf16, space=\"shared\")\n"   # line 5
+            "    def half(t):\n"                                         # line 6
+            "        return t[0:32, :]\n"                                # line 7
+            "    h = half(s)\n"                                          # line 8
+            "    c = h\n"                                                # line 9
+            "    for kt in ave.range(0, A.shape[1] // BK):\n"            # line 10
+            "        x = kt * 2\n")                                      # line 11
+    idx = build_index(text, str(tmp_path / "k.py"), str(tmp_path))
+    hints = {h[0].line: h[1] for h in idx.inlay_hints(0, 20)}
+    assert hints[8] == hints[9] == "bf16 (32, 32) shared · (32,32):(32,1)"
+    assert "`(32, 32)`" in idx.hover(9, 4)[0] and "`(32, 32)`" in idx.hover(9, 8)[0]
+    assert "`(64, 32)`" in idx.hover(7, 15)[0]      # the helper's parameter t: s
+    assert "`i32`" in idx.hover(10, 8)[0] and "`i32`" in idx.hover(11, 12)[0]   # kt
