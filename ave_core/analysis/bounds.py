@@ -183,8 +183,11 @@ class BoundsChecker:
             conc = np.broadcast_to(np.asarray(c.conc), (n,))
             # program ids / loaded values: trusted to the launch unless the mask mentions the
             # dim, or the access is masked and the dim is tiled (a slice: its edge is the
-            # mask's business); an integer-indexed dim (a batch, a head) stays trusted
-            tiled = d in tile.dims and d != gath
+            # mask's business; a gathered dimension's too -- with no bound on it at all,
+            # a routing table's padding ids read past the tensor: a mutant dropping `t < T`
+            # went unreported while a wrong bound was caught); an integer-indexed dim (a
+            # batch, a head) stays trusted
+            tiled = d in tile.dims
             if d not in used and not (masked and tiled) and \
                     any(self._runtime_index(int(k)) for k in _distinct_keys(c.key)):
                 continue

@@ -1528,9 +1528,19 @@ class KernelBuilder:
         shape: list[int] = []
         keep: list[int] = []
         dyn: list[Value] = []
+        # a gathered view (ave.gather / ave.scatter) has as many rows along its gathered
+        # dimension as its index holds: a slice or an index past them read the index out
+        # of its bounds (the checker clamped such a row to the last one, and a shifted
+        # window of a gather was proved; a review helper)
+        g_rows = None
+        if is_tensor and isinstance(t, TensorType) and t.gathered_dim is not None and \
+                isinstance(base.owner, Op) and base.owner.name in ("ave.gather", "ave.scatter"):
+            g_rows = base.owner.attrs.get("rows")
         for d in range(rank):
             e = elts[d] if d < len(elts) else None
             ext_full = None if is_tensor else t.shape[d]
+            if g_rows is not None and d == t.gathered_dim:
+                ext_full = g_rows
             if e is None or (isinstance(e, ast.Slice) and e.lower is None and e.upper is None):
                 if e is not None and e.step is not None:
                     raise self.err("AVE101", "slice steps are not supported", e)

@@ -368,3 +368,53 @@ def test_a_bound_written_otherwise_states_the_same_extent(mask, oob):
     assert ("AVE301" in dyn) == oob
     if not oob:
         np.testing.assert_array_equal(C, B)
+
+
+_GATHER = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.bf16, 2], ids: ave.Tensor[ave.i32, 1], Y: ave.Tensor[ave.bf16, 2]):
+    T, K = X.shape
+    r0 = ave.program_id(0) * 16
+    sX = ave.alloc((16, 64), ave.bf16, space="shared")
+    Xg = ave.gather(X, ids[r0:r0 + 16], 0)
+    ave.copy(Xg[{ROWS}, 0:64], sX, vector_bytes=16, mask=lambda t, kk: {MASK})
+    ave.barrier()
+    ave.copy(sX, Y[r0:r0 + 16, 0:64], vector_bytes=16)
+'''
+
+
+@pytest.mark.parametrize("mask, found", [("(t < T) & (kk < K)", False), ("kk < K", True),
+                                         ("(t < 2 * T) & (kk < K)", True)])
+def test_a_gathered_dimension_with_no_bound_in_the_mask(mask, found):
+    # Routing tables pad with the id T (a row past X): the mask must bound the gathered
+    # row. A wrong bound (`t < 2 * T`) was AVE208, no bound at all (`kk < K` only) was
+    # nothing -- a masked access did not check its gathered dimension (a mutant of
+    # examples/moe.py, a review helper). The interpreter (T = 5, ids padded with 5):
+    # AVE301 out-of-bounds read of X[5, 0].
+    res = compile_source(_GATHER.replace("{ROWS}", "0:16").replace("{MASK}", mask), "g.py")
+    assert res.diagnostics == []
+    k = res.kernels[0]
+    codes = [d.code for d in analyze(k).diagnostics]
+    assert codes == (["AVE208"] if found else []), codes
+    rng = np.random.default_rng(2)
+    X = NUM.to_storage(bf16, rng.standard_normal((5, 64)).astype(np.float32))
+    ids = np.array([0, 3, 1, 4, 2] + [5] * 11, np.int32)
+    Y = np.zeros((16, 64), np.uint16)
+    dyn = [d.code for d in run(k, (1,), [X, ids, Y]).diagnostics]
+    assert ("AVE301" in dyn) == (mask != "(t < T) & (kk < K)"), dyn
+
+
+def test_a_slice_past_the_gathered_rows_is_a_front_end_error():
+    # a gathered view has as many rows as its index (16): rows 8..23 read the index past
+    # its end (the interpreter: AVE301 X[-1, 0]); the checker clamped them to the last
+    # row and proved it (a review helper). Now AVE119 at the slice.
+    res = compile_source(_GATHER.replace("{ROWS}", "8:24").replace("{MASK}", "kk < K"),
+                         "g.py")
+    (d,) = res.diagnostics
+    assert d.code == "AVE119" and "slice 8:24 outside dimension 0 of extent 16" in d.message
+    res = compile_source(_GATHER.replace("{ROWS}", "0:16").replace(
+        "Xg = ave.gather(X, ids[r0:r0 + 16], 0)", "Xg = ave.gather(X, ids[r0:r0 + 1], 0)")
+        .replace("{MASK}", "kk < K"), "g.py")
+    (d,) = res.diagnostics
+    assert d.code == "AVE119"
