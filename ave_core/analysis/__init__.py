@@ -219,7 +219,9 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     for (f, rng), (rf, w) in sorted(races.items(), key=lambda kv: kv[0][1].start):
         fix = w.get("fix")
         if fix is not None and fix["kind"] == "insert_wait" and (f, rng) in waits:
-            fix["count"], fix["commit"] = waits[(f, rng)]
+            n, commit = waits[(f, rng)]
+            # (0 where the fix goes before an outer call: races.witness)
+            fix["count"], fix["commit"] = min(n, fix["count"]), commit
         out.diagnostics.append(_race_diagnostic(rf, w))
     for (f, rng), w in sorted(oob.items(), key=lambda kv: kv[0][1].start):
         out.diagnostics.append(_oob_diagnostic(w, kernel))

@@ -404,18 +404,25 @@ def running_trip_constraints(eng: Any, z3: Any) -> list:
     first of them only, and a pairing wrong for more trips was proved (the full analysis
     found it). A loop variable name used by two runtime loops constrains nothing."""
     forms = _trip_forms_named(eng)
-    if not forms or not eng.loops:
+    if not forms:
         return []
-    names = [f[5] for f in forms]
     at = dict(eng.loops)
     around = [x for x, _ in eng.loops]
+    entered = getattr(eng, "entered_loops", frozenset())
     out = []
     for k, c, lb, st, n, name, runtime_lb, lb0 in forms:
-        if name not in at or names.count(name) > 1 or around.count(name) > 1:
-            continue
-        i = at[name] if runtime_lb else (at[name] - lb0) // st
+        if name is None or around.count(name) > 1:
+            continue                 # (a name two loops of the kernel use: not told apart)
         d = eng.solver.lin(k, c) - lb
-        out.append(d > i * st if st > 0 else d < i * st)
+        if name in at:
+            i = at[name] if runtime_lb else (at[name] - lb0) // st
+            out.append(d > i * st if st > 0 else d < i * st)
+        elif name in entered:
+            # the loop ran before this op and has finished: the op is in this variant's
+            # epilogue, which no other variant shares -- its exact trip count (a peeled
+            # last iteration after the loop was "violated" for sizes running more trips)
+            out += ([d > (n - 1) * st, d <= n * st] if st > 0 else
+                    [d < (n - 1) * st, d >= n * st])
     return out
 
 
@@ -526,7 +533,15 @@ def check_chain(eng: Any, chain_: list, consumer: Any, known: bool = False) -> d
         # its own largest index the check asked for none; a review helper)
         kmax = max((int(c.conc[c.live & (c.key == 0)].max()) for c in calls
                     if (c.live & (c.key == 0)).any()), default=-1)
+        # the warps that use the accumulator here (an arm of a branch on warp ids that
+        # stores its own chain: the other arm's warps are not consumers -- they were
+        # "incomplete"; a review helper)
+        act = np.asarray(eng.active)
+        per = len(act) // W if W else 0
+        using = act[:per * W].reshape(W, per).any(axis=1) if per else np.ones(W, bool)
         for w in range(W):
+            if not using[w]:
+                continue
             # a warp whose contribution arrays equal an earlier warp's has the same items
             raw = b"".join(a[w].tobytes() for c in calls
                            for a in (c.live, c.key, c.conc, c.guard))

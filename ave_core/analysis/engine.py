@@ -474,6 +474,9 @@ class Engine:
         self.may_diverge: list[tuple] = []
         #: the enclosing scf.if ops, and those of them that branch on a runtime value
         self._ifs: list[Op] = []
+        #: the loop variables of the loops some executed op was in (a runtime loop not
+        #: around the current op but in here has finished: running_trip_constraints)
+        self.entered_loops: frozenset = frozenset()
         #: the arms being run, ``(id(if op), 0 then / 1 else)`` (Contribution.arms)
         self._arms: list[tuple[int, int]] = []
         self.runtime_branches: list[RuntimeBranch] = []
@@ -598,8 +601,13 @@ class Engine:
         self.bounds = BoundsChecker(self)
         self.in_branch = 0
         self.active = np.ones(T, bool)
-        self.groups: list[list] = []
+        # asynchronous copies per thread (PTX cp.async: commit_group / wait_group act on
+        # the executing thread's own copies): the plans no commit has grouped yet, those
+        # committed with each row's group number (its thread's commit count then), and
+        # how many groups each thread has committed
         self.open_group: list = []
+        self.inflight: list[tuple] = []
+        self.commits = np.zeros(self.T, np.int64)
         if self._jlist is not None:
             self._exec_top(self.k.body.ops, 0)
         else:
@@ -801,14 +809,17 @@ class Engine:
                                          np.ones(int(one.sum()), bool), ud]
 
     def _checkpoint(self) -> tuple:
-        return (len(self._jlist), [list(g) for g in self.groups], list(self.open_group),
+        return (len(self._jlist), (list(self.inflight), self.commits.copy()),
+                list(self.open_group),
                 len(self.checks), len(self.uninit), len(self.records), len(self.tag_ops),
                 dict(self.occurrence), len(self.divergent), len(self.may_diverge),
                 None if self._writer_over is None else
-                [*self._writer_over[:3], self._writer_over[3].copy(), self._writer_over[4]])
+                [*self._writer_over[:3], self._writer_over[3].copy(), self._writer_over[4]],
+                self.entered_loops)
 
     def _restore(self, cp: tuple) -> None:
-        jlen, groups, open_group, nc, nu, nr, nt, occ, nd, nm, over = cp
+        jlen, groups, open_group, nc, nu, nr, nt, occ, nd, nm, over, entered = cp
+        self.entered_loops = entered
         while len(self._jlist) > jlen:
             e = self._jlist.pop()
             if callable(e):
@@ -817,7 +828,7 @@ class Engine:
             byts, old, wr = e[0], e[1], e[2]
             self.smem.put(byts, old)
             self.written[byts] = wr
-        self.groups = [list(g) for g in groups]
+        self.inflight, self.commits = list(groups[0]), groups[1].copy()
         self.open_group = list(open_group)
         self._writer_over = None if over is None else [*over[:3], over[3].copy(), over[4]]
         del self.checks[nc:]
@@ -911,6 +922,10 @@ class Engine:
     def _step(self, op: Op) -> None:
         """Execute one op (ending the MMA chains it consumes)."""
         self.loops = op.attrs.get("loop_indices", ())
+        if self.loops:
+            for name, _ in self.loops:
+                if name not in self.entered_loops:
+                    self.entered_loops = self.entered_loops | {name}
         h = getattr(self, "op_" + op.name.replace(".", "_"), None)
         if h is None:
             raise AnalysisLimit(f"the analysis does not support {op.name}", op)
@@ -1781,7 +1796,8 @@ class Engine:
         ``granules``: for elements of several granules, each granule's own tags and data
         (``n * per`` rows, element-major: a byte-exact copy out of shared memory) instead
         of the element's tags repeated."""
-        if tags.data is None or not tags.data.all():
+        computed = tags.data is None or not tags.data.all()
+        if computed:
             # computed data (or unknown): new, one datum per element of this write (a
             # replicated element, held by several threads, is one datum -- unless its
             # copies may differ)
@@ -1810,7 +1826,9 @@ class Engine:
         # bytes: a padding typo `(28, 1)` for 32 columns, a stride 0): threads writing
         # different data there race within the write (it was no finding; the
         # interpreter's AVE304 reports it -- a review helper)
-        overlap = thr is not None and not varies and len(byts) > 1 and \
+        # (data moved as is only: computed values have one datum per coordinate, and a
+        # stride-0 store of a broadcast row writes equal values -- no race, a review helper)
+        overlap = thr is not None and not varies and not computed and len(byts) > 1 and \
             int(np.bincount(byts).max()) > 1
         if deferred:
             issued = self.races.issue_async(byts, thr, op) if thr is not None else None
@@ -1922,7 +1940,7 @@ class Engine:
         other copies on each path, which one sequence of groups cannot follow: AVE205 at
         the first such op (a prefetch whose commit is inside its ``if (kt + STAGES - 1) *
         BK < K:`` was proved; a review helper)."""
-        g0 = len(self.groups)
+        g0 = self.groups_in_flight()
         effects = [_group_effect(reg.ops, g0) for reg in op.regions]
         if effects[0] is not None and effects[0] == effects[1]:
             return
@@ -1934,43 +1952,88 @@ class Engine:
             "and wait outside the branch, or the same in both arms: a commit with no copy is "
             "an empty group)", first)
 
+    def groups_in_flight(self) -> int:
+        """The most groups some thread has committed and not fully retired."""
+        if not self.inflight:
+            return 0
+        oldest = np.full(self.T, np.iinfo(np.int64).max)
+        for plan, seq in self.inflight:
+            thr = plan[2]
+            if thr is None:
+                oldest[:] = np.minimum(oldest, int(seq.min()))
+            else:
+                np.minimum.at(oldest, thr, seq)
+        left = self.commits - np.minimum(oldest, self.commits)
+        return int(left.max())
+
+    def _certain_active(self) -> np.ndarray:
+        """The threads that run the current op for certain: active, and inside the arms of
+        enclosing branches on runtime values that differ across threads only where they
+        take that arm for certain."""
+        act = self.active
+        for b in self.runtime_branches:
+            if not b.uniform:
+                act = act & b.certain
+        return act
+
     def op_ave_commit_async(self, op):
-        if not self.active.all():
+        if any(not b.uniform for b in self.runtime_branches):
             raise AnalysisLimit(
-                "`ave.commit_async` on some threads only (a branch on thread or warp ids): "
-                "each thread commits its own groups (PTX cp.async.commit_group), and the "
-                "analysis counts one sequence of groups for the workgroup (commit on every "
-                "thread: a commit with no copy is an empty group)", op)
-        self.groups.append(self.open_group)
-        self.open_group = []
+                "`ave.commit_async` under a branch on a runtime value that may differ across "
+                "threads: which threads commit depends on the sizes, and each thread counts "
+                "its own groups (commit on every thread, outside the branch: a commit with "
+                "no copy is an empty group)", op)
+        act = self.active
+        keep = []
+        for plan in self.open_group:
+            byts, t, thr, issued, weak, keep_ = plan
+            sel = act[thr] if thr is not None else np.full(len(byts), bool(act.all()))
+            if not sel.all():
+                i = np.nonzero(~sel)[0]
+                keep.append((byts[i], t.take(i), thr[i] if thr is not None else None,
+                             issued, weak, keep_))
+                if not sel.any():
+                    continue
+                i = np.nonzero(sel)[0]
+                plan = (byts[i], t.take(i), thr[i] if thr is not None else None, issued,
+                        weak, keep_)
+            thr = plan[2]
+            seq = self.commits[thr] if thr is not None else \
+                np.full(len(plan[0]), int(self.commits.max()), np.int64)
+            self.inflight.append((plan, seq))
+        self.open_group = keep
+        # (each thread's own count: a producer warp's commit is its own group -- a commit
+        # on some threads was AVE205; the interpreter counts the same way)
+        self.commits = self.commits + act.astype(np.int64)
 
     def op_ave_wait_async(self, op):
+        """The threads running it (for certain) retire their own copies committed more than
+        ``n`` groups ago (PTX cp.async.wait_group); other threads' copies stay in flight
+        (they all landed: a producer warp that never waited raced with the readers after
+        the barrier, unreported; a review helper)."""
         n = op.attrs["n"]
-        if not self.active.all():
-            # some threads only (a branch on thread or warp ids): each waits for its own
-            # copies (PTX cp.async.wait_group) -- the others' stay in flight (they all
-            # landed: a producer warp that never waited raced with the readers after the
-            # barrier, unreported; a review helper)
-            act = self.active
-            for gi in range(max(len(self.groups) - n, 0)):
-                rest = []
-                for plan in self.groups[gi]:
-                    byts, t, thr, issued, weak, keep = plan
-                    sel = act[thr] if thr is not None else np.ones(len(byts), bool)
-                    if sel.all():
-                        self._land(plan, op, tags=True)
-                        continue
-                    if sel.any():
-                        i = np.nonzero(sel)[0]
-                        self._land((byts[i], t.take(i), thr[i], issued, weak, keep), op,
-                                   tags=True)
-                    i = np.nonzero(~sel)[0]
-                    rest.append((byts[i], t.take(i), thr[i], issued, weak, keep))
-                self.groups[gi] = rest
-            return
-        while len(self.groups) > n:
-            for plan in self.groups.pop(0):
+        act = self._certain_active()
+        keep = []
+        for plan, seq in self.inflight:
+            byts, t, thr, issued, weak, keep_ = plan
+            if thr is None:
+                sel = np.full(len(byts), bool(act.all())) & \
+                    (seq < int(self.commits.max()) - n)
+            else:
+                sel = act[thr] & (seq < self.commits[thr] - n)
+            if sel.all():
                 self._land(plan, op, tags=True)
+                continue
+            if sel.any():
+                i = np.nonzero(sel)[0]
+                self._land((byts[i], t.take(i), thr[i] if thr is not None else None, issued,
+                            weak, keep_), op, tags=True)
+                i = np.nonzero(~sel)[0]
+                keep.append(((byts[i], t.take(i), thr[i] if thr is not None else None,
+                              issued, weak, keep_), seq[i]))
+            else:
+                keep.append((plan, seq))
+        self.inflight = keep
 
     def _land(self, plan: tuple, op: Op | None, tags: bool) -> None:
         """An asynchronous copy's bytes land (``plan``: what :meth:`write_bytes` returned
@@ -1992,7 +2055,7 @@ class Engine:
         another thread wrote was no finding at all (the interpreter's AVE304 reports it;
         a review helper's differential test). Nothing reads their bytes after the end:
         the tags are not written. Journaled like any op of the variant's end."""
-        for plan in [p for g in self.groups for p in g] + list(self.open_group):
+        for plan in [p for p, _ in self.inflight] + list(self.open_group):
             self._land(plan, None, tags=False)
 
     def wait_needed(self, gran: int) -> tuple[int, bool]:
@@ -2002,11 +2065,16 @@ class Engine:
         ``ave.commit_async()`` first, and ``n = 0``). For the quick fix of AVE207."""
         if any((np.asarray(e[0]) == gran).any() for e in self.open_group):
             return 0, True
-        last = -1
-        for i, grp in enumerate(self.groups):
-            if any((np.asarray(e[0]) == gran).any() for e in grp):
-                last = i
-        return (max(len(self.groups) - 1 - last, 0) if last >= 0 else 0), False
+        best = None
+        for plan, seq in self.inflight:
+            hit = np.asarray(plan[0]) == gran
+            if not hit.any():
+                continue
+            thr = plan[2]
+            done = self.commits[thr[hit]] if thr is not None else int(self.commits.max())
+            after = int((done - 1 - seq[hit]).min())
+            best = after if best is None else min(best, after)
+        return (max(best, 0) if best is not None else 0), False
 
     def op_ave_barrier(self, op):
         """A barrier ends the race epoch -- when every thread reaches it. One some threads
@@ -3531,6 +3599,12 @@ class Engine:
                 # (id(op), 0): the then-arm's RuntimeBranch.token
                 if runtime:
                     kcov = accumulation.join_chains(tv, ev, (id(op), 0))
+                elif _splits_warps(then_m, else_m, self.ws):
+                    # (an MMA is a warp's instruction: arms that split a warp cannot be
+                    # followed -- a lane-split arm counted its warp complete; a review
+                    # helper)
+                    kcov = False if (tv.kcov or ev.kcov) and tv.kcov is not ev.kcov \
+                        else accumulation.join_split_chains(tv, ev, id(op))
                 else:
                     # arms on different threads (a condition on thread or warp ids)
                     kcov = accumulation.join_split_chains(tv, ev, id(op))
@@ -3695,6 +3769,14 @@ def _distinct(parts: list, n: int) -> np.ndarray:
 def _yield_of(region: Any) -> Op | None:
     ops = region.ops
     return ops[-1] if ops and ops[-1].name in ("scf.yield", "ave.yield") else None
+
+
+def _splits_warps(then_m: np.ndarray, else_m: np.ndarray, ws: int) -> bool:
+    """Some warp has threads in both arms of a branch on thread ids."""
+    n = len(then_m) // ws * ws
+    t = then_m[:n].reshape(-1, ws).any(axis=1)
+    e = else_m[:n].reshape(-1, ws).any(axis=1)
+    return bool((t & e).any())
 
 
 def _group_effect(ops: list, pending: int) -> tuple | None:

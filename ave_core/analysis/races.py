@@ -738,6 +738,11 @@ def witness(eng: Any, f: dict) -> dict:
         # a copy still in flight: wait for its group (and a barrier: other threads' copies
         # become visible to this one only after it), before the read's statement
         n, commit = f["wait"]
+        if st is not later_op.loc:
+            # before an outer statement (a helper's call) the groups the helper commits
+            # before its read are not there yet: the count at the read retired nothing
+            # there (a review helper) -- every group in flight then
+            n = 0
         line, indent = anchor
         w["fix"] = {"kind": "insert_wait", "line": int(line), "indent": str(indent),
                     "count": int(n), "commit": bool(commit), "file": st.file}

@@ -200,6 +200,13 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
     pres = []
     names = []
     defs = {orig: pre for pre, orig in ctx.preconditions}
+    # a loop variable name that two loops of the kernel use (a constant-bound `range`
+    # and a runtime one) cannot tell their loop_indices apart: None (a review helper)
+    used: dict[str, int] = {}
+    for o in kernel.walk():
+        if o.name == "scf.for":
+            nm = o.attrs.get("iv_name", "i")
+            used[nm] = used.get(nm, 0) + 1
     for op, n in ctx.trip_counts.items():
         lb, ub, st = op.operands[:3]
         if st in consts and consts[st] != 0 and (lb in consts or lb in ctx.vmap):
@@ -210,7 +217,8 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
             if v is not None:
                 # (a start known only at run time: its value in the unrolled kernel)
                 pres.append((v, consts[lb] if lb in consts else ctx.vmap[lb], consts[st], n))
-                names.append(op.attrs.get("iv_name", "i"))
+                nm = op.attrs.get("iv_name", "i")
+                names.append(nm if used.get(nm, 0) == 1 else None)
     out.trip_preconditions = pres
     #: the loop variable's name of each precondition (``loop_indices`` of the ops in it)
     out.trip_loop_names = names

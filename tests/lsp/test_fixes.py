@@ -334,9 +334,10 @@ def test_insert_wait_holds_for_every_loop_iteration():
     assert _inflight(fixed)[0] == []
 
 
-def test_no_insert_wait_before_a_helper_that_issues_the_copy_itself():
+def test_insert_wait_inside_a_helper_that_issues_the_copy_itself():
     # the helper copies and then reads before any wait: a wait before its call comes
-    # before the copy (it was offered there, again and again)
+    # before the copy (it was offered there, again and again; then none). The wait goes
+    # inside the helper, before its read, and fixes it.
     text = """\
 import ave_core.lang as ave
 
@@ -354,7 +355,11 @@ def k(X: ave.Tensor[ave.f32, 2]):
     ave.wait_async(0)
 """
     (d,), _ = _inflight(text)
-    assert d.fix is None
+    assert {k: v for k, v in d.fix.items() if k != "reason"} == \
+        {"kind": "insert_wait", "line": 6, "indent": "    ", "count": 0, "commit": False}
+    lines = text.splitlines()
+    lines[6:6] = ["    ave.wait_async(0)", "    ave.barrier()"]
+    assert _inflight("\n".join(lines) + "\n")[0] == []
 
 
 def test_insert_wait_holds_for_every_specialization():

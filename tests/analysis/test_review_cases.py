@@ -1,0 +1,96 @@
+"""Kernels from reviews of this analysis (tests/analysis/review_cases/), each with the
+checker's verdict and, where the kernel is correct, the interpreter's exact run (float64
+reference, no dynamic finding)."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+from ave_core.analysis import analyze
+from ave_core.compiler.frontend import compile_file
+from ave_core.interp import numerics as NUM
+from ave_core.interp import run
+from ave_core.lang import bf16
+
+CASES = pathlib.Path(__file__).resolve().parent / "review_cases"
+
+
+def _codes(name: str) -> tuple[list[str], object]:
+    k = compile_file(str(CASES / f"{name}.py")).kernels[0]
+    a = analyze(k)
+    return sorted({d.code for d in a.diagnostics}), (k, a)
+
+
+def _bf16(rng, shape):
+    return NUM.to_storage(bf16, rng.standard_normal(shape).astype(np.float32))
+
+
+def _f64(x):
+    return NUM.from_storage(bf16, x).astype(np.float64)
+
+
+@pytest.mark.parametrize("name, why", [
+    # an MMA under a branch that splits a warp (lane_id() < 16; thread_id() < 48): the
+    # chain cannot be followed -- it was "proved" while rows 4..7, 12..15, ... got nothing
+    ("lane", "the branch at line 12"), ("tid48", "the branch at line 12"),
+    # a commit_async under a runtime condition that differs across threads: which threads
+    # commit depends on the sizes (it was clean; the interpreter: AVE303/AVE304)
+    ("nu_commit", "may differ across threads"),
+])
+def test_unknown_not_proved(name, why):
+    codes, (k, a) = _codes(name)
+    assert codes == ["AVE205"], codes
+    assert any(why in d.message for d in a.diagnostics)
+
+
+def test_a_wait_under_a_runtime_condition_on_thread_ids():
+    # threads >= N skip the wait (X of 32 rows: threads 32..127): their copies may still
+    # be in flight at the read after the barrier. Clean before; the interpreter: AVE304.
+    codes, (k, a) = _codes("nu_wait")
+    assert "AVE207" in codes
+    X = np.random.default_rng(1).standard_normal((32, 64)).astype(np.float32)
+    res = run(k, (1,), [X, np.zeros((32, 64), np.float32)])
+    assert any(d.code == "AVE304" for d in res.diagnostics)
+
+
+def test_a_loop_name_two_loops_share_constrains_nothing():
+    # `for kt in range(2)` (constant bounds) and `for kt in ave.range(0, NT)`: the runtime
+    # loop's trip constraint was applied to the first loop's kt = 1 (NT >= 2), proving a
+    # pairing that is wrong for NT = 1
+    codes, (k, a) = _codes("alias")
+    (r,) = [r for r in a.assertions if r.kind == "mma"]
+    assert r.status == "violated"
+
+
+@pytest.mark.parametrize("name", ["peel", "armstore"])
+def test_correct_gemm_variants_are_proved(name):
+    # peel: the last k-tile peeled after the loop (it was AVE201 with a witness size that
+    # runs more trips than the variant); armstore: each warp-id arm stores its own chain
+    # (the other arm's warps were "incomplete")
+    codes, (k, a) = _codes(name)
+    assert codes == [] and all(r.status == "proved" for r in a.assertions), \
+        [d.format_text() for d in a.diagnostics]
+    rng = np.random.default_rng(4)
+    K = 40 if name == "peel" else 32
+    n = 64 if name == "peel" else 32
+    A, B = _bf16(rng, (n, K)), _bf16(rng, (K, n))
+    C = np.zeros((n, n), np.float32)
+    res = run(k, (1,), [A, B, C])
+    assert res.diagnostics == []
+    np.testing.assert_allclose(C, _f64(A) @ _f64(B), rtol=1e-4, atol=1e-3)
+
+
+def test_a_broadcast_store_of_equal_values_is_no_race():
+    # a stride-0 layout stores each row's max to every column's bytes: the same value,
+    # no race (the interpreter compares the bytes); the checker's datum per coordinate
+    # made it one (AVE207)
+    codes, (k, a) = _codes("bcast")
+    assert codes == []
+    X = np.random.default_rng(5).standard_normal((16, 32)).astype(np.float32)
+    Y = np.zeros((16, 32), np.float32)
+    res = run(k, (1,), [X, Y])
+    assert res.diagnostics == []
+    np.testing.assert_array_equal(Y, np.broadcast_to(X.max(axis=1)[:, None], (16, 32)))
