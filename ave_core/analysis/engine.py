@@ -608,6 +608,8 @@ class Engine:
         self.open_group: list = []
         self.inflight: list[tuple] = []
         self.commits = np.zeros(self.T, np.int64)
+        self._land_log: list | None = None      # (op_scf_if's group fork)
+        self._skip_land: set | None = None
         if self._jlist is not None:
             self._exec_top(self.k.body.ops, 0)
         else:
@@ -2040,6 +2042,10 @@ class Engine:
         for it): its write races like any since its issue; with ``tags``, its tags are
         written (weakly where it was issued under a branch whose arms share one state: it
         may not have been)."""
+        if self._skip_land is not None and id(plan) in self._skip_land:
+            return                  # (landed in the then-arm of the branch: op_scf_if)
+        if self._land_log is not None:
+            self._land_log.append(id(plan))
         byts, t, thr, issued, weak, keep = plan
         if issued is not None:
             self.races.retire_async(byts, thr, op, issued,
@@ -3553,11 +3559,29 @@ class Engine:
         outer = self.journal
         e0 = self.races.epoch
         arms: list = []
+        # arms run one after the other on one state with commits or waits in both (the
+        # same effect: _check_group_paths): each arm from the groups before the branch,
+        # the copies of both in flight after it -- run in turn they counted two commits,
+        # and a later wait retired a group the path taken still has in flight (a review
+        # helper); the else-arm does not land again what the then-arm landed
+        group_fork = bool(runtime and uniform and not single and not tags_fork and
+                          any(o.name in ("ave.commit_async", "ave.wait_async")
+                              for o in _region_ops(op)))
+        g_saved = g_then = None
+        if group_fork:
+            g_saved = (list(self.open_group), list(self.inflight), self.commits.copy())
+            self._land_log = []
         for ri, (mask, region) in enumerate(((then_m | sym, op.regions[0]),
                                              (else_m | sym, op.regions[1]))):
             if not mask.any():
                 outs.append(None)
                 continue
+            if group_fork and ri == 1:
+                g_then = (self.open_group, self.inflight, self.commits)
+                self._skip_land = set(self._land_log)
+                self._land_log = None
+                self.open_group, self.inflight = list(g_saved[0]), list(g_saved[1])
+                self.commits = g_saved[2].copy()
             self.active = mask
             self.in_branch += 1
             self._ifs.append(op)
@@ -3588,6 +3612,18 @@ class Engine:
                 if tags_fork:
                     self.journal = outer
                     arms.append(self._fork_arm(jl, fork))
+        if group_fork:
+            self._land_log = None
+            if g_then is not None:
+                skip = self._skip_land or set()
+                self._skip_land = None
+                mine = {id(p) for p, _ in g_then[1]}
+                self.inflight = list(g_then[1]) + [
+                    e for e in self.inflight if id(e[0]) not in mine and id(e[0]) not in skip]
+                mine = {id(p) for p in g_then[0]}
+                self.open_group = list(g_then[0]) + [
+                    p for p in self.open_group if id(p) not in mine and id(p) not in skip]
+                self.commits = np.maximum(self.commits, g_then[2])
         if tags_fork and len(arms) == 2:
             self._fork_join(arms, fork, e0)
         for i, r in enumerate(op.results):

@@ -94,3 +94,17 @@ def test_a_broadcast_store_of_equal_values_is_no_race():
     res = run(k, (1,), [X, Y])
     assert res.diagnostics == []
     np.testing.assert_array_equal(Y, np.broadcast_to(X.max(axis=1)[:, None], (16, 32)))
+
+
+def test_arms_that_commit_alike_count_one_group():
+    # `if K > 64: copy_async(...); commit_async()  else: commit_async()` then
+    # wait_async(1): one group per path, so the refill stays in flight at the read. Run in
+    # turn on one state, the arms counted two groups and the wait retired the refill
+    # (proved; the interpreter at K = 128: AVE304)
+    codes, (k, a) = _codes("arms_commit2")
+    assert codes == ["AVE207"]
+    (d,) = a.diagnostics
+    assert "still in flight" in d.message and d.fix["count"] == 0
+    X = np.random.default_rng(2).standard_normal((32, 128)).astype(np.float32)
+    res = run(k, (1,), [X, np.zeros((32, 64), np.float32)])
+    assert any(x.code == "AVE304" for x in res.diagnostics)
