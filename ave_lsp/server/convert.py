@@ -196,6 +196,8 @@ def is_suppressed(d: Diagnostic, checked: str, comments_of: Any) -> bool:
     line the checked file shows it on (:func:`display_line`). ``comments_of(file)`` gives
     a file's :class:`LineComments` (None: unreadable). One rule for the editor
     (:func:`to_lsp`) and ``ave-lsp --check`` (``cli.Suppressions``)."""
+    if d.code in NOT_SUPPRESSIBLE:
+        return False        # (the tool's own failures and limits: docs/lsp.md)
     places = [(d.file, d.range.start.line)]
     if not _same_file(d.file, checked):
         places.append((checked, display_line(d, checked)))

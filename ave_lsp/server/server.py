@@ -362,6 +362,8 @@ class AveLanguageServer(LanguageServer):
         self.analysis_pools: Any = None          # ave_core.pool.SharedPool, on first check
         self._hover_pool: ThreadPoolExecutor | None = None
         self._settings_ready: asyncio.Event | None = None
+        #: (size, mtime) of each file whose save or change was last handled
+        self._seen: dict[str, tuple | None] = {}
         self._background: set[asyncio.Task] = set()
         self._warned: set[str] = set()
 
@@ -513,17 +515,52 @@ class AveLanguageServer(LanguageServer):
                 if u != uri and (any(os.path.normcase(f) == me for f in st.files)
                                  or (py and st.unresolved))]
 
-    def files_changed(self, uris: list[str]) -> None:
-        """Files saved in the editor or changed on disk: re-check the open documents that
-        depend on them (kernels built from a helper; every document for a
-        ``pyproject.toml`` or a baseline file, whose settings may have changed)."""
+    def files_changed(self, uris: list[str], watched: bool = False) -> None:
+        """Files saved in the editor or changed on disk (``watched``: reported by the
+        client's file watchers): re-check the open documents that depend on them (kernels
+        built from a helper -- and documents whose check is still running, whose files are
+        not known yet; every document for the ``pyproject.toml`` one of them is configured
+        by, or its baseline file). Files under ``.venv``, ``node_modules``, hidden
+        directories and ``__pycache__`` are ignored; a watcher event for a file whose save
+        was just handled (same size and time) is not handled twice."""
+        from ave_core.check import SKIP_DIRS
+        from ave_lsp.config import find_pyproject
+
         deps: set[str] = set()
+        configs: set[str] | None = None
+        baselines: set[str] | None = None
         for uri in uris:
             path = self.path_of(uri)
-            if os.path.basename(path) == "pyproject.toml" or self._is_baseline(path):
-                deps.update(self.docs)
-            else:
-                deps.update(self.dependents(uri))
+            if path.startswith("<"):
+                continue
+            parts = os.path.normpath(path).split(os.sep)[:-1]
+            if any(x in SKIP_DIRS or (x.startswith(".") and x not in (".", ".."))
+                   for x in parts):
+                continue
+            stamp = _stamp(path)
+            if watched and stamp is not None and self._seen.get(path) == stamp:
+                continue            # (the save handled it already)
+            self._seen[path] = stamp
+            name = os.path.basename(path)
+            if name == "pyproject.toml":
+                if configs is None:
+                    configs = {_norm(c) for c in (
+                        find_pyproject(self.path_of(u)) for u in list(self.docs)
+                        if not self.path_of(u).startswith("<")) if c}
+                if _norm(path) in configs:
+                    deps.update(self.docs)
+                continue
+            if name.endswith(".json"):
+                if baselines is None:
+                    baselines = self._baselines()
+                if _norm(path) in baselines:
+                    deps.update(self.docs)
+                continue
+            deps.update(self.dependents(uri))
+            # (a document whose first check is still running has no files yet: a helper
+            # changed right after opening it was missed; a review helper)
+            deps.update(u for u, st in self.docs.items() if not st.files and
+                        st.task is not None and not st.task.done())
         deps.difference_update(uris)     # (an open document's text is the editor's)
         for dep in deps:                     # kernels built from the saved helper
             # (their hover facts and inlay hints come from the helper too: the index was
@@ -535,21 +572,23 @@ class AveLanguageServer(LanguageServer):
         if deps:
             self.refresh_inlay_hints()
 
-    def _is_baseline(self, path: str) -> bool:
-        """``path`` is the baseline file some open document is checked against."""
-        me = os.path.normcase(os.path.abspath(path))
+    def _baselines(self) -> set[str]:
+        """The baseline files of the open documents (normalized paths), once per batch of
+        events (per event and document it froze the server on a checkout; a review
+        helper)."""
+        out: set[str] = set()
         for uri in list(self.docs):
             p = self.path_of(uri)
             if p.startswith("<"):
                 continue
             try:
                 cfg, _ = self.settings_for(p).config_for(p, self.root_for(p))
-            except Exception:  # noqa: BLE001 - a bad pyproject.toml: not this one
+            except Exception:  # noqa: BLE001 - a bad pyproject.toml: no baseline
                 continue
             b = getattr(cfg, "baseline", None)
-            if b and os.path.normcase(os.path.abspath(b)) == me:
-                return True
-        return False
+            if b:
+                out.add(_norm(b))
+        return out
 
     # ------------------------------------------------------------------ paths
 
@@ -977,7 +1016,7 @@ def create_server() -> AveLanguageServer:
     @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
     def did_change_watched_files(ls: AveLanguageServer,
                                  params: types.DidChangeWatchedFilesParams) -> None:
-        ls.files_changed([c.uri for c in params.changes])
+        ls.files_changed([c.uri for c in params.changes], watched=True)
 
     @server.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: AveLanguageServer,
@@ -1061,3 +1100,15 @@ def create_server() -> AveLanguageServer:
         return ls.code_actions(params)
 
     return server
+
+
+def _norm(path: str) -> str:
+    return os.path.normcase(os.path.abspath(path))
+
+
+def _stamp(path: str) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns)
