@@ -1318,7 +1318,11 @@ class KernelBuilder:
         for p in a.args:
             v = scope.vars.get(p.arg)
             if isinstance(v, Value) and len(self.bindings) < MAX_OPS:
-                self.bindings.append((module.path, module.range_of(p), p.arg, v))
+                # (the name only: an annotated parameter's node spans its annotation)
+                name = ast.Name(p.arg, ast.Load(), lineno=p.lineno, col_offset=p.col_offset,
+                                end_lineno=p.lineno,
+                                end_col_offset=p.col_offset + len(p.arg.encode("utf-8")))
+                self.bindings.append((module.path, module.range_of(name), p.arg, v))
 
     def call_lambda(self, f: LambdaFn, args: list, kwargs: dict, node: ast.AST) -> Any:
         sc = Scope(f.module, f.closure)

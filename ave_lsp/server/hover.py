@@ -100,6 +100,9 @@ class HoverIndex:
     spans: list[tuple[int, int, str]] = field(default_factory=list)  # kernel def..end lines
     names: dict[int, list[tuple[int, int]]] | None = None  # line -> NAME token spans
     assigns: list[_Assign] = field(default_factory=list)    # name = value, in kernels
+    #: (first, last) lines of the functions defined inside kernels (helpers): the names
+    #: bound in one are seen only inside it
+    inner_defs: list[tuple[int, int]] = field(default_factory=list)
 
     # ------------------------------------------------------------------ inlay hints
 
@@ -145,6 +148,31 @@ class HoverIndex:
                 out.append(_Cand(r.start, r.end, v, v.type,
                                  v.owner if isinstance(v.owner, Op) else None))
         return out
+
+    def _def_of(self, line: int) -> tuple[int, int] | None:
+        """The innermost function defined inside a kernel that holds ``line``."""
+        best = None
+        for a, b in self.inner_defs:
+            if a <= line <= b and (best is None or a >= best[0]):
+                best = (a, b)
+        return best
+
+    def _last_binding(self, bound: list[_Cand], wrange: Range) -> _Cand | None:
+        """The binding a use at ``wrange`` sees: the last in the text on an earlier line
+        (a binding takes effect after its statement), in the use's own helper or outside
+        every helper (a nested helper's parameter is not the kernel's name; a review
+        helper); among the executions of one statement, the last."""
+        here = self._def_of(wrange.start.line)
+        best = None
+        for c in bound:
+            if c.end.line >= wrange.start.line:
+                continue
+            d = self._def_of(c.start.line)
+            if d is not None and d != here:
+                continue
+            if best is None or c.start >= best.start:
+                best = c
+        return best
 
     def _assigned(self, k: Any, a: _Assign) -> list[_Cand]:
         """The values named ``a.name`` defined by ops inside the assigned expression:
@@ -245,10 +273,9 @@ class HoverIndex:
                 if v.name == word:
                     cands.append(_Cand(r.start, r.end, v, v.type, op))
         if not cands:
-            bound = [c for c in self._bound(k, word, span)
-                     if c.end.line < wrange.start.line or (c.start == wrange.start and
-                                                           c.end == wrange.end)]
-            return bound[-1] if bound else None
+            bound = self._bound(k, word, span)
+            exact = [c for c in bound if c.start == wrange.start and c.end == wrange.end]
+            return exact[0] if exact else self._last_binding(bound, wrange)
         cands.sort(key=lambda c: c.start)          # stable: program order among equals
         target = next((a for a in self.assigns if a.end == wrange.end and a.name == word
                        and a.kernel == (span[2], span[0])), None)
@@ -267,11 +294,13 @@ class HoverIndex:
         before = [c for c in cands if c.end <= wrange.start]
         # the name's last binding before the word: a helper's result or an alias bound
         # after the last op that named its result so (those showed nothing, or an older
-        # value; a review helper)
-        # (a binding takes effect after its statement: `A = ave.tag(A, ...)`'s right-hand
-        # A is the parameter -- an earlier line only)
-        last = next((c for c in reversed(bound) if c.end.line < wrange.start.line), None)
-        if last is not None and (not before or last.start.line > before[-1].start.line):
+        # value; a review helper) -- unless that op holds the binding: the result of a
+        # branch or loop on a runtime value, merged from its arms (the arm's value was
+        # shown)
+        last = self._last_binding(bound, wrange)
+        if last is not None and (not before or (last.start.line > before[-1].start.line and
+                                                not (before[-1].start <= last.start and
+                                                     last.end <= before[-1].end))):
             return last
         if before:
             return before[-1]
@@ -483,6 +512,13 @@ def build_index(text: str, path: str, workspace: str | None) -> HoverIndex:
             index.spans.append((node.lineno - 1, (node.end_lineno or node.lineno) - 1,
                                 node.name))
     index.names = _name_tokens(text, len(lines))
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                (node.name, node.lineno - 1) in index.kernels:
+            for sub in ast.walk(node):
+                if sub is not node and isinstance(sub, (ast.FunctionDef, ast.Lambda)):
+                    index.inner_defs.append((sub.lineno - 1,
+                                             (sub.end_lineno or sub.lineno) - 1))
     from ave_core.diagnostics import SourceText
 
     source = SourceText(text, path)

@@ -373,3 +373,45 @@ def test_watched_file_events_recheck_only_what_depends_on_them(tmp_path, monkeyp
     assert scheduled == [k1.as_uri()]
     ls.files_changed([(tmp_path / "pyproject.toml").as_uri()], watched=True)
     assert sorted(scheduled[1:]) == sorted([k1.as_uri(), k2.as_uri()])
+
+
+def test_hover_bindings_follow_the_text_and_the_scopes(tmp_path):
+    # Review cases of the bound-name hover: a nested helper's parameter `x` shown for the
+    # kernel's `x`; a name merged by a runtime branch shown as one arm's value (its tag);
+    # the value after a runtime loop shown as the loop body's.
+    from ave_lsp.server.hover import build_index
+
+    head = ("import ave_core.lang as ave\n\n\n@ave.kernel(threads=128)\n"
+            "def kern(A: ave.Tensor[ave.bf16, 2], BM: ave.constexpr = 64, "
+            "BK: ave.constexpr = 32):\n")
+    text = head + (
+        "    sA = ave.alloc((2, BM, BK), ave.bf16, space=\"shared\")\n"       # 5
+        "    sB = ave.alloc((32, 16), ave.bf16, space=\"shared\")\n"          # 6
+        "    def half(x):\n"                                                  # 7
+        "        return x[0:16, :]\n"                                         # 8
+        "    x = sA[0]\n"                                                     # 9
+        "    h = half(sB)\n"                                                  # 10
+        "    z = x\n"                                                         # 11
+        "    A2 = ave.tag(A, lambda m, k: ave.label(row=m, k=k))\n"           # 12
+        "    A3 = ave.tag(A, lambda m, k: ave.label(row=k, k=m))\n"           # 13
+        "    if A.shape[1] > 64:\n"                                           # 14
+        "        T = A2\n"                                                    # 15
+        "    else:\n"                                                         # 16
+        "        T = A3\n"                                                    # 17
+        "    U = T\n"                                                         # 18
+        "    s = sA[0]\n"                                                     # 19
+        "    for kt in ave.range(0, A.shape[1] // BK):\n"                     # 20
+        "        t = sA[1]\n"                                                 # 21
+        "        s = t\n"                                                     # 22
+        "    u = s\n")                                                        # 23
+    idx = build_index(text, str(tmp_path / "k.py"), str(tmp_path))
+    lines = text.splitlines()
+
+    def hover(line, word):
+        return idx.hover(line, lines[line].index(word))[0]
+
+    assert "`(64, 32)`" in hover(11, "x")            # the kernel's x, not half's
+    assert "`(32, 16)`" in hover(8, "x")             # inside half: its parameter
+    assert "tag" not in hover(18, "T")               # merged: no arm's tag
+    assert "row=k" in hover(17, "T")                 # the arm's own value
+    assert "2048 +" not in hover(23, "s") and "2048 +" in hover(22, "s")
