@@ -23,7 +23,7 @@ import math
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
@@ -1318,10 +1318,11 @@ class KernelBuilder:
         for p in a.args:
             v = scope.vars.get(p.arg)
             if isinstance(v, Value) and len(self.bindings) < MAX_OPS:
-                # (the name only: an annotated parameter's node spans its annotation)
-                name = ast.Name(p.arg, ast.Load(), lineno=p.lineno, col_offset=p.col_offset,
-                                end_lineno=p.lineno,
-                                end_col_offset=p.col_offset + len(p.arg.encode("utf-8")))
+                # (the name only: an annotated parameter's node spans its annotation; a
+                # plain record, not an ast node -- ast constructors on several threads at
+                # once raise SystemError in CPython 3.11)
+                name = _Span(p.lineno, p.col_offset, p.lineno,
+                             p.col_offset + len(p.arg.encode("utf-8")))
                 self.bindings.append((module.path, module.range_of(name), p.arg, v))
 
     def call_lambda(self, f: LambdaFn, args: list, kwargs: dict, node: ast.AST) -> Any:
@@ -3863,3 +3864,13 @@ def specialize_kernel(kernel_obj: Any, constexprs: dict) -> KernelIR:
     with open(path, encoding="utf-8") as f:
         text = f.read()
     return specialize(text, path, kernel_obj.fn.__name__, constexprs)
+
+
+class _Span(NamedTuple):
+    """What ``SourceText.range_of`` reads of a node: its start and end (1-based lines,
+    UTF-8 byte columns)."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: int
+    end_col_offset: int
