@@ -3785,6 +3785,16 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if res.diagnostics else 0
 
 
+class _Span(NamedTuple):
+    """What ``SourceText.range_of`` reads of a node: its start and end (1-based lines,
+    UTF-8 byte columns)."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: int
+    end_col_offset: int
+
+
 if __name__ == "__main__":
     raise SystemExit(main())
 
@@ -3865,12 +3875,3 @@ def specialize_kernel(kernel_obj: Any, constexprs: dict) -> KernelIR:
         text = f.read()
     return specialize(text, path, kernel_obj.fn.__name__, constexprs)
 
-
-class _Span(NamedTuple):
-    """What ``SourceText.range_of`` reads of a node: its start and end (1-based lines,
-    UTF-8 byte columns)."""
-
-    lineno: int
-    col_offset: int
-    end_lineno: int
-    end_col_offset: int

@@ -918,3 +918,17 @@ def test_unrolled_region_terminators_keep_their_loc():
     before = [op.loc for op in k.walk() if op.name == "ave.yield"][:2]   # the two tag lambdas
     after = [op.loc for op in u.walk() if op.name == "ave.yield"][:2]
     assert after == before
+
+
+def test_the_ir_printer_command_runs_on_every_example():
+    # `python -m ave_core.compiler.frontend FILE` (README, docs/ir.md) crashed with
+    # AVE900 NameError on any kernel with a helper: a class the front end uses was defined
+    # after the module's `__main__` block (a fresh user's trial)
+    import pathlib
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[2]
+    for name in ("examples/gemm.py", "examples/flash_attention.py", "examples/moe.py"):
+        p = subprocess.run([sys.executable, "-m", "ave_core.compiler.frontend", name],
+                           capture_output=True, text=True, cwd=root, timeout=300)
+        assert p.returncode == 0 and p.stdout.startswith("kernel @"), (name, p.stderr[-500:])
