@@ -377,6 +377,9 @@ class RuntimeBranch(NamedTuple):
     #: the sizes (and the variant's trip counts) leave either arm possible: the arms run
     #: one after the other on one state, and what they do may not happen
     undecided: bool = True
+    #: both arms do the same to the asynchronous-copy groups (waits in both: every
+    #: thread waits, whichever arm it takes)
+    groups_alike: bool = False
 
     @property
     def token(self) -> tuple:
@@ -608,8 +611,6 @@ class Engine:
         self.open_group: list = []
         self.inflight: list[tuple] = []
         self.commits = np.zeros(self.T, np.int64)
-        self._land_log: list | None = None      # (op_scf_if's group fork)
-        self._skip_land: set | None = None
         if self._jlist is not None:
             self._exec_top(self.k.body.ops, 0)
         else:
@@ -1606,6 +1607,15 @@ class Engine:
                     lf = np.repeat(live, per)
                     g, gt, byts = g[lf], gt[lf], byts[live]
                     first, threads = first[live], threads[live]
+        if not self.active.all():
+            # (threads a branch on thread or warp ids leaves out read nothing: a consumer
+            # warp's load was a race or an uninitialized read of the producer's threads;
+            # a review helper)
+            live = self.active[threads]
+            if not live.all():
+                lf = np.repeat(live, eb // G)
+                g, gt, byts = g[lf], gt[lf], byts[live]
+                first, threads = first[live], threads[live]
         self.races.read(g, gt, op)
         wr = all_last(self.written[byts]) if byts.size else np.ones(0, bool)
         if not wr.all():
@@ -1830,17 +1840,28 @@ class Engine:
         # interpreter's AVE304 reports it -- a review helper)
         # (data moved as is only: computed values have one datum per coordinate, and a
         # stride-0 store of a broadcast row writes equal values -- no race, a review helper)
-        overlap = thr is not None and not varies and not computed and len(byts) > 1 and \
+        overlap = thr is not None and not varies and len(byts) > 1 and \
             int(np.bincount(byts).max()) > 1
+        clash_data = t.data
+        if overlap and computed:
+            # computed values are compared by their tags: elements whose tags differ are
+            # different data (a staged accumulator in an overlapping layout races); equal
+            # tags may be equal values (a broadcast row's max in a stride-0 layout); an
+            # untagged (⊥) element could be either -- no finding
+            code = t.code.reshape(len(byts), -1)
+            if (code == ABSENT).all(axis=1).any():
+                overlap = False
+            else:
+                clash_data = np.unique(code, axis=0, return_inverse=True)[1].reshape(-1) + 1
         if deferred:
             issued = self.races.issue_async(byts, thr, op) if thr is not None else None
             if overlap:
-                self.races.clash(byts, thr, t.data, op)
+                self.races.clash(byts, thr, clash_data, op)
             return byts, t, thr, issued, self._weak_writes(True), self._shared_arms()
         if thr is not None:
             self.races.write(byts, thr, op, differs=self._differs(byts, t),
                              keep=self._shared_arms() or bool(weak),
-                             data=t.data if varies or overlap else None)
+                             data=t.data if varies else clash_data if overlap else None)
         self._smem_write(byts, t, threads=thr, weak=weak or None)
         return None
 
@@ -1974,7 +1995,7 @@ class Engine:
         take that arm for certain."""
         act = self.active
         for b in self.runtime_branches:
-            if not b.uniform:
+            if not b.uniform and not b.groups_alike:
                 act = act & b.certain
         return act
 
@@ -2042,10 +2063,6 @@ class Engine:
         for it): its write races like any since its issue; with ``tags``, its tags are
         written (weakly where it was issued under a branch whose arms share one state: it
         may not have been)."""
-        if self._skip_land is not None and id(plan) in self._skip_land:
-            return                  # (landed in the then-arm of the branch: op_scf_if)
-        if self._land_log is not None:
-            self._land_log.append(id(plan))
         byts, t, thr, issued, weak, keep = plan
         if issued is not None:
             self.races.retire_async(byts, thr, op, issued,
@@ -3563,25 +3580,35 @@ class Engine:
         # same effect: _check_group_paths): each arm from the groups before the branch,
         # the copies of both in flight after it -- run in turn they counted two commits,
         # and a later wait retired a group the path taken still has in flight (a review
-        # helper); the else-arm does not land again what the then-arm landed
+        # helper). The else-arm starts from what the then-arm left of the copies from
+        # before the branch (the same ones retire on both paths: landing them again raced
+        # with themselves), with the commit counts from before it.
         group_fork = bool(runtime and uniform and not single and not tags_fork and
                           any(o.name in ("ave.commit_async", "ave.wait_async")
                               for o in _region_ops(op)))
-        g_saved = g_then = None
-        if group_fork:
-            g_saved = (list(self.open_group), list(self.inflight), self.commits.copy())
-            self._land_log = []
+        if group_fork and self.open_group:
+            raise AnalysisLimit(
+                "copies issued before a branch on a runtime value that the sizes leave "
+                "undecided, and committed or waited for in its arms: the analysis cannot "
+                "follow them on both paths (commit before the branch)", op)
+        c0 = self.commits.copy() if group_fork else None
+        g_then = None
+        alike = False
+        if runtime and not uniform:
+            g0 = self.groups_in_flight()
+            eff = [_group_effect(reg.ops, g0) for reg in op.regions]
+            alike = eff[0] is not None and eff[0] == eff[1]
         for ri, (mask, region) in enumerate(((then_m | sym, op.regions[0]),
                                              (else_m | sym, op.regions[1]))):
             if not mask.any():
                 outs.append(None)
                 continue
-            if group_fork and ri == 1:
+            if group_fork and ri == 1 and outs and outs[0] is not None:
                 g_then = (self.open_group, self.inflight, self.commits)
-                self._skip_land = set(self._land_log)
-                self._land_log = None
-                self.open_group, self.inflight = list(g_saved[0]), list(g_saved[1])
-                self.commits = g_saved[2].copy()
+                self.open_group = []
+                self.inflight = [e for e in (_rows_before(e, c0) for e in self.inflight)
+                                 if e is not None]
+                self.commits = c0.copy()
             self.active = mask
             self.in_branch += 1
             self._ifs.append(op)
@@ -3590,7 +3617,7 @@ class Engine:
                 self.runtime_branches.append(RuntimeBranch(
                     op, ri, crows, then_m if ri == 0 else else_m, rows if ri == 0 else None,
                     fork, uniform, tags_fork or single, rows if uniform else None,
-                    not single))
+                    not single, alike))
             jl: list = []
             if tags_fork:
                 self.journal = jl
@@ -3612,18 +3639,13 @@ class Engine:
                 if tags_fork:
                     self.journal = outer
                     arms.append(self._fork_arm(jl, fork))
-        if group_fork:
-            self._land_log = None
-            if g_then is not None:
-                skip = self._skip_land or set()
-                self._skip_land = None
-                mine = {id(p) for p, _ in g_then[1]}
-                self.inflight = list(g_then[1]) + [
-                    e for e in self.inflight if id(e[0]) not in mine and id(e[0]) not in skip]
-                mine = {id(p) for p in g_then[0]}
-                self.open_group = list(g_then[0]) + [
-                    p for p in self.open_group if id(p) not in mine and id(p) not in skip]
-                self.commits = np.maximum(self.commits, g_then[2])
+        if g_then is not None:
+            # what is left from before the branch: the then-arm's (the same on both paths);
+            # the copies each arm committed or issued: both
+            news = [e for e in (_rows_after(e, c0) for e in self.inflight) if e is not None]
+            self.inflight = list(g_then[1]) + news
+            self.open_group = list(g_then[0]) + list(self.open_group)
+            self.commits = np.maximum(self.commits, g_then[2])
         if tags_fork and len(arms) == 2:
             self._fork_join(arms, fork, e0)
         for i, r in enumerate(op.results):
@@ -3805,6 +3827,33 @@ def _distinct(parts: list, n: int) -> np.ndarray:
 def _yield_of(region: Any) -> Op | None:
     ops = region.ops
     return ops[-1] if ops and ops[-1].name in ("scf.yield", "ave.yield") else None
+
+
+def _rows_before(entry: tuple, c0: np.ndarray) -> tuple | None:
+    """The rows of an in-flight ``(plan, group numbers)`` committed before the counts
+    ``c0`` (per thread), or None."""
+    plan, seq = entry
+    thr = plan[2]
+    sel = seq < (c0[thr] if thr is not None else int(c0.max()))
+    return _entry_rows(entry, sel)
+
+
+def _rows_after(entry: tuple, c0: np.ndarray) -> tuple | None:
+    plan, seq = entry
+    thr = plan[2]
+    sel = seq >= (c0[thr] if thr is not None else int(c0.max()))
+    return _entry_rows(entry, sel)
+
+
+def _entry_rows(entry: tuple, sel: np.ndarray) -> tuple | None:
+    if sel.all():
+        return entry
+    if not sel.any():
+        return None
+    (byts, t, thr, issued, weak, keep), seq = entry
+    i = np.nonzero(sel)[0]
+    return (byts[i], t.take(i), thr[i] if thr is not None else None, issued, weak, keep), \
+        seq[i]
 
 
 def _splits_warps(then_m: np.ndarray, else_m: np.ndarray, ws: int) -> bool:

@@ -108,3 +108,51 @@ def test_arms_that_commit_alike_count_one_group():
     X = np.random.default_rng(2).standard_normal((32, 128)).astype(np.float32)
     res = run(k, (1,), [X, np.zeros((32, 64), np.float32)])
     assert any(x.code == "AVE304" for x in res.diagnostics)
+
+
+@pytest.mark.parametrize("name, codes, dyn", [
+    # nested undecided branches whose arms commit alike: AVE900 (TypeError) before
+    ("r3_n1", [], False),
+    # a wait under a warp-id branch splits a plan by thread: its rows landed twice on the
+    # two arms of a later runtime branch, the pending count went to -1 and a later copy
+    # in flight was not seen (proved; the interpreter: AVE304)
+    ("r3_d1", ["AVE207"], True),
+    # a wait in both arms of a runtime condition on thread ids: every thread waits
+    # (AVE203/AVE207 before; the interpreter: clean)
+    ("r3_nw2", [], False),
+    # warp 1 loads what warp 0 rewrites with the same data: the load's inactive threads
+    # (warp 0) were taken as readers -- AVE207 / AVE203 with thread 0 (clean in the
+    # interpreter)
+    ("r3_f4", [], False), ("r3_f5", [], False),
+])
+def test_third_review_round(name, codes, dyn):
+    got, (k, a) = _codes(name)
+    assert got == codes, [d.format_text() for d in a.diagnostics]
+    X = np.random.default_rng(9).standard_normal((32, 128)).astype(np.float32)
+    res = run(k, (1,), [X, np.zeros((32, 32), np.float32)])
+    assert any(d.code == "AVE304" for d in res.diagnostics) == dyn, res.diagnostics
+
+
+def test_a_computed_value_stored_into_overlapping_bytes_races_when_its_tags_differ(tmp_path):
+    # a tagged tile scaled in registers and stored through a layout mapping two elements
+    # to one byte: different elements (different tags) in one byte race within the write
+    text = """import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    X = ave.tag(X, lambda r, c: ave.label(row=r, col=c))
+    tv = ave.tv_layout(ave.layout((8, 16), (64, 1)), ave.layout(4, 16), (16, 32))
+    x = ave.load(X[0:16, 0:32], tv) * 2.0
+    s = ave.alloc((16, 32), ave.f32, layout=ave.layout((16, 32), (28, 1)))
+    ave.store(s, x)
+    ave.barrier()
+    ave.store(Y[0:16, 0:32], ave.load(s, tv))
+"""
+    p = tmp_path / "ov.py"
+    p.write_text(text, "utf-8")
+    k = compile_file(str(p)).kernels[0]
+    ds = [d for d in analyze(k).diagnostics if d.code == "AVE207"]
+    assert ds and "in the same write" in ds[0].message
+    X = np.random.default_rng(3).standard_normal((16, 32)).astype(np.float32)
+    res = run(k, (1,), [X, np.zeros((16, 32), np.float32)])
+    assert any(d.code == "AVE304" for d in res.diagnostics)
