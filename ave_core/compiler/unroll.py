@@ -202,11 +202,15 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
     defs = {orig: pre for pre, orig in ctx.preconditions}
     # a loop variable name that two loops of the kernel use (a constant-bound `range`
     # and a runtime one) cannot tell their loop_indices apart: None (a review helper)
-    used: dict[str, int] = {}
-    for o in kernel.walk():
-        if o.name == "scf.for":
-            nm = o.attrs.get("iv_name", "i")
-            used[nm] = used.get(nm, 0) + 1
+    used = memo.get("__loop_names__") if memo is not None else None
+    if used is None:
+        used = {}
+        for o in kernel.walk():
+            if o.name == "scf.for":
+                nm = o.attrs.get("iv_name", "i")
+                used[nm] = used.get(nm, 0) + 1
+        if memo is not None:
+            memo["__loop_names__"] = used
     for op, n in ctx.trip_counts.items():
         lb, ub, st = op.operands[:3]
         if st in consts and consts[st] != 0 and (lb in consts or lb in ctx.vmap):
