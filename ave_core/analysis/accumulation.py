@@ -225,15 +225,10 @@ def join_chains(x: Any, y: Any, token: Any) -> Any:
     stays; anything else cannot be followed (False): e.g. an arm that resets the
     accumulator (``acc = ave.zeros(...)``: the other arm's chain is not an extension of
     that one, it was made before the branch)."""
-    a, b = x.kcov, y.kcov
-    if a is None and b is None:
-        return None
-    if a is None and not x.tags.code.any():
-        a = []
-    if b is None and not y.tags.code.any():
-        b = []
-    if not isinstance(a, list) or not isinstance(b, list):
-        return False
+    arms = _arm_chains(x, y)
+    if not isinstance(arms, tuple):
+        return arms
+    a, b = arms
     short, long_ = (a, b) if len(a) <= len(b) else (b, a)
     if all(p is q for p, q in zip(short, long_)) and all(
             token in c.branches for call in long_[len(short):] for c in call):
@@ -241,16 +236,10 @@ def join_chains(x: Any, y: Any, token: Any) -> Any:
     return False
 
 
-def join_split_chains(x: Any, y: Any, if_id: int) -> Any:
-    """The chain of an accumulator after a branch whose arms run on different threads (a
-    condition on thread or warp ids: ``if ave.warp_id() < 2: acc = ave.mma(...)``): the
-    chain before the branch (the arms' common prefix) with the MMAs of both arms after it.
-    Each arm's MMAs hold only the operands of its own threads' warps (a warp that runs none
-    of them contributes nothing there), so their contributions add up per warp; the check
-    at the chain's end then finds a warp that accumulates nothing. False when an arm's
-    chain is not the one before the branch extended inside that arm (an arm that resets
-    the accumulator). The chain was dropped here without a word, so AVE206 went unchecked
-    and a warp that skipped its MMA was proved (a review helper)."""
+def _arm_chains(x: Any, y: Any) -> Any:
+    """The two arms' chains as lists (an untagged accumulator, ``ave.zeros``, is the empty
+    chain), or the join's answer when there is nothing to join: None (no chain on either
+    side), False (an arm's chain that cannot be followed)."""
     a, b = x.kcov, y.kcov
     if a is None and b is None:
         return None
@@ -260,9 +249,30 @@ def join_split_chains(x: Any, y: Any, if_id: int) -> Any:
         b = []
     if not isinstance(a, list) or not isinstance(b, list):
         return False
+    return a, b
+
+
+def join_split_chains(x: Any, y: Any, if_id: int, whole_warps: bool = True) -> Any:
+    """The chain of an accumulator after a branch whose arms run on different threads (a
+    condition on thread or warp ids: ``if ave.warp_id() < 2: acc = ave.mma(...)``): the
+    chain before the branch (the arms' common prefix) with the MMAs of both arms after it.
+    Each arm's MMAs hold only the operands of its own threads' warps (a warp that runs none
+    of them contributes nothing there), so their contributions add up per warp; the check
+    at the chain's end then finds a warp that accumulates nothing. False when an arm's
+    chain is not the one before the branch extended inside that arm (an arm that resets
+    the accumulator), or when an arm adds an MMA and some warp has threads in both arms
+    (not ``whole_warps``: an MMA is a warp's instruction; a lane-split arm counted its warp
+    complete). The chain was dropped here without a word, so AVE206 went unchecked and a
+    warp that skipped its MMA was proved (a review helper)."""
+    arms = _arm_chains(x, y)
+    if not isinstance(arms, tuple):
+        return arms
+    a, b = arms
     n = 0
     while n < min(len(a), len(b)) and a[n] is b[n]:
         n += 1
+    if not whole_warps and (a[n:] or b[n:]):
+        return False
     if all((if_id, 0) in c.arms for call in a[n:] for c in call) and \
             all((if_id, 1) in c.arms for call in b[n:] for c in call):
         return a + b[n:]

@@ -3657,15 +3657,10 @@ class Engine:
                 # (id(op), 0): the then-arm's RuntimeBranch.token
                 if runtime:
                     kcov = accumulation.join_chains(tv, ev, (id(op), 0))
-                elif _splits_warps(then_m, else_m, self.ws):
-                    # (an MMA is a warp's instruction: arms that split a warp cannot be
-                    # followed -- a lane-split arm counted its warp complete; a review
-                    # helper)
-                    kcov = False if (tv.kcov or ev.kcov) and tv.kcov is not ev.kcov \
-                        else accumulation.join_split_chains(tv, ev, id(op))
                 else:
                     # arms on different threads (a condition on thread or warp ids)
-                    kcov = accumulation.join_split_chains(tv, ev, id(op))
+                    kcov = accumulation.join_split_chains(
+                        tv, ev, id(op), not _splits_warps(then_m, else_m, self.ws))
                 if kcov is False:
                     accumulation.lost_chain(self, op, tv, ev)
                 self.env[r] = FragVal(join(tv.tags, ev.tags, self.conds), tv.V, kcov=kcov,
