@@ -1955,25 +1955,12 @@ class Engine:
     def op_ave_copy(self, op): self._copy(op, False)
     def op_ave_copy_async(self, op): self._copy(op, True)
 
-    def _check_group_paths(self, op: Op) -> None:
-        """A branch on a runtime value that the sizes leave undecided, whose arms run one
-        after the other on one state: ``commit_async`` / ``wait_async`` in its arms must
-        leave the same groups in flight on both paths (the same count of groups from before
-        the branch retired, the same count of new ones) -- else a wait after it retires
-        other copies on each path, which one sequence of groups cannot follow: AVE205 at
-        the first such op (a prefetch whose commit is inside its ``if (kt + STAGES - 1) *
-        BK < K:`` was proved; a review helper)."""
+    def _group_paths_alike(self, op: Op) -> bool:
+        """Both arms of ``op`` do the same to the asynchronous-copy groups in flight now:
+        as many groups from before the branch retired, as many new ones left in flight."""
         g0 = self.groups_in_flight()
         effects = [_group_effect(reg.ops, g0) for reg in op.regions]
-        if effects[0] is not None and effects[0] == effects[1]:
-            return
-        first = next((o for o in _region_ops(op)
-                      if o.name in ("ave.commit_async", "ave.wait_async")), op)
-        raise AnalysisLimit(
-            f"`{first.name}` in a branch on a runtime value that the sizes leave undecided, "
-            "and the branch's arms leave different asynchronous-copy groups in flight (commit "
-            "and wait outside the branch, or the same in both arms: a commit with no copy is "
-            "an empty group)", first)
+        return effects[0] is not None and effects[0] == effects[1]
 
     def groups_in_flight(self) -> int:
         """The most groups some thread has committed and not fully retired."""
@@ -2009,17 +1996,12 @@ class Engine:
         act = self.active
         keep = []
         for plan in self.open_group:
-            byts, t, thr, issued, weak, keep_ = plan
-            sel = act[thr] if thr is not None else np.full(len(byts), bool(act.all()))
+            sel = _plan_active(plan, act)
             if not sel.all():
-                i = np.nonzero(~sel)[0]
-                keep.append((byts[i], t.take(i), thr[i] if thr is not None else None,
-                             issued, weak, keep_))
+                keep.append(_plan_rows(plan, ~sel))
                 if not sel.any():
                     continue
-                i = np.nonzero(sel)[0]
-                plan = (byts[i], t.take(i), thr[i] if thr is not None else None, issued,
-                        weak, keep_)
+                plan = _plan_rows(plan, sel)
             thr = plan[2]
             seq = self.commits[thr] if thr is not None else \
                 np.full(len(plan[0]), int(self.commits.max()), np.int64)
@@ -2037,25 +2019,17 @@ class Engine:
         n = op.attrs["n"]
         act = self._certain_active()
         keep = []
-        for plan, seq in self.inflight:
-            byts, t, thr, issued, weak, keep_ = plan
-            if thr is None:
-                sel = np.full(len(byts), bool(act.all())) & \
-                    (seq < int(self.commits.max()) - n)
-            else:
-                sel = act[thr] & (seq < self.commits[thr] - n)
-            if sel.all():
-                self._land(plan, op, tags=True)
-                continue
-            if sel.any():
-                i = np.nonzero(sel)[0]
-                self._land((byts[i], t.take(i), thr[i] if thr is not None else None, issued,
-                            weak, keep_), op, tags=True)
-                i = np.nonzero(~sel)[0]
-                keep.append(((byts[i], t.take(i), thr[i] if thr is not None else None,
-                              issued, weak, keep_), seq[i]))
-            else:
-                keep.append((plan, seq))
+        for entry in self.inflight:
+            plan, seq = entry
+            thr = plan[2]
+            done = self.commits[thr] if thr is not None else int(self.commits.max())
+            sel = _plan_active(plan, act) & (seq < done - n)
+            landed = _entry_rows(entry, sel)
+            if landed is not None:
+                self._land(landed[0], op, tags=True)
+            rest = _entry_rows(entry, ~sel)
+            if rest is not None:
+                keep.append(rest)
         self.inflight = keep
 
     def _land(self, plan: tuple, op: Op | None, tags: bool) -> None:
@@ -3566,8 +3540,22 @@ class Engine:
                     single = True
         else:
             tags_fork = False
-        if runtime and uniform and not single and not tags_fork:
-            self._check_group_paths(op)
+        # commit_async / wait_async in the arms of a branch on a runtime value
+        first_group = next((o for o in _region_ops(op) if o.name in _GROUP_OPS), None) \
+            if runtime else None
+        # Arms the sizes leave undecided run one after the other on one state: they must
+        # leave the same groups in flight on both paths -- else a wait after the branch
+        # retires other copies on each path, which one sequence of groups cannot follow:
+        # AVE205 at the first such op (a prefetch whose commit is inside its ``if (kt +
+        # STAGES - 1) * BK < K:`` was proved; a review helper). Arms that do the same run
+        # each from the groups before the branch (group_fork below).
+        group_fork = first_group is not None and uniform and not single and not tags_fork
+        if group_fork and not self._group_paths_alike(op):
+            raise AnalysisLimit(
+                f"`{first_group.name}` in a branch on a runtime value that the sizes leave "
+                "undecided, and the branch's arms leave different asynchronous-copy groups "
+                "in flight (commit and wait outside the branch, or the same in both arms: a "
+                "commit with no copy is an empty group)", first_group)
         if runtime and not fork and not single and self.active.all() and all(
                 _leading_barrier(reg) for reg in op.regions):
             self.races.barrier()
@@ -3576,16 +3564,12 @@ class Engine:
         outer = self.journal
         e0 = self.races.epoch
         arms: list = []
-        # arms run one after the other on one state with commits or waits in both (the
-        # same effect: _check_group_paths): each arm from the groups before the branch,
-        # the copies of both in flight after it -- run in turn they counted two commits,
-        # and a later wait retired a group the path taken still has in flight (a review
-        # helper). The else-arm starts from what the then-arm left of the copies from
-        # before the branch (the same ones retire on both paths: landing them again raced
-        # with themselves), with the commit counts from before it.
-        group_fork = bool(runtime and uniform and not single and not tags_fork and
-                          any(o.name in ("ave.commit_async", "ave.wait_async")
-                              for o in _region_ops(op)))
+        # group_fork: each arm from the groups before the branch, the copies of both in
+        # flight after it -- run in turn they counted two commits, and a later wait
+        # retired a group the path taken still has in flight (a review helper). The
+        # else-arm starts from what the then-arm left of the copies from before the branch
+        # (the same ones retire on both paths: landing them again raced with themselves),
+        # with the commit counts from before it.
         if group_fork and self.open_group:
             raise AnalysisLimit(
                 "copies issued before a branch on a runtime value that the sizes leave "
@@ -3593,11 +3577,9 @@ class Engine:
                 "follow them on both paths (commit before the branch)", op)
         c0 = self.commits.copy() if group_fork else None
         g_then = None
-        alike = False
-        if runtime and not uniform:
-            g0 = self.groups_in_flight()
-            eff = [_group_effect(reg.ops, g0) for reg in op.regions]
-            alike = eff[0] is not None and eff[0] == eff[1]
+        # (a condition that differs across threads: waits alike in both arms are waited by
+        # every thread, whichever arm it takes)
+        alike = first_group is not None and not uniform and self._group_paths_alike(op)
         for ri, (mask, region) in enumerate(((then_m | sym, op.regions[0]),
                                              (else_m | sym, op.regions[1]))):
             if not mask.any():
@@ -3797,6 +3779,7 @@ def _eval_opaque(name: str, x: int, y: int) -> int | None:
 
 _RACE_OPS = frozenset({"ave.load", "ave.store", "ave.copy", "ave.barrier"})
 _ASYNC_OPS = frozenset({"ave.copy_async", "ave.commit_async", "ave.wait_async"})
+_GROUP_OPS = frozenset({"ave.commit_async", "ave.wait_async"})
 
 
 def _lookup(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -3824,6 +3807,19 @@ def _yield_of(region: Any) -> Op | None:
     return ops[-1] if ops and ops[-1].name in ("scf.yield", "ave.yield") else None
 
 
+def _plan_rows(plan: tuple, sel: np.ndarray) -> tuple:
+    """An asynchronous copy's plan (:meth:`Engine.write_bytes`) for the rows ``sel``."""
+    byts, t, thr, issued, weak, keep = plan
+    i = np.nonzero(sel)[0]
+    return byts[i], t.take(i), thr[i] if thr is not None else None, issued, weak, keep
+
+
+def _plan_active(plan: tuple, act: np.ndarray) -> np.ndarray:
+    """Per row of a plan: its thread is in ``act`` (a plan without threads: all of them)."""
+    thr = plan[2]
+    return act[thr] if thr is not None else np.full(len(plan[0]), bool(act.all()))
+
+
 def _rows_before(entry: tuple, c0: np.ndarray) -> tuple | None:
     """The rows of an in-flight ``(plan, group numbers)`` committed before the counts
     ``c0`` (per thread), or None."""
@@ -3841,14 +3837,12 @@ def _rows_after(entry: tuple, c0: np.ndarray) -> tuple | None:
 
 
 def _entry_rows(entry: tuple, sel: np.ndarray) -> tuple | None:
+    """An in-flight ``(plan, group numbers)`` for the rows ``sel`` (None: no row)."""
     if sel.all():
         return entry
     if not sel.any():
         return None
-    (byts, t, thr, issued, weak, keep), seq = entry
-    i = np.nonzero(sel)[0]
-    return (byts[i], t.take(i), thr[i] if thr is not None else None, issued, weak, keep), \
-        seq[i]
+    return _plan_rows(entry[0], sel), entry[1][sel]
 
 
 def _splits_warps(then_m: np.ndarray, else_m: np.ndarray, ws: int) -> bool:
