@@ -297,7 +297,12 @@ def ir_unit(kernel: Any, options: Any) -> dict | None:
     """The ``"ir"`` unit of a specialization, or None when its IR does not pickle."""
     from ave_core.compiler import ir as ir_mod
 
+    import dataclasses
+
     try:
+        # (without the name bindings: hover's, not the analysis')
+        if getattr(kernel, "bindings", None):
+            kernel = dataclasses.replace(kernel, bindings=[])
         data = pickle.dumps(kernel, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # noqa: BLE001 - anything unpicklable: the "source" unit instead
         return None

@@ -103,6 +103,8 @@ class HoverIndex:
     #: (first, last) lines of the functions defined inside kernels (helpers): the names
     #: bound in one are seen only inside it
     inner_defs: list[tuple[int, int]] = field(default_factory=list)
+    #: per specialization (id of its KernelIR, kept alive by ``kernels``): name -> bindings
+    _by_name: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ inlay hints
 
@@ -140,14 +142,18 @@ class HoverIndex:
         """The values ``word`` was bound to in this file's kernel ``k`` (KernelIR.bindings:
         a helper's result, an alias, a loop variable), in program order; each candidate's
         range is the name's."""
-        from ave_core.compiler.ir import Op
+        by_name = self._by_name.get(id(k))
+        if by_name is None:
+            # (indexed once per specialization: every hint looked through all of them)
+            from ave_core.compiler.ir import Op
 
-        out = []
-        for f, r, name, v in getattr(k, "bindings", ()):
-            if name == word and f == self.path and span[0] <= r.start.line <= span[1]:
-                out.append(_Cand(r.start, r.end, v, v.type,
-                                 v.owner if isinstance(v.owner, Op) else None))
-        return out
+            by_name = self._by_name[id(k)] = {}
+            for f, r, name, v in getattr(k, "bindings", ()):
+                if f == self.path:
+                    by_name.setdefault(name, []).append(
+                        _Cand(r.start, r.end, v, v.type,
+                              v.owner if isinstance(v.owner, Op) else None))
+        return [c for c in by_name.get(word, ()) if span[0] <= c.start.line <= span[1]]
 
     def _def_of(self, line: int) -> tuple[int, int] | None:
         """The innermost function defined inside a kernel that holds ``line``."""
