@@ -515,6 +515,16 @@ class AveLanguageServer(LanguageServer):
                 if u != uri and (any(os.path.normcase(f) == me for f in st.files)
                                  or (py and st.unresolved))]
 
+    async def register_capability(self, rid: str, method: str, options: Any) -> None:
+        """Register ``method`` with the client (``client/registerCapability``); a refusal
+        is logged, nothing more."""
+        try:
+            await self.client_register_capability_async(types.RegistrationParams(
+                registrations=[types.Registration(id=rid, method=method,
+                                                  register_options=options)]))
+        except Exception as e:  # noqa: BLE001 - the feature then works without it
+            logger.info("could not register %s: %s", method, e)
+
     def files_changed(self, uris: list[str], watched: bool = False) -> None:
         """Files saved in the editor or changed on disk (``watched``: reported by the
         client's file watchers): re-check the open documents that depend on them (kernels
@@ -981,29 +991,18 @@ def create_server() -> AveLanguageServer:
     async def initialized(ls: AveLanguageServer, params: types.InitializedParams) -> None:
         _use_lsp_line_ends(ls.workspace)
         if ls._client_can("workspace", "did_change_configuration", "dynamic_registration"):
-            try:
-                await ls.client_register_capability_async(types.RegistrationParams(
-                    registrations=[types.Registration(
-                        id="ave-configuration",
-                        method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
-                        register_options=types.DidChangeConfigurationRegistrationOptions(
-                            section=SECTION))]))
-            except Exception as e:  # noqa: BLE001 - settings then come on restart only
-                logger.info("could not register for configuration changes: %s", e)
+            # (settings then come on restart only, if the client refuses)
+            await ls.register_capability(
+                "ave-configuration", types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+                types.DidChangeConfigurationRegistrationOptions(section=SECTION))
         if ls._client_can("workspace", "did_change_watched_files", "dynamic_registration"):
             # files changed outside the editor (git checkout, a pull, another tool): a
             # helper of an open kernel, a pyproject.toml, a baseline -- the kernels showed
             # their old findings until saved (a review helper)
-            try:
-                await ls.client_register_capability_async(types.RegistrationParams(
-                    registrations=[types.Registration(
-                        id="ave-watched-files",
-                        method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
-                        register_options=types.DidChangeWatchedFilesRegistrationOptions(
-                            watchers=[types.FileSystemWatcher(glob_pattern=g)
-                                      for g in WATCHED_GLOBS]))]))
-            except Exception as e:  # noqa: BLE001 - then only saves in the editor count
-                logger.info("could not register file watchers: %s", e)
+            await ls.register_capability(
+                "ave-watched-files", types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                types.DidChangeWatchedFilesRegistrationOptions(
+                    watchers=[types.FileSystemWatcher(glob_pattern=g) for g in WATCHED_GLOBS]))
         await ls.fetch_settings()
 
     @server.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)

@@ -12,6 +12,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import ClientServerConfig, LanguageClient
 
+from test_formats import _CALLER as _FORMATS_CALLER  # noqa: E402
 from test_server import capabilities, did_open, make_client, wait_publish  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.asyncio(loop_scope="module")]
@@ -71,17 +72,7 @@ def stage(A, s, BM, BK, tiled):
     a = ave.ldmatrix(s, tiled.a)
     return a
 """
-_CALLER = """import ave_core.lang as ave
-from h3 import stage
-
-
-@ave.kernel(threads=128)
-def kern(A: ave.Tensor[ave.bf16, 2], BM: ave.constexpr = 64, BK: ave.constexpr = 32):
-    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
-                          tile=(64, 64, 32))
-    s = ave.alloc((BM, BK), ave.bf16, space="shared")
-    a = stage(A, s, BM, BK, tiled)
-"""
+_CALLER = _FORMATS_CALLER.replace("{K}", "")
 
 
 def _codes(p: types.PublishDiagnosticsParams) -> list[str]:
