@@ -543,9 +543,7 @@ class AveLanguageServer(LanguageServer):
             path = self.path_of(uri)
             if path.startswith("<"):
                 continue
-            parts = os.path.normpath(path).split(os.sep)[:-1]
-            if any(x in SKIP_DIRS or (x.startswith(".") and x not in (".", ".."))
-                   for x in parts):
+            if _skipped(path, self.root_for(path), SKIP_DIRS):
                 continue
             stamp = _stamp(path)
             if watched and stamp is not None and self._seen.get(path) == stamp:
@@ -1103,6 +1101,20 @@ def create_server() -> AveLanguageServer:
 
 def _norm(path: str) -> str:
     return os.path.normcase(os.path.abspath(path))
+
+
+def _skipped(path: str, root: str | None, skip: frozenset) -> bool:
+    """``path`` lies in a directory the checks skip (``.venv``, ``node_modules``, a hidden
+    one), below the workspace folder ``root`` -- the folders above it do not count (a
+    project under ``~/.work/`` is checked)."""
+    rel = None
+    if root:
+        r = os.path.relpath(_norm(path), _norm(root))
+        if not r.startswith(os.pardir):
+            rel = r
+    parts = (rel if rel is not None else path).split(os.sep)[:-1]
+    return any(x in skip or (rel is not None and x.startswith(".") and x not in (".", ".."))
+               for x in parts)
 
 
 def _stamp(path: str) -> tuple | None:

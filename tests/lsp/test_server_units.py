@@ -350,6 +350,7 @@ def test_watched_file_events_recheck_only_what_depends_on_them(tmp_path, monkeyp
     scheduled: list[str] = []
     monkeypatch.setattr(ls, "schedule", lambda uri, delay: scheduled.append(uri))
     monkeypatch.setattr(ls, "refresh_inlay_hints", lambda: None)
+    monkeypatch.setattr(ls, "root_for", lambda path: str(tmp_path))    # the workspace
     (tmp_path / "pyproject.toml").write_text("[tool.ave]\n", "utf-8")
     helper = tmp_path / "h.py"
     helper.write_text("x = 1\n", "utf-8")
@@ -415,3 +416,17 @@ def test_hover_bindings_follow_the_text_and_the_scopes(tmp_path):
     assert "tag" not in hover(18, "T")               # merged: no arm's tag
     assert "row=k" in hover(17, "T")                 # the arm's own value
     assert "2048 +" not in hover(23, "s") and "2048 +" in hover(22, "s")
+
+
+def test_watched_files_in_a_hidden_folder_above_the_workspace_count(tmp_path, monkeypatch):
+    # only the folders below the workspace are skipped: a project under ~/.work/ had every
+    # helper change ignored (a hidden directory anywhere in its absolute path)
+    from ave_lsp.server.server import _skipped
+
+    root = tmp_path / ".work" / "proj"
+    assert not _skipped(str(root / "h.py"), str(root), frozenset({".venv"}))
+    assert _skipped(str(root / ".venv" / "x.py"), str(root), frozenset({".venv"}))
+    assert _skipped(str(root / ".git" / "x.py"), str(root), frozenset({".venv"}))
+    assert not _skipped(str(tmp_path / ".other" / "x.py"), str(root), frozenset({".venv"}))
+    assert _skipped(str(tmp_path / "node_modules" / "x.py"), str(root),
+                    frozenset({"node_modules"}))
