@@ -220,7 +220,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
         fix = w.get("fix")
         if fix is not None and fix["kind"] == "insert_wait" and (f, rng) in waits:
             n, commit = waits[(f, rng)]
-            # (0 where the fix goes before an outer call: races.witness)
+            # (fewer where the fix goes before an outer call: races.witness)
             fix["count"], fix["commit"] = min(n, fix["count"]), commit
         out.diagnostics.append(_race_diagnostic(rf, w))
     for (f, rng), w in sorted(oob.items(), key=lambda kv: kv[0][1].start):

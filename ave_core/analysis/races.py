@@ -702,6 +702,24 @@ def fix_anchor(later: Any, earlier: Any) -> Any:
     return None
 
 
+def _commits_before(eng: Any, st: Any, later: Any) -> int:
+    """The ``ave.commit_async`` ops the statement ``st`` (an outer call holding ``later``)
+    runs before ``later``, in the same loop iteration."""
+    lat = [*(getattr(later.loc, "inlined_from", ()) or ()), later.loc]
+    level = next(i for i, loc in enumerate(lat) if loc is st)
+    loops = later.attrs.get("loop_indices", ())
+    n = 0
+    for o in eng.k.walk():
+        if o is later:
+            break
+        if o.name != "ave.commit_async" or o.attrs.get("loop_indices", ()) != loops:
+            continue
+        chain = [*(getattr(o.loc, "inlined_from", ()) or ()), o.loc]
+        if len(chain) > level and (chain[level].file, chain[level].stmt) == (st.file, st.stmt):
+            n += 1
+    return n
+
+
 def witness(eng: Any, f: dict) -> dict:
     ws = eng.ws
     other, thread = f["threads"]
@@ -741,8 +759,8 @@ def witness(eng: Any, f: dict) -> dict:
         if st is not later_op.loc:
             # before an outer statement (a helper's call) the groups the helper commits
             # before its read are not there yet: the count at the read retired nothing
-            # there (a review helper) -- every group in flight then
-            n = 0
+            # there (a review helper) -- fewer by those commits
+            n = max(n - _commits_before(eng, st, later_op), 0)
         line, indent = anchor
         w["fix"] = {"kind": "insert_wait", "line": int(line), "indent": str(indent),
                     "count": int(n), "commit": bool(commit), "file": st.file}

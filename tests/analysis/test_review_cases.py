@@ -149,3 +149,24 @@ def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
     X = np.random.default_rng(3).standard_normal((16, 32)).astype(np.float32)
     res = run(k, (1,), [X, np.zeros((16, 32), np.float32)])
     assert any(d.code == "AVE304" for d in res.diagnostics)
+
+
+@pytest.mark.parametrize("name, count", [("wfix", 0), ("r3_gemm_h", 2)])
+def test_a_wait_fix_before_a_helper_call_counts_the_groups_there(name, count):
+    # the read is inside a helper; the wait goes before its call, where the groups the
+    # helper commits before its read are not in flight yet: wfix's helper commits one
+    # (the read's count, 1, retired nothing there), r3_gemm_h's none (the pipeline's
+    # wait_async(2) stands; a flat 0 drained it). Applied, the fix clears the finding.
+    codes, (k, a) = _codes(name)
+    ds = [d for d in a.diagnostics if d.code == "AVE207" and d.fix is not None]
+    d = ds[0]
+    assert all(x.fix == d.fix for x in ds)           # (one fix for every read it covers)
+    assert d.fix["kind"] == "insert_wait" and d.fix["count"] == count, d.fix
+    lines = (CASES / f"{name}.py").read_text("utf-8").splitlines()
+    ind = d.fix["indent"]
+    add = ([f"{ind}ave.commit_async()"] if d.fix["commit"] else []) + \
+        [f"{ind}ave.wait_async({count})", f"{ind}ave.barrier()"]
+    lines[d.fix["line"]:d.fix["line"]] = add
+    from ave_core.compiler.frontend import compile_source
+    k2 = compile_source("\n".join(lines) + "\n", f"{name}_fixed.py").kernels[0]
+    assert not [x for x in analyze(k2).diagnostics if x.code in ("AVE207", "AVE203")]
