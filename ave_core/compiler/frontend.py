@@ -597,11 +597,13 @@ class KernelBuilder:
 
     # ------------------------------------------------------------------ control flow
 
-    def _bind(self, target: ast.Name, val: Value) -> None:
-        """Record that the name ``target`` now stands for ``val`` (KernelIR.bindings)."""
+    def _bind(self, target: Any, val: Value, name: str | None = None,
+              module: ModuleContext | None = None) -> None:
+        """Record that the name at ``target`` (an ``ast.Name``, or anything with its
+        position) now stands for ``val`` (KernelIR.bindings)."""
         if len(self.bindings) < MAX_OPS:
-            self.bindings.append((self.cur_module.path, self.cur_module.range_of(target),
-                                  target.id, val))
+            m = module or self.cur_module
+            self.bindings.append((m.path, m.range_of(target), name or target.id, val))
 
     def exec_for(self, st: ast.For, scope: Scope) -> None:
         if st.orelse:
@@ -1317,13 +1319,12 @@ class KernelBuilder:
         # (hover on a helper's parameters: what they stand for in this call)
         for p in a.args:
             v = scope.vars.get(p.arg)
-            if isinstance(v, Value) and len(self.bindings) < MAX_OPS:
+            if isinstance(v, Value):
                 # (the name only: an annotated parameter's node spans its annotation; a
                 # plain record, not an ast node -- ast constructors on several threads at
                 # once raise SystemError in CPython 3.11)
-                name = _Span(p.lineno, p.col_offset, p.lineno,
-                             p.col_offset + len(p.arg.encode("utf-8")))
-                self.bindings.append((module.path, module.range_of(name), p.arg, v))
+                self._bind(_Span(p.lineno, p.col_offset, p.lineno,
+                                 p.col_offset + len(p.arg.encode("utf-8"))), v, p.arg, module)
 
     def call_lambda(self, f: LambdaFn, args: list, kwargs: dict, node: ast.AST) -> Any:
         sc = Scope(f.module, f.closure)

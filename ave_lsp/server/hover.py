@@ -278,9 +278,9 @@ class HoverIndex:
             for v in op.results:
                 if v.name == word:
                     cands.append(_Cand(r.start, r.end, v, v.type, op))
+        bound = self._bound(k, word, span)
+        exact = [c for c in bound if c.start == wrange.start and c.end == wrange.end]
         if not cands:
-            bound = self._bound(k, word, span)
-            exact = [c for c in bound if c.start == wrange.start and c.end == wrange.end]
             return exact[0] if exact else self._last_binding(bound, wrange)
         cands.sort(key=lambda c: c.start)          # stable: program order among equals
         target = next((a for a in self.assigns if a.end == wrange.end and a.name == word
@@ -289,8 +289,6 @@ class HoverIndex:
             assigned = self._assigned(k, target)
             if assigned:
                 return assigned[0]
-        bound = self._bound(k, word, span)
-        exact = [c for c in bound if c.start == wrange.start and c.end == wrange.end]
         if exact:                                  # a loop variable, a bound name
             return exact[0]
         here = [c for c in cands if c.op is not None and c.start.line == wrange.start.line
