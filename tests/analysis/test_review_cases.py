@@ -151,18 +151,46 @@ def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
     assert any(d.code == "AVE304" for d in res.diagnostics)
 
 
-@pytest.mark.parametrize("name, count", [("wfix", 0), ("r3_gemm_h", 2)])
-def test_a_wait_fix_before_a_helper_call_counts_the_groups_there(name, count):
+def _gemm_with_a_helper() -> str:
+    """examples/gemm.py (one 64 x 64 configuration) with its ldmatrix + MMA moved into a
+    helper and the wait one group short (STAGES - 1): a read of a stage in flight."""
+    text = (CASES.parents[2] / "examples" / "gemm.py").read_text("utf-8")
+    i, j = text.index("@ave.kernel(threads=128, configs=["), text.index("])\ndef gemm(")
+    text = text[:i] + "@ave.kernel(threads=128, configs=[\n" \
+        "    dict(BM=64, BN=64, BK=32, WM=2, WN=2, STAGES=3),\n" + text[j:]
+    for old, new in [
+            ("    # Prologue: STAGES - 1 tiles in flight.\n",
+             "    def compute(s, acc):\n        a = ave.ldmatrix(sA[s], tiled.a)\n"
+             "        b = ave.ldmatrix(sB[s], tiled.b)\n"
+             "        ave.assert_conform(a, b, contract=(1, 0))\n"
+             "        return ave.mma(a, b, acc, tiled)\n\n"
+             "    # Prologue: STAGES - 1 tiles in flight.\n"),
+            ("        ave.wait_async(STAGES - 2)", "        ave.wait_async(STAGES - 1)"),
+            ("        a = ave.ldmatrix(sA[s], tiled.a)\n        b = ave.ldmatrix(sB[s], tiled.b)\n"
+             "        ave.assert_conform(a, b, contract=(1, 0))\n"
+             "        acc = ave.mma(a, b, acc, tiled)\n", "        acc = compute(s, acc)\n")]:
+        assert old in text, old
+        text = text.replace(old, new, 1)
+    return text
+
+
+@pytest.mark.parametrize("name, count", [("wfix", 0), ("gemm_helper", 2)])
+def test_a_wait_fix_before_a_helper_call_counts_the_groups_there(name, count, tmp_path):
     # the read is inside a helper; the wait goes before its call, where the groups the
     # helper commits before its read are not in flight yet: wfix's helper commits one
-    # (the read's count, 1, retired nothing there), r3_gemm_h's none (the pipeline's
+    # (the read's count, 1, retired nothing there), the GEMM's none (the pipeline's
     # wait_async(2) stands; a flat 0 drained it). Applied, the fix clears the finding.
-    codes, (k, a) = _codes(name)
+    if name == "gemm_helper":
+        path = tmp_path / "gemm_helper.py"
+        path.write_text(_gemm_with_a_helper(), "utf-8")
+    else:
+        path = CASES / f"{name}.py"
+    a = analyze(compile_file(str(path)).kernels[0])
     ds = [d for d in a.diagnostics if d.code == "AVE207" and d.fix is not None]
     d = ds[0]
     assert all(x.fix == d.fix for x in ds)           # (one fix for every read it covers)
     assert d.fix["kind"] == "insert_wait" and d.fix["count"] == count, d.fix
-    lines = (CASES / f"{name}.py").read_text("utf-8").splitlines()
+    lines = path.read_text("utf-8").splitlines()
     ind = d.fix["indent"]
     add = ([f"{ind}ave.commit_async()"] if d.fix["commit"] else []) + \
         [f"{ind}ave.wait_async({count})", f"{ind}ave.barrier()"]
