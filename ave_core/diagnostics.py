@@ -24,6 +24,7 @@ import bisect
 import enum
 import json
 import re
+import threading
 import warnings
 from dataclasses import dataclass, field
 from importlib import resources
@@ -491,9 +492,18 @@ def parse_source(text: str, path: str | None = None) -> ast.Module:
     invalid decimal literal``, ``DeprecationWarning`` for escapes): the checker reports on
     the text, it does not print on its behalf to stderr (the language server's log).
 
+    One parse at a time in the process (:data:`_PARSE_LOCK`): CPython 3.11's ``ast.parse``
+    on two threads at once can raise ``SystemError: AST constructor recursion depth
+    mismatch`` (its recursion counter is shared), and ``warnings.catch_warnings`` swaps the
+    process-wide filters -- the language server parses on its check and hover threads at
+    once, and a test running analyses on four threads failed now and then.
+
     Raises:
         SyntaxError, ValueError, RecursionError, MemoryError: as ``ast.parse``.
     """
-    with warnings.catch_warnings():
+    with _PARSE_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return ast.parse(text, filename=path or "<unknown>")
+
+
+_PARSE_LOCK = threading.Lock()
