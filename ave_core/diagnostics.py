@@ -157,6 +157,9 @@ CODES: dict[str, CodeInfo] = {
         _c("AVE305", "divergent collective operation", _E,
            "A barrier or collective operation was reached by only some threads, or with "
            "per-thread values where one value for the workgroup is needed."),
+        _c("AVE306", "kernel precondition violated", _E,
+           "The interpreter reached an ave.assume whose condition is false for this launch: "
+           "the sizes or arguments break the kernel's stated contract."),
         _c("AVE401", "not supported by the code generator", _E,
            "The code generator cannot express an op, layout or target (yet): the range is the "
            "op's, or the kernel's for a kernel written for the other GPU vendor. Checking and "

@@ -34,16 +34,21 @@ class AnalysisOptions:
 
     Attributes:
         trip_bound: runtime loops are unrolled for trip counts 1..trip_bound
-            (default: the kernel's ``STAGES`` + 2).
+            (default: the kernel's ``STAGES`` + 2), and 0 where the sizes allow it.
         solver_timeout_ms: budget of one SMT query (ms); past it the assertion is unknown.
         incremental: each unrolled variant resumes from the state after the prefix it
             shares with the previous one (same results as running every variant from the
             start -- tested -- at a fraction of the time).
+        zero_trips: also the trip count 0 of each runtime loop that some sizes in the
+            domain (every size >= 1) let run zero times -- ``range(1, KT)`` after a peeled
+            first k-tile, a causal attention block with no key before its diagonal; found
+            with z3 from the bound's form after the other variants ran.
     """
 
     trip_bound: int | None = None
     solver_timeout_ms: int = 2000
     incremental: bool = True
+    zero_trips: bool = True
 
 
 @dataclass
@@ -88,6 +93,7 @@ def _refined(w: dict) -> dict:
 
 def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelAnalysis:
     """Check every assertion of one kernel specialization; never raises on user input."""
+    from ave_core.analysis.accumulation import zero_trip_loops
     from ave_core.analysis.engine import AnalysisLimit, Engine
     from ave_core.analysis.smt import Solver
     from ave_core.analysis.symbolic import CondTable, SymOverflow, SymTable
@@ -111,12 +117,13 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     tab, conds = SymTable(), CondTable()
     solver = Solver(tab, conds, opts.solver_timeout_ms)
     t_unroll = t_prop = 0.0
-    eng = None
-    incremental = opts.incremental
-    try:
-        ta = time.perf_counter()
-        variants = list(unrolled_variants(kernel, bound))
-        t_unroll += time.perf_counter() - ta
+
+    def run_variants(variants: list, incremental: bool) -> Any:
+        """Run the unrolled ``variants`` (resuming each from the one before when
+        ``incremental``) and collect their findings; returns the last engine (None after
+        an analysis limit)."""
+        nonlocal t_prop
+        eng = None
         # where each variant will resume from its predecessor (incremental mode): the
         # engine keeps checkpoints there only, and journals only what can be undone
         resume = [Engine.shared_prefix(variants[i][1].body.ops, variants[i + 1][1].body.ops)[0]
@@ -150,46 +157,69 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             t_prop += time.perf_counter() - tb - (solver.time_s - sb)
             if eng is None:
                 continue
-            for chk in eng.checks:
-                key = chk.location
-                r = results.get(key)
-                if r is None:
-                    r = results[key] = AssertionResult(chk.kind, chk.op.loc, "proved",
-                                                       trip_bound=bound)
-                r.compared += chk.compared
-                r.covered += chk.covered
-                if chk.violation is not None and r.witness is None:
-                    r.status = "violated"
-                    w = _refined(chk.violation)
-                    w["trip_counts"] = trips
-                    w["occurrence"] = chk.occurrence
-                    r.witness = w
-                elif chk.unknown is not None and r.status == "proved":
-                    r.status = "unknown"
-                    r.reason = chk.unknown
-            for op, loops, thread, byte, inflight in list(eng.uninit):
-                key = (op.loc.file, op.loc.range)
-                uninit.setdefault(key, (op, loops, thread, byte, trips, inflight))
-            for op, loops, reach, miss, branch, model in list(eng.divergent) + \
-                    eng.check_divergence(set(divergent)):
-                key = (op.loc.file, op.loc.range)
-                divergent.setdefault(key, (op, loops, reach, miss, branch, model, trips))
-            for f in eng.bounds.check(known=oob):
-                key = (f["op"].loc.file, f["op"].loc.range)
-                if key not in oob:
-                    f = _refined(f)
-                    f["trip_counts"] = dict(trips)
-                    oob[key] = f
-            for f in list(eng.races.findings):
-                key = (f["op"].loc.file, f["op"].loc.range)
-                if key not in races:
-                    races[key] = (f, _race_witness(eng, f, trips))
-                if f.get("wait") is not None:
-                    # the wait fix must hold for every execution of the read (every loop
-                    # iteration, every trip count): the fewest groups left in flight
-                    n, commit = f["wait"]
-                    n0, c0 = waits.get(key, (n, False))
-                    waits[key] = (min(n, n0), commit or c0)
+            if solver.assumed and trips and not _trips_possible(eng):
+                continue        # trip counts the kernel's preconditions rule out
+            collect(eng, trips)
+        return eng
+
+    def collect(eng: Any, trips: dict) -> None:
+        for chk in eng.checks:
+            key = chk.location
+            r = results.get(key)
+            if r is None:
+                r = results[key] = AssertionResult(chk.kind, chk.op.loc, "proved",
+                                                   trip_bound=bound)
+            r.compared += chk.compared
+            r.covered += chk.covered
+            if chk.violation is not None and r.witness is None:
+                r.status = "violated"
+                w = _refined(chk.violation)
+                w["trip_counts"] = trips
+                w["occurrence"] = chk.occurrence
+                r.witness = w
+            elif chk.unknown is not None and r.status == "proved":
+                r.status = "unknown"
+                r.reason = chk.unknown
+        for op, loops, thread, byte, inflight, landing in list(eng.uninit):
+            key = (op.loc.file, op.loc.range)
+            if landing is not None:
+                landing = dict(landing, text=_landing_text(eng, landing["when"]))
+            uninit.setdefault(key, (op, loops, thread, byte, trips, inflight, landing))
+        for op, loops, reach, miss, branch, model in list(eng.divergent) + \
+                eng.check_divergence(set(divergent)):
+            key = (op.loc.file, op.loc.range)
+            divergent.setdefault(key, (op, loops, reach, miss, branch, model, trips))
+        for f in eng.bounds.check(known=oob):
+            key = (f["op"].loc.file, f["op"].loc.range)
+            if key not in oob:
+                f = _refined(f)
+                f["trip_counts"] = dict(trips)
+                oob[key] = f
+        for f in list(eng.races.findings):
+            key = (f["op"].loc.file, f["op"].loc.range)
+            if key not in races:
+                races[key] = (f, _race_witness(eng, f, trips))
+            if f.get("wait") is not None:
+                # the wait fix must hold for every execution of the read (every loop
+                # iteration, every trip count): the fewest groups left in flight
+                n, commit = f["wait"]
+                n0, c0 = waits.get(key, (n, False))
+                waits[key] = (min(n, n0), commit or c0)
+    try:
+        ta = time.perf_counter()
+        variants = list(unrolled_variants(kernel, bound))
+        t_unroll += time.perf_counter() - ta
+        eng = run_variants(variants, opts.incremental)
+        if eng is not None and opts.zero_trips:
+            # the runtime loops some sizes let run zero times (``range(1, KT)`` for K <=
+            # BK): those variants too, each on its own engine (they share no op after
+            # the loop with the others, and little before it)
+            zero = zero_trip_loops(eng)
+            if zero:
+                ta = time.perf_counter()
+                zv = list(unrolled_variants(kernel, bound, zero=zero))
+                t_unroll += time.perf_counter() - ta
+                run_variants(zv, False)
     except UnrollError as e:
         loc = Loc(kernel.file, kernel.range)
         results[("limit",)] = AssertionResult("analysis", loc, "unknown", reason=str(e),
@@ -201,8 +231,12 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             r.status = "vacuous"
     out.assertions = sorted(results.values(), key=lambda r: (r.loc.range.start, r.kind))
     out.diagnostics = [d for r in out.assertions for d in _diagnose(kernel, r)]
-    for (f, rng), (op, loops, thread, byte, trips, inflight) in sorted(
+    for (f, rng), (op, loops, thread, byte, trips, inflight, landing) in sorted(
             uninit.items(), key=lambda kv: kv[0][1].start):
+        if landing is not None:
+            out.diagnostics.append(_landing_diagnostic(kernel, op, loops, thread, byte,
+                                                       trips, landing))
+            continue
         where = ", ".join(f"{k}={v}" for k, v in loops)
         what = ("that nothing wrote yet: an asynchronous copy into it is still in flight"
                 if inflight else "that nothing wrote")
@@ -270,6 +304,80 @@ def _witness_notes(w: dict) -> list[str]:
         notes.append("found with runtime trip counts "
                      + ", ".join(f"{k}={v}" for k, v in w["trip_counts"].items()))
     return notes
+
+def _trips_possible(eng: Any) -> bool:
+    """Some sizes satisfying the kernel's preconditions (``ave.assume``) run the
+    variant's trip counts (unknown: yes)."""
+    from ave_core.analysis.accumulation import _trip_constraints
+    cons = _trip_constraints(eng, eng.solver.z3)
+    return not cons or eng.solver.satisfiable([], cons).status != "unsat"
+
+
+def _landing_text(eng: Any, when: tuple) -> list[tuple[str, Any]]:
+    """The branch conditions under which a copy ran (:meth:`Engine._landing_condition`)
+    as source text, with each branch op: ``[(text, op), ...]``."""
+    from ave_core.analysis.smt import cond_text
+    out = []
+    for ids, arm, bid in when:
+        br = eng._branch_ops.get(bid)
+        src = br.attrs.get("cond_src") if br is not None else None
+        txt = src or " and ".join(cond_text(eng.tab, eng.conds, c) for c in ids)
+        if arm == 1:
+            txt = _negate_text(txt)
+        out.append((txt, br))
+    return out
+
+
+def _negate_text(txt: str) -> str:
+    for a, b in ((" <= ", " > "), (" >= ", " < "), (" < ", " >= "), (" > ", " <= "),
+                 (" == ", " != "), (" != ", " == ")):
+        if txt.count(a) == 1 and not any(o in txt for o in (" and ", " or ")):
+            return txt.replace(a, b)
+    return f"not ({txt})"
+
+
+def _landing_diagnostic(kernel: KernelIR, op: Any, loops: tuple, thread: int, byte: int,
+                        trips: dict, landing: dict) -> Diagnostic:
+    """AVE203 for a read of bytes an asynchronous copy under a branch wrote on one path
+    only: for the sizes of ``landing["model"]`` the branch goes the other way, the copy
+    never runs, and the bytes hold what they held before it."""
+    where = ", ".join(f"{k}={v}" for k, v in loops)
+    model = landing["model"]
+    conds = landing["text"]
+    copy = landing.get("copy")
+    cond = " and ".join(t for t, _ in conds) or "a branch condition"
+    sizes = ", ".join(f"{k} = {v}" for k, v in model.items())
+    at = ", ".join(f"{k}={v}" for k, v in landing.get("copy_loops", {}).items())
+    line = (f" at line {copy.loc.range.start.line + 1}" + (f" ({at})" if at else "")
+            if copy is not None else "")
+    msg = (f"reads shared byte {byte} that the asynchronous copy{line} writes only when "
+           f"`{cond}`; " + (f"for {sizes} " if sizes else "for some sizes ")
+           + f"it does not run, and the byte holds what it held before (thread {thread}"
+           + (f", {where}" if where else "") + ")")
+    pts, related = [], []
+    if copy is not None:
+        pts.append({"file": copy.loc.file, "range": copy.loc.range.to_json(),
+                    "label": "the copy that does not run"})
+        related.append(Related(Location(copy.loc.file, copy.loc.range),
+                               f"runs only when `{cond}`"))
+    for txt, br in conds:
+        if br is not None:
+            pts.append({"file": br.loc.file, "range": br.loc.range.to_json(),
+                        "label": f"the branch: `{txt}` is false here"})
+            related.append(Related(Location(br.loc.file, br.loc.range),
+                                   f"the branch around the copy (`{txt}`)"))
+    pts.append({"file": op.loc.file, "range": op.loc.range.to_json(), "label": "the read"})
+    return Diagnostic(
+        "AVE203", msg, op.loc.file, op.loc.range,
+        notes=([f"found with runtime trip counts "
+                f"{', '.join(f'{k}={v}' for k, v in trips.items())}"] if trips else []),
+        related=related,
+        witness={"block": [int(model.get(f"program_id({a})", 0)) for a in range(3)],
+                 "threads": [_thr(thread, kernel.warp_size)], "loop_indices": dict(loops),
+                 "byte": byte, "trip_counts": trips, "program_points": pts,
+                 "model": dict(model), "copy_loop_indices": landing.get("copy_loops", {}),
+                 "coordinates": {}, "tags": {}})
+
 
 def _divergent_diagnostic(kernel: KernelIR, op: Any, loops: tuple, reach: int, miss: int,
                           branch: Any, trips: dict, model: dict | None = None

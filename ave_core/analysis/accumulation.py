@@ -420,10 +420,15 @@ def running_trip_constraints(eng: Any, z3: Any) -> list:
     around = [x for x, _ in eng.loops]
     entered = getattr(eng, "entered_loops", frozenset())
     out = []
-    for k, c, lb, st, n, name, runtime_lb, lb0 in forms:
+    for k, c, lb, st, n, name, runtime_lb, lb0, _ in forms:
+        d = eng.solver.lin(k, c) - lb
+        if n == 0:
+            # a loop this variant runs zero times: no other variant shares an op after
+            # it (nor one before it: zero-trip variants run on their own engine)
+            out += count_constraints(d, st, 0)
+            continue
         if name is None or around.count(name) > 1:
             continue                 # (a name two loops of the kernel use: not told apart)
-        d = eng.solver.lin(k, c) - lb
         if name in at:
             i = at[name] if runtime_lb else (at[name] - lb0) // st
             out.append(d > i * st if st > 0 else d < i * st)
@@ -431,21 +436,49 @@ def running_trip_constraints(eng: Any, z3: Any) -> list:
             # the loop ran before this op and has finished: the op is in this variant's
             # epilogue, which no other variant shares -- its exact trip count (a peeled
             # last iteration after the loop was "violated" for sizes running more trips)
-            out += ([d > (n - 1) * st, d <= n * st] if st > 0 else
-                    [d < (n - 1) * st, d >= n * st])
+            out += count_constraints(d, st, n)
+    return out
+
+
+def count_constraints(d: Any, st: int, n: int) -> list:
+    """``range(lb, ub, st)`` runs ``n`` times, as z3 constraints on ``d = ub - lb``:
+    ``(n-1)*st < d <= n*st`` (``st > 0``; mirrored for ``st < 0``); zero times: ``d <= 0``
+    (``d >= 0``)."""
+    if n == 0:
+        return [d <= 0] if st > 0 else [d >= 0]
+    return [d > (n - 1) * st, d <= n * st] if st > 0 else [d < (n - 1) * st, d >= n * st]
+
+
+def zero_trip_loops(eng: Any) -> list:
+    """The runtime loops (the front end's ``scf.for`` ops) of the kernel ``eng`` ran that
+    some sizes let run zero times (``range(1, KT)`` for ``K <= BK``; a causal attention
+    block with no key before its diagonal) -- z3 under the sizes' domain, from the forms of
+    their bounds in ``eng``'s variant. Loops whose bound the analysis does not follow are
+    left out (as before: trip counts ``1..T`` only)."""
+    sv = eng.solver
+    out = []
+    for k, c, lb, st, n, name, runtime_lb, lb0, lop in _trip_forms_named(eng):
+        if lop is None:
+            continue
+        res = sv.satisfiable([], count_constraints(sv.lin(k, c) - lb, st, 0))
+        if res.status == "sat":
+            out.append(lop)
     return out
 
 
 def _trip_forms_named(eng: Any) -> list[tuple]:
     """:func:`_trip_forms` with, per loop, its variable's name, whether its start is a
-    runtime value (then ``loop_indices`` hold the 0-based iteration) and its constant
-    start (else)."""
+    runtime value (then ``loop_indices`` hold the 0-based iteration), its constant
+    start (else) and its ``scf.for`` in the front end's kernel (None: unknown)."""
     out = []
     names = getattr(eng.k, "trip_loop_names", None)
     pres = getattr(eng.k, "trip_preconditions", ())
     if names is None or len(names) != len(pres):
         names = [None] * len(pres)
-    for (v, lb, st, n), name in zip(pres, names):
+    lops = getattr(eng.k, "trip_loop_ops", None)
+    if lops is None or len(lops) != len(pres):
+        lops = [None] * len(pres)
+    for (v, lb, st, n), name, lop in zip(pres, names, lops):
         lb0 = lb
         val = trip_bound_value(eng, v)
         if not isinstance(val, SymInt):
@@ -464,7 +497,7 @@ def _trip_forms_named(eng: Any) -> list[tuple]:
         k, c = int(np.asarray(val.key).reshape(-1)[0]), int(np.asarray(val.conc).reshape(-1)[0])
         runtime_lb = not isinstance(lb0, (int, np.integer))
         out.append((k, c, int(lb), int(st), int(n), name, runtime_lb,
-                    0 if runtime_lb else int(lb0)))
+                    0 if runtime_lb else int(lb0), lop))
     return out
 
 
@@ -474,11 +507,7 @@ def _trip_constraints(eng: Any, z3: Any) -> list:
     lb < (n-1)*st`` (``st < 0``)."""
     out = []
     for k, c, lb, st, n in _trip_forms(eng):
-        d = eng.solver.lin(k, c) - lb
-        if st > 0:
-            out += [d > (n - 1) * st, d <= n * st]
-        else:
-            out += [d < (n - 1) * st, d >= n * st]
+        out += count_constraints(eng.solver.lin(k, c) - lb, st, n)
     return out
 
 

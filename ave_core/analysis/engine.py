@@ -26,9 +26,12 @@ enumerated exactly — registers are arrays indexed by thread id, as in the pape
   has one path. Arms with asynchronous copies run one after the other on one state: their
   plain writes are weak (old and new tags joined: the write may not happen); their
   asynchronous copies are weak under a condition that differs across threads and land
-  as issued under one every thread takes the same way -- a documented approximation (a
-  prefetch ``if k0 + 2 * BK < K:`` is used in the iteration the same sizes let run;
-  merging would make every such pipeline ⊤). Arms that leave different groups in flight
+  as issued under one every thread takes the same way, the bytes marked with the
+  branch conditions (:attr:`Engine.landed_when`): a read checks them under its own
+  iteration's trip constraints (a prefetch ``if k0 + 2 * BK < K:`` is read in the
+  iteration the same sizes let run; merging would make every such pipeline ⊤), and
+  where they can fail the read sees what the bytes held before (AVE203, with the
+  sizes). Arms that leave different groups in flight
   (a ``commit_async`` in one arm only) stop the analysis (AVE205). Branches on
   thread/warp ids and constexprs are exact (per-thread masks); there a ``wait_async``
   retires the waiting threads' own copies (PTX ``cp.async.wait_group``), and a
@@ -467,7 +470,10 @@ class Engine:
         self.tag_names: list[str] = []
         self.records: list[ExecRecord] = []
         self.checks: list[PairCheck] = []
-        self.uninit: list[tuple[Op, tuple, int, int, bool]] = []
+        #: uninitialized reads: (op, loop indices, thread, byte, a copy into it in flight,
+        #: None or -- bytes a copy under a branch writes on one path only -- a dict with
+        #: the branch conditions ``when``, the ``copy`` op and the sizes' ``model``)
+        self.uninit: list[tuple[Op, tuple, int, int, bool, dict | None]] = []
         #: barriers not every thread reaches: (barrier op, loop indices, a thread that
         #: reaches it, one that does not, the scf.if op that splits them)
         self.divergent: list[tuple[Op, tuple, int, int, Op]] = []
@@ -600,6 +606,17 @@ class Engine:
         #: before and after one differ: see _global_written)
         self._gversion: dict = {}
         self.written = np.zeros(ng, bool)
+        #: per granule: 0, or the index + 1 into ``_landings`` of the asynchronous copy that
+        #: wrote it last, issued in an arm of a branch on a runtime value the sizes leave
+        #: undecided -- on the other path the copy never ran and the granule holds what it
+        #: held before (see :meth:`_check_landings`)
+        self.landed_when = np.zeros(ng, np.int32)
+        #: (condition terms, copy op), index - 1 as above; and the reverse map
+        self._landings: list[tuple] = []
+        self._landing_ids: dict = {}
+        self._landing_memo: dict = {}
+        self._landing_ops: dict = {}
+        self._branch_ops: dict = {}
         self.races = RaceTracker(self, ng)
         self.bounds = BoundsChecker(self)
         self.in_branch = 0
@@ -620,22 +637,28 @@ class Engine:
     # ------------------------------------------------------------------ incremental variants
 
     def _smem_write(self, byts: np.ndarray, t: Tags, written: bool = True,
-                    weak: bool | None = None, threads: np.ndarray | None = None) -> None:
+                    weak: bool | None = None, threads: np.ndarray | None = None,
+                    when: Any = 0) -> None:
         """Write tags to shared bytes, journaling the old contents (for :meth:`resume`, and
         the rollback of a forked arm: ``threads``, the writer of each, go with them).
 
         ``weak`` (default: under a branch on a runtime value whose arms share one state,
         see :meth:`op_scf_if`): the write may not happen -- the bytes get the join of their
         old and new tags (identical stay, ⊥ conforms, differing: ⊤) and stay unwritten for
-        the uninitialized-read check if they were (written must hold on every path)."""
+        the uninitialized-read check if they were (written must hold on every path).
+        ``when``: the :attr:`landed_when` of the granules after a write that happens (0: on
+        every path that gets here; a weak write keeps theirs)."""
         if weak is None:
             weak = self._weak_writes()
         old = self.smem.take(byts) if weak or self.journal is not None else None
         if self.journal is not None:
-            self.journal.append((byts, old, self.written[byts].copy(), threads))
+            self.journal.append((byts, old, self.written[byts].copy(), threads,
+                                 self.landed_when[byts].copy()))
         if weak:
             t = join(t, old, self.conds)
             written = self.written[byts]
+        else:
+            self.landed_when[byts] = when
         ov = self._writer_over
         if ov is not None:
             pos, hit = _lookup(ov[1], byts)
@@ -750,6 +773,7 @@ class Engine:
             if type(e) is tuple:
                 self.smem.put(e[0], e[1])
                 self.written[e[0]] = e[2]
+                self.landed_when[e[0]] = e[4]
             elif getattr(e, "keep", False) or not races:
                 kept.append(e)
             else:
@@ -778,6 +802,9 @@ class Engine:
             wA[pa], wB[pb] = wa_, wb_
             out = join(A, B, self.conds)
             written = wA & wB
+            # (the granules' landings from before the branch stay, except where both
+            # paths wrote: what either wrote is there for certain)
+            lw = np.where(np.isin(u, ua) & np.isin(u, ub), 0, self.landed_when[u])
             if not uniform:
                 xa = np.full(len(u), -1, np.int64)
                 xb = np.full(len(u), -1, np.int64)
@@ -787,7 +814,7 @@ class Engine:
                     i = np.nonzero(unsure)[0]
                     out.put(i, join(out.take(i), old.take(i), self.conds))
                     written[i] = w0[i]
-            self._smem_write(u, out, weak=False)
+            self._smem_write(u, out, weak=False, when=lw)
             self.written[u] = written
         if uniform:
             g = _distinct([ga, gb], len(self.races.state))
@@ -831,6 +858,7 @@ class Engine:
             byts, old, wr = e[0], e[1], e[2]
             self.smem.put(byts, old)
             self.written[byts] = wr
+            self.landed_when[byts] = e[4]
         self.inflight, self.commits = list(groups[0]), groups[1].copy()
         self.open_group = list(open_group)
         self._writer_over = None if over is None else [*over[:3], over[3].copy(), over[4]]
@@ -1623,7 +1651,12 @@ class Engine:
             # (a copy into it still in flight: the message says so -- AVE207 reports the
             # read too, with the wait that fixes it)
             self.uninit.append((op, self.loops, int(threads[i]), int(first[i]) * G,
-                                bool(self.races.pending[first[i]] > 0)))
+                                bool(self.races.pending[first[i]] > 0), None))
+        if byts.size:
+            # (after the unconditional finding: the first of an op is the one reported)
+            marks = self.landed_when[byts]
+            if marks.any():
+                self._check_landings(op, marks, threads, first)
         return tags
 
     def _global_written(self, tile: TileVal) -> None:
@@ -1857,7 +1890,8 @@ class Engine:
             issued = self.races.issue_async(byts, thr, op) if thr is not None else None
             if overlap:
                 self.races.clash(byts, thr, clash_data, op)
-            return byts, t, thr, issued, self._weak_writes(True), self._shared_arms()
+            return (byts, t, thr, issued, self._weak_writes(True), self._shared_arms(),
+                    self._landing_condition(op))
         if thr is not None:
             self.races.write(byts, thr, op, differs=self._differs(byts, t),
                              keep=self._shared_arms() or bool(weak),
@@ -2037,13 +2071,106 @@ class Engine:
         for it): its write races like any since its issue; with ``tags``, its tags are
         written (weakly where it was issued under a branch whose arms share one state: it
         may not have been)."""
-        byts, t, thr, issued, weak, keep = plan
+        byts, t, thr, issued, weak, keep, when = plan
         if issued is not None:
             self.races.retire_async(byts, thr, op, issued,
                                     self._differs(byts, t, issued[0] == self.races.epoch),
                                     keep)
         if tags:
-            self._smem_write(byts, t, weak=weak, threads=thr)
+            self._smem_write(byts, t, weak=weak, threads=thr,
+                             when=self._landing_marks(byts, t, *when) if when[0] else 0)
+
+    def _landing_condition(self, op: Op) -> tuple:
+        """The condition under which an asynchronous copy issued here runs, as far as the
+        branches on runtime values around it decide it: ``((condition ids, arm, branch
+        id), ...)`` for each enclosing branch whose condition every thread takes the same
+        way and the sizes leave undecided -- () when none: the copy runs on every path
+        that gets here, or :meth:`_weak_writes` makes its landing weak -- then ``op`` and
+        the loop indices."""
+        out = []
+        for b in self.runtime_branches:
+            if b.uniform and b.undecided and b.cond_row is not None:
+                ids = tuple(self._cond_ids(b.cond_row))
+                if ids:
+                    out.append((ids, b.arm, id(b.op)))
+                    self._branch_ops[id(b.op)] = b.op
+        return tuple(out), op, self.loops
+
+    def _landing_marks(self, byts: np.ndarray, t: Tags, when: tuple, copy: Op,
+                       loops: tuple) -> np.ndarray:
+        """The :attr:`landed_when` of granules ``byts`` that a copy issued under ``when``
+        (:meth:`_landing_condition`) writes with tags ``t``. Where the granule already
+        holds the same tags, what it held before is as good (its mark stays); where the
+        other arm of the innermost such branch landed its own copy there (the arms run one
+        after the other on one state), the granule is written on both paths of that
+        branch: the condition of the branches around it."""
+        old = self.landed_when[byts]
+        same = self.written[byts] & (rows_take(self.smem.code, byts) == t.code).all(axis=1)
+        base = self._landing_id(when)
+        self._landing_ops.setdefault(base, (copy, loops))
+        out = np.where(same, old, base).astype(np.int32)
+        inner = when[-1]
+        sid = self._landing_ids.get(when[:-1] + ((inner[0], 1 - inner[1], inner[2]),))
+        if sid is not None:
+            hit = old == sid
+            if hit.any():
+                outer = self._landing_id(when[:-1]) if len(when) > 1 else 0
+                if outer:
+                    self._landing_ops.setdefault(outer, (copy, loops))
+                out[hit] = outer
+        return out
+
+    def _landing_id(self, when: tuple) -> int:
+        i = self._landing_ids.get(when)
+        if i is None:
+            self._landings.append(when)
+            i = self._landing_ids[when] = len(self._landings)
+        return i
+
+    def _check_landings(self, op: Op, marks: np.ndarray, threads: np.ndarray,
+                        first: np.ndarray) -> None:
+        """A shared read of granules an asynchronous copy wrote under a branch condition
+        (``marks``: their :attr:`landed_when` per element read, rows of granules): where
+        the sizes let this read run (the loops around it at this iteration, the branches
+        around it) while that condition fails, the copy never ran and the bytes hold what
+        they held before -- nothing (the interpreter's AVE303), or an older tile: AVE203
+        with the sizes (a prefetch ``if (kt + 2) * BK < K:`` whose stage is read
+        unconditionally; it was proved). One z3 query per condition and iteration."""
+        from ave_core.analysis.accumulation import running_trip_constraints
+        m = marks.reshape(len(marks), -1).max(axis=1)
+        sv = self.solver
+        z3 = sv.z3
+        path = []
+        pkey = []
+        for b in self.runtime_branches:
+            if b.uniform and b.cond_row is not None:
+                ids = tuple(self._cond_ids(b.cond_row))
+                if ids:
+                    c = sv.cond(list(ids))
+                    path.append(c if b.arm == 0 else z3.Not(c))
+                    pkey.append((ids, b.arm))
+        for idx in np.unique(m[m > 0]).tolist():
+            key = (idx, tuple(pkey), self.loops, self.entered_loops, id(self.k))
+            res = self._landing_memo.get(key)
+            if res is None:
+                when = self._landings[idx - 1]
+                ran = z3.And(*[sv.cond(list(ids)) if arm == 0 else z3.Not(sv.cond(list(ids)))
+                               for ids, arm, _ in when]) if when else z3.BoolVal(True, sv.ctx)
+                extra = running_trip_constraints(self, z3) + path + [z3.Not(ran)]
+                r = sv.satisfiable([], extra)
+                res = self._landing_memo[key] = (r.status, r)
+            status, r = res
+            if status != "sat":
+                continue
+            model = r.refine() if r.refine is not None else r.model
+            i = int(np.nonzero(m == idx)[0][0])
+            when = self._landings[idx - 1]
+            copy_op, issued = self._landing_ops.get(idx, (None, ()))
+            self.uninit.append((op, self.loops, int(threads[i]), int(first[i]) * self.G,
+                                False, {"when": when, "copy": copy_op,
+                                        "copy_loops": dict(issued),
+                                        "model": {k: v for k, v in model.items()
+                                                  if not k.startswith("__")}}))
 
     def _retire_at_exit(self) -> None:
         """The kernel ends: the asynchronous copies no ``ave.wait_async`` retired still
@@ -2306,6 +2433,28 @@ class Engine:
         return (op, self.loops, reach, miss, split, model)
 
     def op_ave_sched_barrier(self, op): pass
+
+    def op_ave_assume(self, op):
+        """A precondition of the kernel: part of the solver's domain from here on (every
+        later query holds to it; variants whose trip counts it rules out are dropped by the
+        analysis). A condition the analysis does not follow (floats) is not used (sound:
+        nothing is assumed)."""
+        if self.runtime_branches or not self.active.all():
+            raise AnalysisLimit("`ave.assume` under a branch: a precondition of the kernel "
+                                "holds on every path (state it at the top of the kernel)", op)
+        c = self.env.get(op.operands[0])
+        if c is None:
+            return
+        rows = self.conds.rows(c, self.T)
+        if not (rows == rows[0]).all():
+            raise AnalysisLimit("`ave.assume` of a condition that differs across threads (a "
+                                "precondition is over sizes, arguments and program ids)", op)
+        truth = int(self.conds.truth(rows[:1])[0])
+        if truth == 0:
+            return
+        if truth == 1:
+            raise AnalysisLimit("`ave.assume`: the condition is false for every size", op)
+        self.solver.assume(self._cond_ids(rows[0]))
 
     def op_ave_reset(self, op):
         t: TileVal = self.env[op.operands[0]]
@@ -3809,9 +3958,9 @@ def _yield_of(region: Any) -> Op | None:
 
 def _plan_rows(plan: tuple, sel: np.ndarray) -> tuple:
     """An asynchronous copy's plan (:meth:`Engine.write_bytes`) for the rows ``sel``."""
-    byts, t, thr, issued, weak, keep = plan
+    byts, t, thr, issued, weak, keep, when = plan
     i = np.nonzero(sel)[0]
-    return byts[i], t.take(i), thr[i] if thr is not None else None, issued, weak, keep
+    return byts[i], t.take(i), thr[i] if thr is not None else None, issued, weak, keep, when
 
 
 def _plan_active(plan: tuple, act: np.ndarray) -> np.ndarray:

@@ -94,6 +94,9 @@ class Solver:
         self.timeout_ms = timeout_ms
         self._atoms: dict[int, Any] = {}
         self._domain: list[Any] = []
+        #: the conditions of the kernel's ``ave.assume`` preconditions (tuples of condition
+        #: ids), part of :attr:`_domain` since the op ran (see :meth:`assume`)
+        self.assumed: set = set()
         #: answers about barriers under branches on runtime values, shared by the
         #: variants of one analysis (Engine._always_reached / Engine._may_diverge)
         self.reach_memo: dict = {}
@@ -176,6 +179,15 @@ class Solver:
             return o.model()
         return s.model()
 
+    def assume(self, cids: tuple) -> None:
+        """A precondition of the kernel (``ave.assume``; a conjunction of the condition
+        ids ``cids``): every later query holds to it, as to the sizes' domain."""
+        key = tuple(int(c) for c in cids)
+        if key in self.assumed:
+            return
+        self.assumed.add(key)
+        self._domain.append(self.cond(list(key)))
+
     def close(self) -> None:
         """The analysis is over: its z3 terms are dropped and its context freed off this
         thread (see :meth:`_FreshContexts.release`). A later query would make a new one."""
@@ -183,6 +195,7 @@ class Solver:
             return
         self._atoms.clear()
         self._domain.clear()
+        self.assumed.clear()
         self._lin_memo.clear()
         self._cond_memo.clear()
         ctx, self._ctx = self._ctx, None

@@ -779,7 +779,8 @@ class KernelBuilder:
                 self.emit("scf.yield", ys, [], st)
             finally:
                 self.block = saved
-        op = self.emit("scf.if", [cond], types, st, {"merged": tuple(merged)},
+        op = self.emit("scf.if", [cond], types, st,
+                       {"merged": tuple(merged), "cond_src": ast.unparse(st.test)},
                        [branches[0][0], branches[1][0]], names=merged)
         for n, r in zip(merged, op.results):
             scope.vars[n] = r
@@ -2498,6 +2499,24 @@ class KernelBuilder:
                                f"y axis {j} has {sy[j]}", node)
         self.emit("ave.assert_conform", [xv, yv], [], node,
                   {"fields": fields, "contract": contract})
+
+    def h_assume(self, node, sc, cond, message=None):
+        arg = _arg_node(node, "cond", 0) or node
+        if message is not None and not isinstance(message, str):
+            raise self.err("AVE115", "ave.assume's message must be a compile-time string",
+                           _arg_node(node, "message", 1) or node)
+        text = message if message is not None else ast.unparse(arg)
+        if isinstance(cond, (bool, np.bool_)) or _is_ct_int(cond):
+            if not cond:
+                raise self.err("AVE120", f"ave.assume({text}) is false for this "
+                               "specialization", arg)
+            return None
+        v = self.as_bool(cond, arg)
+        if not isinstance(v.type, ScalarType):
+            raise self.err("AVE118", "ave.assume needs one condition (a scalar), not a "
+                           "fragment", arg)
+        self.emit("ave.assume", [v], [], node, {"message": text})
+        return None
 
     def h_assert_disjoint(self, node, sc, x, y):
         xv = self._tile(x, _arg_node(node, "x", 0) or node, "assert_disjoint's x",

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from ave_core.compiler.ir import Block, KernelIR, Op, ScalarType, Value
 from ave_core.lang import dtypes as _dt
@@ -199,6 +199,7 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
     # loop), or a kernel argument.
     pres = []
     names = []
+    loop_ops = []
     defs = {orig: pre for pre, orig in ctx.preconditions}
     # a loop variable name that two loops of the kernel use (a constant-bound `range`
     # and a runtime one) cannot tell their loop_indices apart: None (a review helper)
@@ -223,16 +224,22 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
                 pres.append((v, consts[lb] if lb in consts else ctx.vmap[lb], consts[st], n))
                 nm = op.attrs.get("iv_name", "i")
                 names.append(nm if used.get(nm, 0) == 1 else None)
+                loop_ops.append(op)
     out.trip_preconditions = pres
     #: the loop variable's name of each precondition (``loop_indices`` of the ops in it)
     out.trip_loop_names = names
+    #: the front end's ``scf.for`` of each precondition
+    out.trip_loop_ops = loop_ops
     return out
 
 
-def unrolled_variants(kernel: KernelIR, bound: int | None = None
-                      ) -> Iterator[tuple[dict[str, int], KernelIR]]:
+def unrolled_variants(kernel: KernelIR, bound: int | None = None,
+                      zero: Sequence[Op] = ()) -> Iterator[tuple[dict[str, int], KernelIR]]:
     """Yield ``({loop index name: trip count}, unrolled kernel)`` for every combination of
     trip counts ``1..bound`` of the kernel's runtime loops (one variant when it has none).
+    With ``zero`` (runtime loops of ``kernel`` the sizes let run zero times): instead,
+    every combination in which at least one of those loops runs 0 times (the others
+    ``1..bound``, those of ``zero`` ``0..bound``).
 
     Raises:
         UnrollError: more than :data:`MAX_VARIANTS` combinations.
@@ -241,12 +248,17 @@ def unrolled_variants(kernel: KernelIR, bound: int | None = None
     T = bound if bound is not None else default_trip_bound(kernel)
     memo: dict = {}
     if not loops:
-        yield {}, unroll(kernel, memo=memo)
+        if not zero:
+            yield {}, unroll(kernel, memo=memo)
         return
     if T ** len(loops) > MAX_VARIANTS:
         raise UnrollError(f"{len(loops)} runtime loops with trip counts up to {T} make "
                           f"{T ** len(loops)} variants (limit {MAX_VARIANTS})")
-    for combo in itertools.product(range(1, T + 1), repeat=len(loops)):
+    zids = {id(z) for z in zero}
+    ranges = [range(0 if id(op) in zids else 1, T + 1) for op in loops]
+    for combo in itertools.product(*ranges):
+        if zero and 0 not in combo:
+            continue
         names = {op.attrs.get("iv_name", f"loop{i}"): n for i, (op, n) in
                  enumerate(zip(loops, combo))}
         yield names, unroll(kernel, dict(zip(loops, combo)), memo)

@@ -451,6 +451,14 @@ class Machine:
     def op_ave_reset(self, op):
         pass  # no code: only the analysis forgets tags
 
+    def op_ave_assume(self, op):
+        c = np.asarray(self.val(op.operands[0])).reshape(-1)
+        bad = np.nonzero(c == 0)[0]
+        if bad.size:
+            self.report("AVE306", op, f"kernel precondition violated: "
+                        f"`{op.attrs.get('message', 'ave.assume')}` is false here (block "
+                        f"{tuple(self.block_id)})", threads=bad[:1].tolist())
+
     def op_ave_materialize(self, op):
         self.env[op.result] = self.val(op.operands[0])
 

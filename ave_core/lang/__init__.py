@@ -49,6 +49,7 @@ from .core import (
     alloc,
     assert_conform,
     assert_disjoint,
+    assume,
     barrier,
     cast,
     cdiv,

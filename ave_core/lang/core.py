@@ -999,6 +999,27 @@ def assert_conform(x, y, fields=None, contract=None):
     raise _outside("assert_conform")
 
 
+def assume(cond, message=None):
+    """State a precondition of the kernel: ``cond`` holds on every launch.
+
+    ``cond`` is a runtime condition over sizes (``Q.shape[2] <= K.shape[2]``), scalar
+    arguments and program ids -- the same for every thread of the workgroup -- or a
+    compile-time one (false: AVE120 for that specialization). The checker only considers
+    sizes, program ids and values for which it holds (its witnesses satisfy it; a loop it
+    keeps from running zero times gets no zero-trip variant); the interpreter checks it
+    where it stands (AVE306); compiled code does not (no instruction is emitted). State it
+    at the top of the kernel, outside branches: the checker takes it into account from
+    there on, and rejects one under a branch on a runtime value or one that differs across
+    threads (``unknown``).
+
+    Args:
+        cond: a condition (``i1``) or a compile-time bool.
+        message: a compile-time string naming the contract (default: the condition's
+            source text), shown by AVE306.
+    """
+    raise _outside("assume")
+
+
 def assert_disjoint(x, y):
     """Assert that the bytes of tiles ``x`` and ``y`` never overlap.
 

@@ -37,7 +37,7 @@ KERNEL_FUNCTIONS: tuple[str, ...] = (
     # matrix instructions
     "mma",
     # control
-    "range", "static_range", "sched_barrier",
+    "range", "static_range", "sched_barrier", "assume",
     # tags and assertions
     "tag", "label", "assert_conform", "assert_disjoint",
 )

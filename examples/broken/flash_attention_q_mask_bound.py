@@ -12,7 +12,9 @@ Problem
     grouped-query attention with GROUP = H / H_KV query heads per K/V head (GROUP = 1:
     ordinary multi-head attention). Any S_Q and S_KV. CAUSAL (a constexpr): query row i
     sees the keys n <= i + S_KV - S_Q (bottom-right aligned, as FlashAttention >= 2.1;
-    needs S_Q <= S_KV).
+    needs S_Q <= S_KV, stated with ``ave.assume``: then every program sees a key, and the
+    key loop runs at least once -- with no key, no barrier would separate the Q copy from
+    the epilogue's stores into sQ).
 
 Algorithm
     One program owns BR query rows of one (batch, head): grid = (cdiv(S_Q, BR), B, H),
@@ -172,6 +174,7 @@ def flash_attention(Q: ave.Tensor[ave.bf16, 4], K: ave.Tensor[ave.bf16, 4],
     n_end = S_KV
     n_free = S_KV
     if CAUSAL:
+        ave.assume(S_Q <= S_KV, "causal attention needs S_Q <= S_KV")   # (see Problem)
         n_end = ave.minimum(S_KV, m0 + BR + S_KV - S_Q)     # past the last row's diagonal
         n_free = ave.minimum(S_KV, m0 + 1 + S_KV - S_Q)     # the first row's diagonal
     NJ = (n_end + BC - 1) // BC

@@ -78,6 +78,8 @@ LAUNCHES: dict[str, tuple[tuple[int, ...], Callable[[], list]]] = {
     "AVE303": ((1,), lambda: [_f32(32, 96), np.zeros((96, 32), np.float32)]),
     "AVE304": ((1, 1), lambda: [_f32(32, 32), np.zeros((32, 32), np.float32)]),
     "AVE305": ((1, 1), lambda: [_f32(32, 32), np.zeros((32, 32), np.float32)]),
+    # a 32 x 16 X breaks `X.shape[1] >= 32` (the copy would read past it too: AVE301)
+    "AVE306": ((1,), lambda: [_f32(32, 16), np.zeros((32, 32), np.float32)]),
 }
 
 _FENCE = re.compile(r"^```([\w-]*)\n(.*?)^```", re.S | re.M)

@@ -178,6 +178,20 @@ def test_every_example_lowers_for_sm_90():
             assert "gpu.func @ave_" in text and "nvvm.mma.sync" in text, (rel, k.constexprs)
 
 
+def test_assume_emits_no_code():
+    # the causal specialization states `ave.assume(S_Q <= S_KV)`: it lowers, and the MLIR
+    # is the non-causal one's plus the mask only (no trap, no comparison of the two sizes
+    # beyond what the kernel computes)
+    from ave_core.compiler.frontend import specialize
+    path = os.path.join(ROOT, "examples", "flash_attention.py")
+    text = open(path, encoding="utf-8").read()
+    k = specialize(text, path, "flash_attention", dict(BR=128, BC=64, GROUP=8, CAUSAL=True))
+    assert any(op.name == "ave.assume" for op in k.walk())
+    mlir_text = lower_kernel(k).mlir
+    assert "gpu.func @ave_" in mlir_text and "assume" not in mlir_text
+    assert "llvm.trap" not in mlir_text and "cf.assert" not in mlir_text
+
+
 MFMA = os.path.join(ROOT, "examples", "mi300x", "gemm_mfma.py")
 
 

@@ -130,6 +130,9 @@ class ComputeLowering:
     def op_ave_reset(self, op):
         pass        # only the analysis forgets tags
 
+    def op_ave_assume(self, op):
+        pass        # a precondition for the checker (the interpreter checks it); no code
+
     def op_ave_materialize(self, op):
         self.set(op.result, self.get(op.operands[0]))
 

@@ -1,0 +1,204 @@
+"""Runtime loops that some sizes let run zero times are analysed for 0 trips too (trip
+counts 1..T only before: a kernel whose loop is ``range(1, KT)`` was never checked for K <=
+BK). Witnesses are derived by hand and confirmed by the interpreter's race check."""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+
+from ave_core.analysis import AnalysisOptions, analyze
+from ave_core.compiler.frontend import compile_file, compile_source
+from ave_core.compiler.unroll import runtime_loops, unrolled_variants
+from ave_core.interp import run
+
+from .test_conditional_copies import REFILL
+from .test_races import _JOIN_HEAD, _JOIN_TAIL
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+# Q-style staging: `s` is filled by an asynchronous copy before the loop, the loop waits
+# and synchronizes before using it, and the epilogue reuses `s` to stage the output. With
+# one trip or more, the loop's last barrier separates the copy from the staging writes;
+# with zero trips (K <= 32: KT = 1) nothing does.
+SRC = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], Z: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    K = X.shape[1]
+    KT = (K + 31) // 32
+    s = ave.alloc((32, 32), ave.f32)
+    t = ave.alloc((32, 32), ave.f32)
+    ave.copy_async(X[0:32, 0:32], s, vector_bytes=16)
+    ave.commit_async()
+    for kt in ave.range(1, KT):
+        ave.wait_async(0)
+        ave.barrier()
+        ave.copy(s, t, vector_bytes=16)
+        ave.barrier()
+        ave.copy_async(X[0:32, kt * 32:kt * 32 + 32], s, vector_bytes=16,
+                       mask=lambda m, k: k < K)
+        ave.commit_async()
+        ave.wait_async(0)
+        ave.barrier()
+{FIX}    ave.copy(Z[0:32, 0:32], s, vector_bytes=4)
+    ave.barrier()
+    ave.copy(s, Y[0:32, 0:32], vector_bytes=16)
+'''
+LINES = SRC.splitlines()
+FIX = "    ave.wait_async(0)\n    ave.barrier()\n"
+
+
+def _kernel(fix: str = ""):
+    res = compile_source(SRC.replace("{FIX}", fix), "z.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    return res.kernels[0]
+
+
+def _interp(k, K):
+    X = np.random.default_rng(1).standard_normal((32, K)).astype(np.float32)
+    Z = np.random.default_rng(2).standard_normal((32, 32)).astype(np.float32)
+    Y = np.full((32, 32), np.nan, np.float32)
+    res = run(k, (1,), [X, Z, Y])
+    return [x.code for x in res.diagnostics], Y, Z
+
+
+def test_a_race_only_when_the_loop_runs_zero_times():
+    k = _kernel()
+    # trip counts 1..T: clean (the blind spot)
+    a = analyze(k, AnalysisOptions(zero_trips=False))
+    assert a.diagnostics == [] and a.variants == 4
+    # with the zero-trip variant: two races, both at kt = 0 trips. Hand witnesses: the
+    # async copy's 16-byte vectors go to threads 0..63 in order (thread 0: bytes 0..15),
+    # the staging copy's 4-byte vectors to threads 0..127 (thread 1: bytes 4..7): thread
+    # 1's staging write of byte 4 and thread 0's copy into it, never waited, race (the
+    # copy lands at the latest when the kernel ends; reported at the copy, the later
+    # write). Thread 0 then reads byte 0 of its own copy still in flight.
+    a = analyze(k)
+    assert a.variants == 5
+    got = sorted((d.range.start.line, d.code, [t["thread"] for t in d.witness["threads"]],
+                  d.witness["byte"], d.witness["trip_counts"]) for d in a.diagnostics)
+    copy = LINES.index("    ave.copy_async(X[0:32, 0:32], s, vector_bytes=16)")
+    read = LINES.index("    ave.copy(s, Y[0:32, 0:32], vector_bytes=16)")
+    assert got == [(copy, "AVE207", [0, 1], 4, {"kt": 0}),
+                   (read, "AVE207", [0], 0, {"kt": 0})]
+    assert all("found with runtime trip counts kt=0" in d.notes for d in a.diagnostics)
+    # the interpreter: K = 32 (one k-tile, zero trips) races; K = 64 does not
+    codes, _, _ = _interp(k, 32)
+    assert codes.count("AVE304") >= 2
+    assert _interp(k, 64)[0] == []
+
+
+def test_the_fixed_kernel_is_clean_and_right():
+    k = _kernel(FIX)
+    a = analyze(k)
+    assert a.variants == 5 and a.diagnostics == []
+    for K in (32, 64):
+        codes, Y, Z = _interp(k, K)
+        assert codes == [] and np.array_equal(Y, Z)
+
+
+def test_loops_that_always_run_get_no_zero_variant():
+    # examples/gemm.py: KT = cdiv(K, 32) >= 1 for every K >= 1: no zero-trip variant
+    res = compile_file(str(ROOT / "examples" / "gemm.py"))
+    k = res.kernels[0]
+    assert analyze(k).variants == analyze(k, AnalysisOptions(zero_trips=False)).variants
+
+
+def test_zero_trip_variants_are_the_combinations_with_a_zero():
+    text = SRC.replace("{FIX}", "").replace(
+        "    ave.copy(Z[0:32, 0:32], s, vector_bytes=4)\n",
+        "    for j in ave.range(0, KT):\n        ave.barrier()\n"
+        "    ave.copy(Z[0:32, 0:32], s, vector_bytes=4)\n")
+    k = compile_source(text, "z2.py").kernels[0]
+    loops = runtime_loops(k)
+    assert len(loops) == 2
+    combos = [tuple(t.values()) for t, _ in unrolled_variants(k, 2, zero=loops[:1])]
+    assert combos == [(0, 1), (0, 2)]
+    combos = [tuple(t.values()) for t, _ in unrolled_variants(k, 2, zero=loops)]
+    assert combos == [(0, 0), (0, 1), (0, 2), (1, 0), (2, 0)]
+    assert [tuple(t.values()) for t, _ in unrolled_variants(k, 2)] == \
+        [(1, 1), (1, 2), (2, 1), (2, 2)]
+
+
+# ------------------------------------------------------------------ ave.assume
+
+
+def _with_assume(cond: str):
+    text = SRC.replace("{FIX}", "").replace(
+        "    KT = (K + 31) // 32\n", f"    KT = (K + 31) // 32\n    ave.assume({cond})\n")
+    res = compile_source(text, "z.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    return res.kernels[0]
+
+
+def test_a_precondition_rules_out_the_zero_trip_variant():
+    # `K > 32`: KT >= 2, the loop runs: no zero-trip variant, no race (K = 32 breaks the
+    # contract: the interpreter says so)
+    k = _with_assume("K > 32")
+    a = analyze(k)
+    assert a.diagnostics == [] and a.variants == 4
+    codes, _, _ = _interp(k, 32)
+    assert "AVE306" in codes
+    assert _interp(k, 64)[0] == []
+    # `K > 0` rules out nothing: the races stay, with sizes that satisfy it
+    assert sorted(d.code for d in analyze(_with_assume("K > 0")).diagnostics) == \
+        ["AVE207", "AVE207"]
+
+
+ONCE = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    K = X.shape[1]
+    KT = (K + 31) // 32
+{ASSUME}    s = ave.alloc((32, 32), ave.f32)
+    for kt in ave.range(1, KT):
+        if kt == 2:
+            ave.copy(X[0:32, 0:32], s, vector_bytes=16)
+    ave.barrier()
+    ave.copy(s, Y[0:32, 0:32], vector_bytes=16)
+'''
+
+
+def test_a_precondition_rules_out_trip_counts():
+    # `s` is written in the loop's second iteration (kt = 2) only: read unwritten when the
+    # loop runs 0 or 1 times (K <= 64). Under `K > 64` it runs at least twice: the variants
+    # of 0 and 1 trips are not reported (the 1-trip one still runs: it is the prefix the
+    # others resume from)
+    k = compile_source(ONCE.replace("{ASSUME}", ""), "o.py").kernels[0]
+    (d,) = analyze(k).diagnostics
+    assert d.code == "AVE203" and d.witness["trip_counts"] == {"kt": 1}
+    k = compile_source(ONCE.replace("{ASSUME}", "    ave.assume(K > 64)\n"), "o.py").kernels[0]
+    assert analyze(k).diagnostics == []
+
+
+def test_a_witness_satisfies_the_preconditions():
+    # the conditional copy of test_conditional_copies (`if K > 64:` around the only copy
+    # into sA) is read unwritten for K <= 64: the smallest such K is 1, under `K > 8` it is 9
+    head = _JOIN_HEAD.replace("    M, K = A.shape\n", "    M, K = A.shape\n    ave.assume(K > 8)\n")
+    assert head != _JOIN_HEAD
+    res = compile_source(head + REFILL + _JOIN_TAIL, "j.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    (d,) = [d for d in analyze(res.kernels[0]).diagnostics if d.code == "AVE203"]
+    assert d.witness["model"] == {"A.shape[1]": 9}
+
+
+def test_assume_errors():
+    base = SRC.replace("{FIX}", "")
+
+    def diags(line: str):
+        text = base.replace("    KT = (K + 31) // 32\n", "    KT = (K + 31) // 32\n" + line)
+        res = compile_source(text, "z.py")
+        if res.diagnostics:
+            return [d.code for d in res.diagnostics]
+        a = analyze(res.kernels[0])
+        return [(r.status, r.reason) for r in a.assertions if r.kind == "analysis"]
+
+    assert diags("    ave.assume(32 > 64)\n") == ["AVE120"]
+    assert diags("    ave.assume(K > 0, 3)\n") == ["AVE115"]
+    (st, why), = diags("    if K > 64:\n        ave.assume(K > 96)\n")
+    assert st == "unknown" and "under a branch" in why
+    (st, why), = diags("    ave.assume(ave.thread_id() < K)\n")
+    assert st == "unknown" and "differs across threads" in why
