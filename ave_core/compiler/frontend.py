@@ -534,9 +534,9 @@ class KernelBuilder:
         if isinstance(st, ast.AugAssign):
             if not isinstance(st.target, ast.Name):
                 raise self.err("AVE101", "augmented assignment to anything but a name", st)
-            cur = self.eval(ast.Name(st.target.id, ast.Load(), lineno=st.lineno,
-                                     col_offset=st.col_offset, end_lineno=st.target.end_lineno,
-                                     end_col_offset=st.target.end_col_offset), scope)
+            # (the target itself, read as a name: building an ast.Name here raised
+            # CPython 3.11's "AST constructor recursion depth mismatch" under threads)
+            cur = self.eval(st.target, scope)
             val = self.binop(_BINOPS[type(st.op)], cur, self.eval(st.value, scope), st)
             scope.vars[st.target.id] = val
             return None
