@@ -460,10 +460,42 @@ def zero_trip_loops(eng: Any) -> list:
     for k, c, lb, st, n, name, runtime_lb, lb0, lop in _trip_forms_named(eng):
         if lop is None:
             continue
+        if st > 0:
+            low = lower_bound(eng.tab, k, c - lb)
+            if low is not None and low > 0:
+                continue            # (``cdiv(K, BK)`` >= 1 for K >= 1: no z3 query)
         res = sv.satisfiable([], count_constraints(sv.lin(k, c) - lb, st, 0))
         if res.status == "sat":
             out.append(lop)
     return out
+
+
+def lower_bound(tab: Any, k: int, c: int, depth: int = 0) -> int | None:
+    """A lower bound of ``LIN[k] + c`` over the sizes' domain (sizes, grid sizes and
+    strides >= 1, program ids >= 0), from the bounds of its atoms -- floor division by a
+    positive constant is monotone -- or None where an atom has none (or a negative
+    coefficient would need an upper bound). Sound, not tight."""
+    lo = c
+    for a_idx, coef in tab.lins[k]:
+        if coef < 0:
+            return None
+        at = tab.atoms[a_idx]
+        if at.kind in ("dim", "nprog", "stride"):
+            b = 1
+        elif at.kind in ("pid", "load"):
+            b = 0
+        elif at.kind == "op" and at.args[0] == "floordiv" and depth < 8:
+            (ka, ca), (kb, cb) = at.args[1], at.args[2]
+            if kb != 0 or cb <= 0:
+                return None
+            x = lower_bound(tab, ka, ca, depth + 1)
+            if x is None:
+                return None
+            b = x // cb
+        else:
+            return None
+        lo += coef * b
+    return lo
 
 
 def _trip_forms_named(eng: Any) -> list[tuple]:

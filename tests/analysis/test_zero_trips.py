@@ -202,3 +202,22 @@ def test_assume_errors():
     assert st == "unknown" and "under a branch" in why
     (st, why), = diags("    ave.assume(ave.thread_id() < K)\n")
     assert st == "unknown" and "differs across threads" in why
+
+
+def test_lower_bound_of_a_trip_count():
+    # the fast path that spares a z3 query per loop: cdiv(K, 32) >= 1 for K >= 1
+    from ave_core.analysis.accumulation import lower_bound
+    from ave_core.analysis.symbolic import Atom, SymTable
+    tab = SymTable()
+    K = tab.atom(Atom("dim", ("A", 1)))
+    cdiv = tab.atom(Atom("op", ("floordiv", (K, 31), (0, 32))))
+    assert lower_bound(tab, cdiv, 0) == 1          # (1 + 31) // 32
+    assert lower_bound(tab, cdiv, -1) == 0          # range(1, KT): may run zero times
+    assert lower_bound(tab, K, -64) == -63
+    floor16 = tab.atom(Atom("op", ("floordiv", (K, 0), (0, 16))))
+    assert lower_bound(tab, floor16, 0) == 0        # K // 16: 0 for K < 16
+    pid = tab.atom(Atom("pid", (0,)))
+    assert lower_bound(tab, tab.add(K, pid), 0) == 1
+    assert lower_bound(tab, tab.add(K, pid, -1), 0) is None   # would need an upper bound
+    by_size = tab.atom(Atom("op", ("floordiv", (K, 0), (K, 0))))
+    assert lower_bound(tab, by_size, 0) is None     # not a constant divisor
