@@ -118,11 +118,17 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     solver = Solver(tab, conds, opts.solver_timeout_ms)
     t_unroll = t_prop = 0.0
 
-    def run_variants(variants: list, incremental: bool) -> Any:
+    ruled_out: list[dict] = []
+    collected = 0
+
+    def run_variants(variants: list, incremental: bool, joint: bool = False) -> Any:
         """Run the unrolled ``variants`` (resuming each from the one before when
         ``incremental``) and collect their findings; returns the last engine (None after
-        an analysis limit)."""
-        nonlocal t_prop
+        an analysis limit). The findings of a variant whose trip counts no sizes run
+        (the kernel's preconditions rule them out; with ``joint`` or several runtime
+        loops, counts that cannot go together: ``range(1, KT)`` zero times and ``range(0,
+        KT - 1)`` once) are not collected."""
+        nonlocal t_prop, collected
         eng = None
         # where each variant will resume from its predecessor (incremental mode): the
         # engine keeps checkpoints there only, and journals only what can be undone
@@ -157,12 +163,24 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             t_prop += time.perf_counter() - tb - (solver.time_s - sb)
             if eng is None:
                 continue
-            if solver.assumed and trips and not _trips_possible(eng):
-                continue        # trip counts the kernel's preconditions rule out
+            if trips and (solver.assumed or joint or len(trips) > 1) and \
+                    not _trips_possible(eng):
+                ruled_out.append(trips)
+                continue
+            collected += 1
             collect(eng, trips)
         return eng
 
     def collect(eng: Any, trips: dict) -> None:
+        vm: list = []
+
+        def block_model() -> dict | None:
+            # (computed once, for a variant with concrete findings: its sizes where block
+            # 0 does not run its trip counts -- `range(program_id(0), 4)` zero times: the
+            # witness named block 0; a review helper)
+            if not vm:
+                vm.append(_variant_model(eng) if trips else None)
+            return vm[0]
         for chk in eng.checks:
             key = chk.location
             r = results.get(key)
@@ -184,7 +202,9 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             key = (op.loc.file, op.loc.range)
             if landing is not None:
                 landing = dict(landing, text=_landing_text(eng, landing["when"]))
-            uninit.setdefault(key, (op, loops, thread, byte, trips, inflight, landing))
+            if key not in uninit:
+                uninit[key] = (op, loops, thread, byte, trips, inflight, landing,
+                               block_model() if landing is None else None)
         for op, loops, reach, miss, branch, model in list(eng.divergent) + \
                 eng.check_divergence(set(divergent)):
             key = (op.loc.file, op.loc.range)
@@ -198,7 +218,12 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
         for f in list(eng.races.findings):
             key = (f["op"].loc.file, f["op"].loc.range)
             if key not in races:
-                races[key] = (f, _race_witness(eng, f, trips))
+                w = _race_witness(eng, f, trips)
+                m = block_model()
+                if m is not None:
+                    w["block"] = [int(m.get(f"program_id({a})", 0)) for a in range(3)]
+                    w["model"] = m
+                races[key] = (f, w)
             if f.get("wait") is not None:
                 # the wait fix must hold for every execution of the read (every loop
                 # iteration, every trip count): the fewest groups left in flight
@@ -219,7 +244,19 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 ta = time.perf_counter()
                 zv = list(unrolled_variants(kernel, bound, zero=zero))
                 t_unroll += time.perf_counter() - ta
-                run_variants(zv, False)
+                run_variants(zv, False, joint=True)
+        if ruled_out and not collected and not any(
+                r.kind == "analysis" for r in results.values()):
+            # (every variant ruled out: nothing was checked, and it said "0 errors"; a
+            # review helper: `ave.assume(K >= 1024)` with T = 5)
+            loc = Loc(kernel.file, kernel.range)
+            results[("limit", "trips")] = AssertionResult(
+                "analysis", loc, "unknown", trip_bound=bound,
+                reason="the kernel's preconditions (ave.assume) rule out every trip count "
+                       f"analysed (1..{bound}"
+                       + (", and 0" if any(0 in t.values() for t in ruled_out) else "")
+                       + "): nothing was checked; raise tripCountBound (--trip-bound) to "
+                       "counts they allow")
     except UnrollError as e:
         loc = Loc(kernel.file, kernel.range)
         results[("limit",)] = AssertionResult("analysis", loc, "unknown", reason=str(e),
@@ -231,7 +268,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             r.status = "vacuous"
     out.assertions = sorted(results.values(), key=lambda r: (r.loc.range.start, r.kind))
     out.diagnostics = [d for r in out.assertions for d in _diagnose(kernel, r)]
-    for (f, rng), (op, loops, thread, byte, trips, inflight, landing) in sorted(
+    for (f, rng), (op, loops, thread, byte, trips, inflight, landing, bm) in sorted(
             uninit.items(), key=lambda kv: kv[0][1].start):
         if landing is not None:
             out.diagnostics.append(_landing_diagnostic(kernel, op, loops, thread, byte,
@@ -243,9 +280,10 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
         out.diagnostics.append(Diagnostic(
             "AVE203", f"reads shared byte {byte} {what} (thread {thread}"
             + (f", {where}" if where else "") + ")", f, rng,
-            witness={"block": [0, 0, 0], "threads": [_thr(thread, kernel.warp_size)],
+            witness={"block": [int((bm or {}).get(f"program_id({a})", 0)) for a in range(3)],
+                     "threads": [_thr(thread, kernel.warp_size)],
                      "loop_indices": dict(loops), "byte": byte, "trip_counts": trips,
-                     "program_points": []}))
+                     "program_points": [], **({"model": bm} if bm else {})}))
     for (f, rng), (op, loops, reach, miss, branch, model, trips) in sorted(
             divergent.items(), key=lambda kv: kv[0][1].start):
         out.diagnostics.append(_divergent_diagnostic(kernel, op, loops, reach, miss, branch,
@@ -305,6 +343,39 @@ def _witness_notes(w: dict) -> list[str]:
                      + ", ".join(f"{k}={v}" for k, v in w["trip_counts"].items()))
     return notes
 
+def _variant_model(eng: Any) -> dict | None:
+    """The smallest sizes and program ids running the variant's trip counts (z3's
+    canonical model), when block 0 cannot (then a concrete finding's witness names this
+    block and these sizes); None when it can, or unknown."""
+    from ave_core.analysis.accumulation import _trip_constraints, _trip_forms
+    if not any(_mentions_pid(eng.tab, k) for k, *_ in _trip_forms(eng)):
+        return None                      # (no z3 query: block 0 runs what any block does)
+    sv = eng.solver
+    cons = _trip_constraints(eng, sv.z3)
+    if not cons:
+        return None
+    res = sv.satisfiable([], cons)
+    if res.status != "sat":
+        return None
+    m = res.refine() if res.refine is not None else res.model
+    if not any(v for k, v in m.items() if k.startswith("program_id(")):
+        return None
+    return {k: v for k, v in m.items() if not k.startswith("__")}
+
+
+def _mentions_pid(tab: Any, k: int, depth: int = 0) -> bool:
+    """The linear form ``LIN[k]`` depends on a program id (through any atom)."""
+    for a_idx, _ in tab.lins[k]:
+        at = tab.atoms[a_idx]
+        if at.kind == "pid":
+            return True
+        if at.kind in ("op", "select") and depth < 16:
+            # (op: name, (ka, ca), (kb, cb); select: conditions, (ka, ca), (kb, cb), label)
+            if any(_mentions_pid(tab, arg[0], depth + 1) for arg in at.args[1:3]):
+                return True
+    return False
+
+
 def _trips_possible(eng: Any) -> bool:
     """Some sizes satisfying the kernel's preconditions (``ave.assume``) run the
     variant's trip counts (unknown: yes)."""
@@ -313,18 +384,22 @@ def _trips_possible(eng: Any) -> bool:
     return not cons or eng.solver.satisfiable([], cons).status != "unsat"
 
 
-def _landing_text(eng: Any, when: tuple) -> list[tuple[str, Any]]:
-    """The branch conditions under which a copy ran (:meth:`Engine._landing_condition`)
-    as source text, with each branch op: ``[(text, op), ...]``."""
+def _landing_text(eng: Any, clauses: list) -> list[list[tuple[str, Any]]]:
+    """The conditions under which a copy ran (clauses of branch arms, see
+    :meth:`Engine._landing_marks`) as source text with each branch op: per clause,
+    ``[(text, op), ...]``."""
     from ave_core.analysis.smt import cond_text
     out = []
-    for ids, arm, bid in when:
-        br = eng._branch_ops.get(bid)
-        src = br.attrs.get("cond_src") if br is not None else None
-        txt = src or " and ".join(cond_text(eng.tab, eng.conds, c) for c in ids)
-        if arm == 1:
-            txt = _negate_text(txt)
-        out.append((txt, br))
+    for when in clauses:
+        conj = []
+        for ids, arm, bid in when:
+            br = eng._branch_ops.get(bid)
+            src = br.attrs.get("cond_src") if br is not None else None
+            txt = src or " and ".join(cond_text(eng.tab, eng.conds, c) for c in ids)
+            if arm == 1:
+                txt = _negate_text(txt)
+            conj.append((txt, br))
+        out.append(conj)
     return out
 
 
@@ -343,16 +418,23 @@ def _landing_diagnostic(kernel: KernelIR, op: Any, loops: tuple, thread: int, by
     never runs, and the bytes hold what they held before it."""
     where = ", ".join(f"{k}={v}" for k, v in loops)
     model = landing["model"]
-    conds = landing["text"]
+    clauses = landing["text"]
     copy = landing.get("copy")
-    cond = " and ".join(t for t, _ in conds) or "a branch condition"
+    conds = [c for conj in clauses for c in conj]
+    cond = " or ".join((f"({' and '.join(t for t, _ in conj)})" if len(conj) > 1 and
+                        len(clauses) > 1 else " and ".join(t for t, _ in conj))
+                       for conj in clauses) or "a branch condition"
     sizes = ", ".join(f"{k} = {v}" for k, v in model.items())
     at = ", ".join(f"{k}={v}" for k, v in landing.get("copy_loops", {}).items())
     line = (f" at line {copy.loc.range.start.line + 1}" + (f" ({at})" if at else "")
             if copy is not None else "")
-    msg = (f"reads shared byte {byte} that the asynchronous copy{line} writes only when "
-           f"`{cond}`; " + (f"for {sizes} " if sizes else "for some sizes ")
-           + f"it does not run, and the byte holds what it held before (thread {thread}"
+    one = len(clauses) == 1
+    msg = (f"reads shared byte {byte} that "
+           + (f"the asynchronous copy{line} writes" if one else
+              f"asynchronous copies under branches (the last{line}) write")
+           + f" only when `{cond}`; " + (f"for {sizes} " if sizes else "for some sizes ")
+           + ("it does not run" if one else "none runs")
+           + f", and the byte holds what it held before (thread {thread}"
            + (f", {where}" if where else "") + ")")
     pts, related = [], []
     if copy is not None:
@@ -360,10 +442,13 @@ def _landing_diagnostic(kernel: KernelIR, op: Any, loops: tuple, thread: int, by
                     "label": "the copy that does not run"})
         related.append(Related(Location(copy.loc.file, copy.loc.range),
                                f"runs only when `{cond}`"))
+    seen: set = set()
     for txt, br in conds:
-        if br is not None:
+        if br is not None and id(br) not in seen:
+            seen.add(id(br))
             pts.append({"file": br.loc.file, "range": br.loc.range.to_json(),
-                        "label": f"the branch: `{txt}` is false here"})
+                        "label": f"the branch: `{txt}` is false here" if one else
+                        f"a branch around a copy (`{txt}`)"})
             related.append(Related(Location(br.loc.file, br.loc.range),
                                    f"the branch around the copy (`{txt}`)"))
     pts.append({"file": op.loc.file, "range": op.loc.range.to_json(), "label": "the read"})

@@ -615,6 +615,12 @@ class Engine:
         self._landings: list[tuple] = []
         self._landing_ids: dict = {}
         self._landing_memo: dict = {}
+        self._excl_memo: dict = {}
+        #: comparisons of untracked kernel arguments and constants -> their condition
+        #: (_shared_free_cond)
+        self._cmp_conds: dict = {}
+        #: a memory access or check ran (an ``ave.assume`` after one is refused)
+        self._accessed = False
         self._landing_ops: dict = {}
         self._branch_ops: dict = {}
         self.races = RaceTracker(self, ng)
@@ -961,6 +967,8 @@ class Engine:
         if h is None:
             raise AnalysisLimit(f"the analysis does not support {op.name}", op)
         accumulation.on_consume(self, op)
+        if op.name in _CHECKED_OPS:
+            self._accessed = True
         try:
             h(op)
         except SymOverflow as e:
@@ -1170,7 +1178,39 @@ class Engine:
                                                 for t in range(self.T)], np.int32)
             else:
                 self.env[op.result] = np.full(getattr(self, "_mask_n", None) or self.T,
-                                              self._free_cond(op, "cmp"), np.int32)
+                                              self._shared_free_cond(op), np.int32)
+
+    _NEG_PRED = {"lt": "ge", "ge": "lt", "gt": "le", "le": "gt", "eq": "ne", "ne": "eq"}
+
+    def _shared_free_cond(self, op: Op) -> int:
+        """:meth:`_free_cond` of a comparison the same for every thread, shared by the
+        comparisons of the same kernel arguments and constants (``ave.assume(alpha >
+        0.0)`` then ``if alpha > 0.0:`` are one condition, and ``alpha <= 0.0`` its
+        negation: two unknowns made the branch's else-arm possible under the assumption;
+        a review helper)."""
+        def key(v: Value) -> Any:
+            d = v.owner
+            if not isinstance(d, Op):
+                return ("arg", id(v))
+            if d.name == "arith.constant":
+                return ("const", repr(d.attrs["value"]), d.attrs["dtype"].name)
+            return None
+        ka, kb = (key(v) for v in op.operands)
+        pred = op.attrs["pred"]
+        if ka is None or kb is None:
+            return self._free_cond(op, "cmp")
+        memo = self._cmp_conds
+        c = memo.get((pred, ka, kb))
+        if c is not None:
+            return c
+        neg = memo.get((self._NEG_PRED.get(pred), ka, kb))
+        if neg is not None:
+            n = self._negated((neg,))
+            if n is not None:
+                memo[(pred, ka, kb)] = n
+                return n
+        c = memo[(pred, ka, kb)] = self._free_cond(op, "cmp")
+        return c
 
     def _unary(self, op):
         x = self.env.get(op.operands[0])
@@ -2099,32 +2139,61 @@ class Engine:
     def _landing_marks(self, byts: np.ndarray, t: Tags, when: tuple, copy: Op,
                        loops: tuple) -> np.ndarray:
         """The :attr:`landed_when` of granules ``byts`` that a copy issued under ``when``
-        (:meth:`_landing_condition`) writes with tags ``t``. Where the granule already
-        holds the same tags, what it held before is as good (its mark stays); where the
-        other arm of the innermost such branch landed its own copy there (the arms run one
-        after the other on one state), the granule is written on both paths of that
-        branch: the condition of the branches around it."""
+        (:meth:`_landing_condition`: one clause, a conjunction of branch arms) writes
+        with tags ``t``. A mark is a disjunction of such clauses: the granule holds the
+        data of the copies that wrote it when one of them holds, what it held before
+        otherwise. Where the granule already holds the same data (tags and datum), what it
+        held before is as good: the old condition or this one (untagged data is compared
+        by datum: a prefetch one tile short over an older untagged tile was proved). Where
+        the old clauses are each exclusive with this one (other arms of the same branches:
+        if/else, if/elif/else, nested arms; the arms run one after the other on one
+        state), one of them ran: their disjunction. Otherwise this copy's clause alone."""
         old = self.landed_when[byts]
         same = self.written[byts] & (rows_take(self.smem.code, byts) == t.code).all(axis=1)
-        base = self._landing_id(when)
-        self._landing_ops.setdefault(base, (copy, loops))
-        out = np.where(same, old, base).astype(np.int32)
-        inner = when[-1]
-        sid = self._landing_ids.get(when[:-1] + ((inner[0], 1 - inner[1], inner[2]),))
-        if sid is not None:
-            hit = old == sid
-            if hit.any():
-                outer = self._landing_id(when[:-1]) if len(when) > 1 else 0
-                if outer:
-                    self._landing_ops.setdefault(outer, (copy, loops))
-                out[hit] = outer
+        if t.data is not None:
+            same &= self.smem.data[byts] == t.data
+        base = self._landing_id(frozenset((when,)), copy, loops)
+        out = np.full(len(byts), base, np.int32)
+        for o in np.unique(old).tolist():
+            sel = old == o
+            if o == 0:
+                out[sel & same] = 0             # (written for certain, the same data)
+                continue
+            clauses = self._landings[o - 1]
+            merged = self._landing_id(_simplify(clauses | {when}), copy, loops)
+            if all(self._exclusive(c, when) for c in clauses):
+                out[sel] = merged
+            else:
+                out[sel & same] = merged
         return out
 
-    def _landing_id(self, when: tuple) -> int:
-        i = self._landing_ids.get(when)
+    def _exclusive(self, a: tuple, b: tuple) -> bool:
+        """Two clauses of branch arms cannot both hold: different arms of one branch, or
+        (z3, under the sizes' domain) conditions no sizes satisfy together -- ``if n >
+        3:`` and a later ``if n <= 3:``."""
+        if _exclusive(a, b):
+            return True
+        key = (a, b)
+        r = self._excl_memo.get(key)
+        if r is None:
+            sv = self.solver
+            z3 = sv.z3
+            both = [sv.cond(list(ids)) if arm == 0 else z3.Not(sv.cond(list(ids)))
+                    for ids, arm, _ in a + b]
+            r = self._excl_memo[key] = sv.satisfiable([], both).status == "unsat"
+        return r
+
+    def _landing_id(self, clauses: frozenset, copy: Op, loops: tuple) -> int:
+        """The mark of a disjunction of clauses, written last by ``copy`` at ``loops`` (0:
+        the empty conjunction is among them -- written on every path)."""
+        if () in clauses:
+            return 0
+        key = (clauses, id(copy), loops)
+        i = self._landing_ids.get(key)
         if i is None:
-            self._landings.append(when)
-            i = self._landing_ids[when] = len(self._landings)
+            self._landings.append(clauses)
+            self._landing_ops[len(self._landings)] = (copy, loops)
+            i = self._landing_ids[key] = len(self._landings)
         return i
 
     def _check_landings(self, op: Op, marks: np.ndarray, threads: np.ndarray,
@@ -2153,9 +2222,9 @@ class Engine:
             key = (idx, tuple(pkey), self.loops, self.entered_loops, id(self.k))
             res = self._landing_memo.get(key)
             if res is None:
-                when = self._landings[idx - 1]
-                ran = z3.And(*[sv.cond(list(ids)) if arm == 0 else z3.Not(sv.cond(list(ids)))
-                               for ids, arm, _ in when]) if when else z3.BoolVal(True, sv.ctx)
+                ran = z3.Or(*[z3.And(*[sv.cond(list(ids)) if arm == 0 else
+                                       z3.Not(sv.cond(list(ids))) for ids, arm, _ in when])
+                              for when in sorted(self._landings[idx - 1], key=repr)])
                 extra = running_trip_constraints(self, z3) + path + [z3.Not(ran)]
                 r = sv.satisfiable([], extra)
                 res = self._landing_memo[key] = (r.status, r)
@@ -2164,10 +2233,10 @@ class Engine:
                 continue
             model = r.refine() if r.refine is not None else r.model
             i = int(np.nonzero(m == idx)[0][0])
-            when = self._landings[idx - 1]
+            clauses = sorted(self._landings[idx - 1], key=repr)
             copy_op, issued = self._landing_ops.get(idx, (None, ()))
             self.uninit.append((op, self.loops, int(threads[i]), int(first[i]) * self.G,
-                                False, {"when": when, "copy": copy_op,
+                                False, {"when": clauses, "copy": copy_op,
                                         "copy_loops": dict(issued),
                                         "model": {k: v for k, v in model.items()
                                                   if not k.startswith("__")}}))
@@ -2442,6 +2511,17 @@ class Engine:
         if self.runtime_branches or not self.active.all():
             raise AnalysisLimit("`ave.assume` under a branch: a precondition of the kernel "
                                 "holds on every path (state it at the top of the kernel)", op)
+        if self.loops:
+            # (a loop that runs zero times never reaches it: taken as the kernel's, it
+            # hid the zero-trip variant's races; a review helper)
+            raise AnalysisLimit("`ave.assume` inside a loop: a precondition of the kernel "
+                                "holds on every launch (state it at the top of the kernel)",
+                                op)
+        if self._accessed:
+            # (the checks before it were made without it: a witness broke the contract)
+            raise AnalysisLimit("`ave.assume` after a memory access or check: state the "
+                                "kernel's preconditions at its top, before its first "
+                                "access", op)
         c = self.env.get(op.operands[0])
         if c is None:
             return
@@ -2454,7 +2534,13 @@ class Engine:
             return
         if truth == 1:
             raise AnalysisLimit("`ave.assume`: the condition is false for every size", op)
-        self.solver.assume(self._cond_ids(rows[0]))
+        sv = self.solver
+        sv.assume(self._cond_ids(rows[0]))
+        if sv.satisfiable([], [sv.z3.BoolVal(True, sv.ctx)]).status == "unsat":
+            # (contradictory preconditions: every query unsat, every check proved)
+            raise AnalysisLimit("`ave.assume`: no sizes satisfy the kernel's preconditions "
+                                "(they contradict each other or the sizes' domain: every "
+                                "size >= 1)", op)
 
     def op_ave_reset(self, op):
         t: TileVal = self.env[op.operands[0]]
@@ -3954,6 +4040,34 @@ def _distinct(parts: list, n: int) -> np.ndarray:
 def _yield_of(region: Any) -> Op | None:
     ops = region.ops
     return ops[-1] if ops and ops[-1].name in ("scf.yield", "ave.yield") else None
+
+
+def _exclusive(a: tuple, b: tuple) -> bool:
+    """Two clauses of branch arms (:meth:`Engine._landing_condition`) cannot both hold:
+    they take different arms of one branch."""
+    arms = {bid: arm for _, arm, bid in a}
+    return any(bid in arms and arms[bid] != arm for _, arm, bid in b)
+
+
+def _simplify(clauses: frozenset) -> frozenset:
+    """A disjunction of clauses with each pair that differs only in the arm of one
+    branch replaced by their common rest (``c and x or c and not x`` is ``c``), until
+    none is left; () among them: true."""
+    cur = set(clauses)
+    changed = True
+    while changed and () not in cur:
+        changed = False
+        for a in sorted(cur, key=repr):
+            for k, (ids, arm, bid) in enumerate(a):
+                other = a[:k] + ((ids, 1 - arm, bid),) + a[k + 1:]
+                if other in cur:
+                    cur -= {a, other}
+                    cur.add(a[:k] + a[k + 1:])
+                    changed = True
+                    break
+            if changed:
+                break
+    return frozenset(cur)
 
 
 def _plan_rows(plan: tuple, sel: np.ndarray) -> tuple:

@@ -54,6 +54,23 @@ _CMP = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: 
         "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
 
 
+def loop_names(kernel: KernelIR) -> dict[int, str]:
+    """``id(scf.for)`` -> the name its iterations carry in ``loop_indices`` (witnesses,
+    trip counts): the loop variable's, and for a later loop of the kernel with the same
+    variable (``for kt in range(2)`` then ``for kt in ave.range(0, KT)``; a helper with a
+    loop inlined twice) the name with ``#2``, ``#3``... -- the two were told apart by
+    nothing, so a runtime loop's trip constraints could not be used for either (false
+    findings at sizes the loop does not run; a review helper)."""
+    seen: dict[str, int] = {}
+    out: dict[int, str] = {}
+    for o in kernel.walk():
+        if o.name == "scf.for":
+            nm = o.attrs.get("iv_name", "i")
+            seen[nm] = seen.get(nm, 0) + 1
+            out[id(o)] = nm if seen[nm] == 1 else f"{nm}#{seen[nm]}"
+    return out
+
+
 def runtime_loops(kernel: KernelIR) -> list[Op]:
     """The ``scf.for`` ops whose trip count is not a compile-time constant."""
     consts = _const_values(kernel.body)
@@ -128,11 +145,17 @@ def pipeline_buffers(kernel: KernelIR) -> int | None:
     return best
 
 
-def _const_values(block: Block) -> dict[Value, Any]:
-    out: dict[Value, Any] = {}
+def _const_values(block: Block, out: dict | None = None) -> dict[Value, Any]:
+    """The constants of ``block`` and of every region nested in it (a loop nested in a
+    runtime loop has its bounds' constants in the outer body: it got no trip-count
+    precondition, so its zero trips and its iterations' trip constraints were unknown --
+    a review helper)."""
+    out = {} if out is None else out
     for op in block.ops:
         if op.name == "arith.constant":
             out[op.result] = op.attrs["value"]
+        for reg in op.regions:
+            _const_values(reg, out)
     return out
 
 
@@ -147,6 +170,8 @@ class _Ctx:
     memo: dict | None = None
     preconditions: list = field(default_factory=list)
     body_info: dict = field(default_factory=dict)
+    #: id(scf.for) -> its name in loop_indices (see loop_names)
+    loop_names: dict = field(default_factory=dict)
 
 
 def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
@@ -168,6 +193,12 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
             than :data:`MAX_UNROLLED_OPS` ops.
     """
     ctx = _Ctx({}, {}, {}, dict(trip_counts or {}), (), memo=memo)
+    names = memo.get("__loop_names__") if memo is not None else None
+    if names is None:
+        names = loop_names(kernel)
+        if memo is not None:
+            memo["__loop_names__"] = names
+    ctx.loop_names = names
     # bind the upper bounds of runtime loops with constant lb and a step of +-1: the loop
     # runs n >= 1 times exactly when the bound is lb + n * step. With a longer step the
     # bound is only known to lie in (lb + (n-1)*step, lb + n*step] (``range(0, K, BK)``:
@@ -177,7 +208,11 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
     consts = _const_values(kernel.body)
     for op, n in ctx.trip_counts.items():
         lb, ub, st = op.operands[:3]
-        if lb in consts and st in consts and consts[st] in (1, -1):
+        # (not a bound merged by a runtime branch, `hi = KT - 3 if K > 64 else KT`: the
+        # branch was replaced by the constant, with no precondition -- its zero trips and
+        # trip constraints were lost; a review helper. It stays a runtime value)
+        merged = isinstance(ub.owner, Op) and bool(ub.owner.regions)
+        if lb in consts and st in consts and consts[st] in (1, -1) and not merged:
             ctx.bindings[ub] = consts[lb] + n * consts[st]
     body = Block()
     if memo is not None and "__args__" in memo:
@@ -201,17 +236,6 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
     names = []
     loop_ops = []
     defs = {orig: pre for pre, orig in ctx.preconditions}
-    # a loop variable name that two loops of the kernel use (a constant-bound `range`
-    # and a runtime one) cannot tell their loop_indices apart: None (a review helper)
-    used = memo.get("__loop_names__") if memo is not None else None
-    if used is None:
-        used = {}
-        for o in kernel.walk():
-            if o.name == "scf.for":
-                nm = o.attrs.get("iv_name", "i")
-                used[nm] = used.get(nm, 0) + 1
-        if memo is not None:
-            memo["__loop_names__"] = used
     for op, n in ctx.trip_counts.items():
         lb, ub, st = op.operands[:3]
         if st in consts and consts[st] != 0 and (lb in consts or lb in ctx.vmap):
@@ -222,8 +246,7 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
             if v is not None:
                 # (a start known only at run time: its value in the unrolled kernel)
                 pres.append((v, consts[lb] if lb in consts else ctx.vmap[lb], consts[st], n))
-                nm = op.attrs.get("iv_name", "i")
-                names.append(nm if used.get(nm, 0) == 1 else None)
+                names.append(ctx.loop_names[id(op)])
                 loop_ops.append(op)
     out.trip_preconditions = pres
     #: the loop variable's name of each precondition (``loop_indices`` of the ops in it)
@@ -256,11 +279,12 @@ def unrolled_variants(kernel: KernelIR, bound: int | None = None,
                           f"{T ** len(loops)} variants (limit {MAX_VARIANTS})")
     zids = {id(z) for z in zero}
     ranges = [range(0 if id(op) in zids else 1, T + 1) for op in loops]
+    display = loop_names(kernel)
+    memo["__loop_names__"] = display
     for combo in itertools.product(*ranges):
         if zero and 0 not in combo:
             continue
-        names = {op.attrs.get("iv_name", f"loop{i}"): n for i, (op, n) in
-                 enumerate(zip(loops, combo))}
+        names = {display[id(op)]: n for op, n in zip(loops, combo)}
         yield names, unroll(kernel, dict(zip(loops, combo)), memo)
 
 
@@ -457,7 +481,7 @@ def _iteration_key(op: Op, body: Block, iv: Value, cur: list, ctx: _Ctx
 def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
     lb, ub, st = (_val(ctx, v) for v in op.operands[:3])
     inits = [_val(ctx, v) for v in op.operands[3:]]
-    name = op.attrs.get("iv_name", "i")
+    name = ctx.loop_names.get(id(op)) or op.attrs.get("iv_name", "i")
     if st not in ctx.consts:
         raise UnrollError(f"loop `{name}` has a runtime step")
     step = ctx.consts[st]

@@ -456,8 +456,8 @@ class Machine:
         bad = np.nonzero(c == 0)[0]
         if bad.size:
             self.report("AVE306", op, f"kernel precondition violated: "
-                        f"`{op.attrs.get('message', 'ave.assume')}` is false here (block "
-                        f"{tuple(self.block_id)})", threads=bad[:1].tolist())
+                        f"`{op.attrs.get('message', 'ave.assume')}` is false here",
+                        threads=bad[:1].tolist())
 
     def op_ave_materialize(self, op):
         self.env[op.result] = self.val(op.operands[0])
@@ -1101,7 +1101,12 @@ class Machine:
         st = self.uniform(op.operands[2], op, "a loop step")
         cur = [self.val(v) for v in op.operands[3:]]
         body = op.regions[0]
-        name = op.attrs.get("iv_name", "i")
+        names = getattr(self, "_loop_names", None)
+        if names is None:
+            # (the checker's names: a second loop with the same variable is `kt#2`)
+            from ave_core.compiler.unroll import loop_names
+            names = self._loop_names = loop_names(self.k)
+        name = names.get(id(op)) or op.attrs.get("iv_name", "i")
         for i in range(lb, ub, st):
             # the loop variable's value (as the analysis' witnesses name iterations)
             self.loop_stack.append((name, i))

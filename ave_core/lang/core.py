@@ -1008,9 +1008,9 @@ def assume(cond, message=None):
     sizes, program ids and values for which it holds (its witnesses satisfy it; a loop it
     keeps from running zero times gets no zero-trip variant); the interpreter checks it
     where it stands (AVE306); compiled code does not (no instruction is emitted). State it
-    at the top of the kernel, outside branches: the checker takes it into account from
-    there on, and rejects one under a branch on a runtime value or one that differs across
-    threads (``unknown``).
+    at the top of the kernel, before its first memory access and outside loops and
+    branches on runtime values: the checker rejects it elsewhere, and one that differs
+    across threads or that no sizes satisfy (``unknown``).
 
     Args:
         cond: a condition (``i1``) or a compile-time bool.

@@ -127,6 +127,8 @@ def flash_attention(Q: ave.Tensor[ave.bf16, 4], K: ave.Tensor[ave.bf16, 4],
 
     S_Q = Q.shape[2]
     S_KV = K.shape[2]
+    if CAUSAL:
+        ave.assume(S_Q <= S_KV, "causal attention needs S_Q <= S_KV")   # (see Problem)
     m0 = ave.program_id(0) * BR
     b = ave.program_id(1)
     h = ave.program_id(2)
@@ -174,7 +176,6 @@ def flash_attention(Q: ave.Tensor[ave.bf16, 4], K: ave.Tensor[ave.bf16, 4],
     n_end = S_KV
     n_free = S_KV
     if CAUSAL:
-        ave.assume(S_Q <= S_KV, "causal attention needs S_Q <= S_KV")   # (see Problem)
         n_end = ave.minimum(S_KV, m0 + BR + S_KV - S_Q)     # past the last row's diagonal
         n_free = ave.minimum(S_KV, m0 + 1 + S_KV - S_Q)     # the first row's diagonal
     NJ = (n_end + BC - 1) // BC

@@ -146,7 +146,8 @@ def test_a_prefetch_condition_one_tile_short():
     # read at kt = 3 iff K > 96: K = 97. Both ldmatrix reads (sA, sB) are reported
     kernels, lines = _gemm("(kt + STAGES) * BK < K")
     reads = [_line(lines, "a = ave.ldmatrix("), _line(lines, "b = ave.ldmatrix(")]
-    copy = _line(lines, "ave.copy_async(A[m0:m0 + BM, (kt + STAGES - 1)")
+    copies = {reads[0]: _line(lines, "ave.copy_async(A[m0:m0 + BM, (kt + STAGES - 1)"),
+              reads[1]: _line(lines, "ave.copy_async(B[(kt + STAGES - 1) * BK")}
     for k, (K, kt) in zip(kernels, ((65, 2), (97, 3))):
         ds = analyze(k).diagnostics
         assert sorted(d.code for d in ds) == ["AVE203", "AVE203"], \
@@ -156,6 +157,7 @@ def test_a_prefetch_condition_one_tile_short():
             w = d.witness
             assert w["model"] == {"A.shape[1]": K}
             assert w["loop_indices"] == {"kt": kt} and w["copy_loop_indices"] == {"kt": 0}
+            copy = copies[d.range.start.line]          # sA's read: A's copy; sB's: B's
             assert w["program_points"][0]["range"]["start"]["line"] == copy
             assert f"at line {copy + 1} (kt=0) writes only when `(kt + STAGES) * BK < K`" \
                 in d.message

@@ -198,3 +198,90 @@ def test_a_wait_fix_before_a_helper_call_counts_the_groups_there(name, count, tm
     from ave_core.compiler.frontend import compile_source
     k2 = compile_source("\n".join(lines) + "\n", f"{name}_fixed.py").kernels[0]
     assert not [x for x in analyze(k2).diagnostics if x.code in ("AVE207", "AVE203")]
+
+
+# ---------------------------------------------------------------- fourth review round
+# (conditional async-copy landings, zero-trip variants, ave.assume: session 13)
+
+def _f32_run(k, grid, shapes, scalars=()):
+    """Run ``k`` on random f32 inputs of ``shapes`` (the output last, NaN-poisoned) and
+    ``scalars``; the interpreter's codes, the inputs and the output."""
+    rng = np.random.default_rng(4)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in shapes[:-1]]
+    out = np.full(shapes[-1], np.nan, np.float32)
+    res = run(k, grid, arrays + [out] + [np.int32(x) for x in scalars])
+    return sorted({d.code for d in res.diagnostics}), arrays, out
+
+
+@pytest.mark.parametrize("name, runs", [
+    # a correct conditional prefetch in a pipeline nested in a runtime loop: the inner loop
+    # had no trip constraints (its bounds' constants were in the outer body), AVE203 K = 1
+    ("r4_nested_prefetch", [((64, 96), (64, 96))]),
+    # if/elif/else copying into one stage: each path writes it (AVE203 n >= 10)
+    ("r4_elif_chain", [((64, 32), (32, 32), n) for n in (0, 10, 15, 20, 100)]),
+    # `if n > 3:` then `if n <= 3:` (different tiles): one of them runs (AVE203 n = 4)
+    ("r4_complementary_ifs", [((64, 32), (32, 32), n) for n in (0, 3, 4)]),
+    # two runtime loops named kt: the second's trip constraints were not used (AVE203
+    # K = 1); it is kt#2 now
+    ("r4_same_loop_name", [((32, 32), (32, 32)), ((32, 96), (32, 96))]),
+    # `range(1, KT)` zero times and `range(0, KT - 1)` once cannot go together (AVE203)
+    ("r4_zero_combo", [((32, K), (32, 32)) for K in (32, 64, 96)]),
+])
+def test_fourth_review_round_clean(name, runs):
+    got, (k, a) = _codes(name)
+    assert got == [], [d.format_text() for d in a.diagnostics]
+    for shapes in runs:
+        scal = [x for x in shapes if isinstance(x, int)]
+        shp = [x for x in shapes if isinstance(x, tuple)]
+        codes, arrays, out = _f32_run(k, (1,), shp, scal)
+        assert codes == []
+
+
+def test_fourth_review_round_untagged_stale_prefetch():
+    # `if (kt + 3) * 32 < K:` refills stage kt % 2 one tile short; the stage holds the
+    # untagged tile kt (the same tags, ⊥, as the refill: its mark was kept) -- proved.
+    # Hand witness: tile 2 is issued at kt = 0 iff 96 < K and read at kt = 2 iff K > 64: 65
+    got, (k, a) = _codes("r4_untagged_stale")
+    (d,) = a.diagnostics
+    assert d.code == "AVE203" and d.witness["model"] == {"X.shape[1]": 65}
+    assert d.witness["loop_indices"] == {"kt": 2}
+    codes, (X,), Y = _f32_run(k, (1,), [(32, 65), (32, 65)])
+    assert not np.array_equal(Y, X)
+    codes, (X,), Y = _f32_run(k, (1,), [(32, 64), (32, 64)])
+    assert np.array_equal(Y, X)
+
+
+def test_fourth_review_round_nested_else_witness():
+    # `if n < 64: copy else: if n < 100: copy`: nothing copied for n >= 100 only (the
+    # witness said n = 0 or 64, where the interpreter is clean)
+    got, (k, a) = _codes("r4_nested_else")
+    (d,) = a.diagnostics
+    assert d.code == "AVE203" and d.witness["model"] == {"n": 100}
+    assert "`n < 64 or (n >= 64 and n < 100)`" in d.message
+    assert _f32_run(k, (1,), [(64, 32), (32, 32)], [99])[0] == []
+    assert _f32_run(k, (1,), [(64, 32), (32, 32)], [100])[0] == ["AVE303"]
+
+
+@pytest.mark.parametrize("name, K", [
+    # a loop bound merged by a runtime branch: bound to a constant with no precondition,
+    # so no zero-trip variant (K in 65..96 runs it zero times)
+    ("r4_merged_bound", 65),
+    # `range(1, KT)` nested in a runtime loop: no precondition, no zero-trip variant
+    ("r4_nested_zero", 32),
+])
+def test_fourth_review_round_zero_trips_found(name, K):
+    got, (k, a) = _codes(name)
+    assert got == ["AVE203"], [d.format_text() for d in a.diagnostics]
+    (d,) = a.diagnostics
+    assert 0 in d.witness["trip_counts"].values()
+    assert "AVE303" in _f32_run(k, (1,), [(32, K), (32, 32)])[0]
+
+
+def test_fourth_review_round_zero_trip_witness_names_its_block():
+    # `range(program_id(0), 4)` runs zero times in blocks 4.. only: the witness said block 0
+    got, (k, a) = _codes("r4_zero_pid")
+    (d,) = a.diagnostics
+    assert d.witness["block"] == [4, 0, 0] and d.witness["trip_counts"] == {"i": 0}
+    assert d.witness["model"] == {"num_programs(0)": 5, "program_id(0)": 4}
+    assert _f32_run(k, (4,), [(32, 32), (32, 32)])[0] == []
+    assert _f32_run(k, (5,), [(32, 32), (32, 32)])[0] == ["AVE303"]

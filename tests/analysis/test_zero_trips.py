@@ -221,3 +221,69 @@ def test_lower_bound_of_a_trip_count():
     assert lower_bound(tab, tab.add(K, pid, -1), 0) is None   # would need an upper bound
     by_size = tab.atom(Atom("op", ("floordiv", (K, 0), (K, 0))))
     assert lower_bound(tab, by_size, 0) is None     # not a constant divisor
+
+
+def test_preconditions_that_rule_out_every_variant_are_unknown_not_clean():
+    # `K >= 1024` runs the loop >= 32 times, past T: every variant 1..T was dropped and the
+    # broken GEMM (a swizzle mismatch) checked clean, "0 errors" (a review helper)
+    path = ROOT / "examples" / "broken" / "gemm_swizzle_mismatch.py"
+    text = path.read_text(encoding="utf-8")
+    anchor = "    M, K = A.shape\n"
+    assert anchor in text
+    res = compile_source(text.replace(anchor, anchor + "    ave.assume(K >= 1024)\n"),
+                         "g.py")
+    a = analyze(res.kernels[0])
+    (r,) = a.assertions
+    assert r.kind == "analysis" and r.status == "unknown"
+    assert "rule out every trip count analysed (1..5)" in r.reason
+    assert [d.code for d in a.diagnostics] == ["AVE205"]
+
+
+def test_contradictory_or_misplaced_preconditions_are_unknown():
+    def reasons(line: str, where: str = "    KT = (K + 31) // 32\n"):
+        src = SRC.replace("{FIX}", "")
+        assert src.count(where) == 1
+        at = src.index(where) + len(where) - (0 if where.endswith("\n") else len("    for kt"))
+        text = src[:at] + line + src[at:]
+        a = analyze(compile_source(text, "z.py").kernels[0])
+        return [r.reason for r in a.assertions if r.kind == "analysis"]
+
+    (why,) = reasons("    ave.assume((K > 64) and (K < 40))\n")
+    assert "no sizes satisfy" in why
+    (why,) = reasons("    ave.assume(K < 0)\n")
+    assert "no sizes satisfy" in why
+    # inside a loop: a loop that runs zero times never reaches it (it hid the races)
+    (why,) = reasons("        ave.assume(K > 32)\n", "    for kt in ave.range(1, KT):\n")
+    assert "inside a loop" in why
+    # after an access: the checks before it were made without it
+    (why,) = reasons("    ave.assume(K > 32)\n", "    ave.commit_async()\n    for kt")
+    assert "after a memory access" in why
+
+
+FLOAT = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2], alpha: ave.f32):
+    ave.assume(alpha > 0.0)
+    s = ave.alloc((32, 32), ave.f32)
+    if alpha > 0.0:
+        ave.copy_async(X[0:32, 0:32], s, vector_bytes=16)
+    ave.commit_async()
+    ave.wait_async(0)
+    ave.barrier()
+    ave.copy(s, Y[0:32, 0:32], vector_bytes=16)
+'''
+
+
+def test_a_float_precondition_decides_the_same_comparison():
+    # the two `alpha > 0.0` were two unknowns: the branch's else-arm stayed possible under
+    # the assumption (AVE203 "for cmp@6:16 = 1, cmp@7:8 = 0"; a review helper)
+    k = compile_source(FLOAT, "f.py").kernels[0]
+    assert analyze(k).diagnostics == []
+    # its negation is the other arm: `alpha <= 0.0` around the copy is never taken
+    k = compile_source(FLOAT.replace("if alpha > 0.0:", "if alpha <= 0.0:"), "f.py").kernels[0]
+    (d,) = analyze(k).diagnostics
+    assert d.code == "AVE203"
+    X = np.random.default_rng(0).standard_normal((32, 32)).astype(np.float32)
+    res = run(k, (1,), [X, np.zeros((32, 32), np.float32), np.float32(1.0)])
+    assert "AVE303" in [x.code for x in res.diagnostics]

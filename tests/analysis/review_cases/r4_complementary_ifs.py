@@ -1,0 +1,13 @@
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2], n: ave.i32):
+    s = ave.alloc((32, 32), ave.f32)
+    if n > 3:
+        ave.copy_async(X[0:32, 0:32], s, vector_bytes=16)
+    if n <= 3:
+        ave.copy_async(X[32:64, 0:32], s, vector_bytes=16)
+    ave.commit_async()
+    ave.wait_async(0)
+    ave.barrier()
+    ave.copy(s, Y[0:32, 0:32], vector_bytes=16)
