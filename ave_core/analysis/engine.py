@@ -1161,6 +1161,20 @@ class Engine:
             return
         if isinstance(a, SymInt) and isinstance(b, SymInt):
             self.env[op.result] = sym_compare(self.tab, self.conds, op.attrs["pred"], a, b)
+        elif op.attrs["pred"] in ("eq", "ne") and isinstance(a, np.ndarray) and \
+                isinstance(b, np.ndarray) and \
+                all(getattr(getattr(v.type, "dtype", None), "name", None) == "i1"
+                    for v in op.operands):
+            # conditions compared: `!=` is xor, `==` its negation (x xor y xor true) --
+            # they were one unknown per comparison (`(n > 0) != (K > 64)` in two
+            # complementary ifs: AVE203 with a witness over `cmp@7:8`; a review helper)
+            x = self._bool_op("xor", a, b, op)
+            if x is not None and op.attrs["pred"] == "eq":
+                x = self._bool_op("xor", x, np.zeros_like(x), op)
+            self.env[op.result] = x
+            if x is None:
+                self.env[op.result] = np.full(getattr(self, "_mask_n", None) or self.T,
+                                              self._shared_free_cond(op), np.int32)
         else:
             # a comparison of values the analysis does not follow (floats, loaded data):
             # may be true or false (it was taken as true); of values that may differ
@@ -1181,6 +1195,7 @@ class Engine:
                                               self._shared_free_cond(op), np.int32)
 
     _NEG_PRED = {"lt": "ge", "ge": "lt", "gt": "le", "le": "gt", "eq": "ne", "ne": "eq"}
+    _SWAP_PRED = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
 
     def _shared_free_cond(self, op: Op) -> int:
         """:meth:`_free_cond` of a comparison the same for every thread, shared by the
@@ -1201,9 +1216,13 @@ class Engine:
             return self._free_cond(op, "cmp")
         memo = self._cmp_conds
         c = memo.get((pred, ka, kb))
+        if c is None:
+            # (`0.0 < alpha` is `alpha > 0.0`)
+            c = memo.get((self._SWAP_PRED[pred], kb, ka))
         if c is not None:
             return c
-        neg = memo.get((self._NEG_PRED.get(pred), ka, kb))
+        neg = memo.get((self._NEG_PRED[pred], ka, kb)) or \
+            memo.get((self._SWAP_PRED[self._NEG_PRED[pred]], kb, ka))
         if neg is not None:
             n = self._negated((neg,))
             if n is not None:
@@ -1932,11 +1951,28 @@ class Engine:
                 self.races.clash(byts, thr, clash_data, op)
             return (byts, t, thr, issued, self._weak_writes(True), self._shared_arms(),
                     self._landing_condition(op))
+        marks = None
+        if weak is None and self._weak_writes() and all(
+                b.uniform or b.tags_forked for b in self.runtime_branches):
+            # a plain write in an arm of a branch the sizes leave undecided whose arms run
+            # on one state (they hold asynchronous copies): written as a copy landing there
+            # is (strong, the bytes marked with the arms' conditions; a read where they
+            # fail sees the old contents: AVE203 with sizes) -- it was a weak write, whose
+            # join never let the other arm's copy cancel the mark (an async copy in one
+            # arm, a plain copy in the other: AVE203 at a size the plain copy wrote; a
+            # review helper)
+            when = self._landing_condition(op)[0]
+            if when:
+                marks = self._landing_marks(byts, t, when, op, self.loops)
+                weak = False
         if thr is not None:
             self.races.write(byts, thr, op, differs=self._differs(byts, t),
-                             keep=self._shared_arms() or bool(weak),
+                             keep=self._shared_arms() or bool(weak) or marks is not None,
                              data=t.data if varies else clash_data if overlap else None)
-        self._smem_write(byts, t, threads=thr, weak=weak or None)
+        if marks is not None:
+            self._smem_write(byts, t, threads=thr, weak=False, when=marks)
+        else:
+            self._smem_write(byts, t, threads=thr, weak=weak or None)
         return None
 
     def _differs(self, byts: np.ndarray, t: Tags, current_epoch: bool = True) -> np.ndarray:
