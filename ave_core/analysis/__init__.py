@@ -232,7 +232,8 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 waits[key] = (min(n, n0), commit or c0)
     try:
         ta = time.perf_counter()
-        variants = list(unrolled_variants(kernel, bound))
+        keep = _combination_filter(kernel, tab, conds, solver, fields)
+        variants = list(unrolled_variants(kernel, bound, keep=keep))
         t_unroll += time.perf_counter() - ta
         eng = run_variants(variants, opts.incremental)
         if eng is not None and opts.zero_trips:
@@ -242,7 +243,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             zero = zero_trip_loops(eng)
             if zero:
                 ta = time.perf_counter()
-                zv = list(unrolled_variants(kernel, bound, zero=zero))
+                zv = list(unrolled_variants(kernel, bound, zero=zero, keep=keep))
                 t_unroll += time.perf_counter() - ta
                 run_variants(zv, False, joint=True)
         if ruled_out and not collected and not any(
@@ -342,6 +343,60 @@ def _witness_notes(w: dict) -> list[str]:
         notes.append("found with runtime trip counts "
                      + ", ".join(f"{k}={v}" for k, v in w["trip_counts"].items()))
     return notes
+
+def _combination_filter(kernel: KernelIR, tab: Any, conds: Any, solver: Any,
+                        fields: list) -> Any:
+    """For a kernel with several runtime loops: a predicate over trip-count combinations
+    (``{loop op: count}``) keeping those some sizes run, decided with z3 before any is
+    unrolled -- loops sharing a bound (a pipelined helper inlined twice) ran every one of
+    T ** loops combinations, the impossible ones dropped only after they ran (4 loops: past
+    the variant limit, a correct kernel "unknown"; a review helper). The loops' bounds are
+    evaluated by running the kernel's ops up to its first runtime loop (its prefix, on an
+    engine of its own: nothing is collected). None (keep all) with fewer than two runtime
+    loops or when the prefix cannot be run."""
+    from ave_core.analysis.accumulation import _trip_forms_named, count_constraints
+    from ave_core.analysis.engine import AnalysisLimit, Engine
+    from ave_core.analysis.symbolic import SymOverflow
+    from ave_core.compiler.unroll import loop_names, runtime_loops, unroll
+    loops = runtime_loops(kernel)
+    if len(loops) < 2:
+        return None
+    names = loop_names(kernel)
+    inside = {names[id(op)] for op in loops}
+    try:
+        uk = unroll(kernel, {op: 1 for op in loops})
+        eng = Engine(uk, tab, conds, solver, fields)
+        eng.run(stop=lambda op: any(nm in inside for nm, _ in op.attrs.get("loop_indices",
+                                                                          ())))
+        forms = {id(f[8]): f for f in _trip_forms_named(eng) if f[8] is not None}
+    except (AnalysisLimit, SymOverflow, UnrollError):
+        return None
+    except Exception:                       # (an optimization: never the analysis' end)
+        return None
+    if len(forms) < 2:
+        return None
+    z3 = solver.z3
+    diffs = {i: solver.lin(f[0], f[1]) - f[2] for i, f in forms.items()}
+    s = z3.Solver(ctx=solver.ctx)
+    s.set("timeout", solver.timeout_ms)
+    s.add(*solver._domain)
+    memo: dict = {}
+
+    def keep(combo: dict) -> bool:
+        key = tuple(sorted((i, n) for i, n in ((id(op), n) for op, n in combo.items())
+                           if i in forms))
+        r = memo.get(key)
+        if r is None:
+            s.push()
+            for i, n in key:
+                s.add(*count_constraints(diffs[i], forms[i][3], n))
+            with solver.timed():
+                solver.queries += 1
+                r = memo[key] = s.check() != z3.unsat
+            s.pop()
+        return r
+    return keep
+
 
 def _variant_model(eng: Any) -> dict | None:
     """The smallest sizes and program ids running the variant's trip counts (z3's

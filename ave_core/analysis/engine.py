@@ -570,7 +570,9 @@ class Engine:
 
     # ------------------------------------------------------------------ run
 
-    def run(self) -> None:
+    def run(self, stop: Any = None) -> None:
+        """Run the kernel (``stop``: a predicate over its top-level ops; the run ends
+        before the first it holds for -- a prefix, for the bounds of its loops)."""
         T = self.T
         self.env: dict[Value, Any] = {}
         for p in self.k.params:
@@ -634,6 +636,12 @@ class Engine:
         self.open_group: list = []
         self.inflight: list[tuple] = []
         self.commits = np.zeros(self.T, np.int64)
+        if stop is not None:
+            for op in self.k.body.ops:
+                if stop(op):
+                    return
+                self._step(op)
+            return
         if self._jlist is not None:
             self._exec_top(self.k.body.ops, 0)
         else:
@@ -2571,8 +2579,15 @@ class Engine:
         if truth == 1:
             raise AnalysisLimit("`ave.assume`: the condition is false for every size", op)
         sv = self.solver
-        sv.assume(self._cond_ids(rows[0]))
-        if sv.satisfiable([], [sv.z3.BoolVal(True, sv.ctx)]).status == "unsat":
+        key = tuple(int(c) for c in self._cond_ids(rows[0]))
+        if key not in sv.assumed:
+            sv.assume(key)
+            if sv.satisfiable([], [sv.z3.BoolVal(True, sv.ctx)]).status == "unsat":
+                # (the first that makes them contradictory: every later variant re-runs
+                # the earlier ones on the same solver, already assumed -- they were
+                # reported too; a new user)
+                sv.contradicting.add(key)
+        if key in sv.contradicting:
             # (contradictory preconditions: every query unsat, every check proved)
             raise AnalysisLimit("`ave.assume`: no sizes satisfy the kernel's preconditions "
                                 "(they contradict each other or the sizes' domain: every "

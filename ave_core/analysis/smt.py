@@ -97,6 +97,8 @@ class Solver:
         #: the conditions of the kernel's ``ave.assume`` preconditions (tuples of condition
         #: ids), part of :attr:`_domain` since the op ran (see :meth:`assume`)
         self.assumed: set = set()
+        #: those whose addition left no sizes (Engine.op_ave_assume)
+        self.contradicting: set = set()
         #: answers about barriers under branches on runtime values, shared by the
         #: variants of one analysis (Engine._always_reached / Engine._may_diverge)
         self.reach_memo: dict = {}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ave_core.compiler.ir import Block, KernelIR, Op, ScalarType, Value
 from ave_core.lang import dtypes as _dt
@@ -257,15 +257,20 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
 
 
 def unrolled_variants(kernel: KernelIR, bound: int | None = None,
-                      zero: Sequence[Op] = ()) -> Iterator[tuple[dict[str, int], KernelIR]]:
+                      zero: Sequence[Op] = (),
+                      keep: Callable[[dict[Op, int]], bool] | None = None
+                      ) -> Iterator[tuple[dict[str, int], KernelIR]]:
     """Yield ``({loop index name: trip count}, unrolled kernel)`` for every combination of
     trip counts ``1..bound`` of the kernel's runtime loops (one variant when it has none).
     With ``zero`` (runtime loops of ``kernel`` the sizes let run zero times): instead,
     every combination in which at least one of those loops runs 0 times (the others
-    ``1..bound``, those of ``zero`` ``0..bound``).
+    ``1..bound``, those of ``zero`` ``0..bound``). With ``keep`` (``{loop op: trip
+    count} -> bool``): only the combinations it keeps (those some sizes run), decided
+    before unrolling.
 
     Raises:
-        UnrollError: more than :data:`MAX_VARIANTS` combinations.
+        UnrollError: more than :data:`MAX_VARIANTS` combinations (kept ones, with
+            ``keep``).
     """
     loops = runtime_loops(kernel)
     T = bound if bound is not None else default_trip_bound(kernel)
@@ -274,16 +279,21 @@ def unrolled_variants(kernel: KernelIR, bound: int | None = None,
         if not zero:
             yield {}, unroll(kernel, memo=memo)
         return
-    if T ** len(loops) > MAX_VARIANTS:
-        raise UnrollError(f"{len(loops)} runtime loops with trip counts up to {T} make "
-                          f"{T ** len(loops)} variants (limit {MAX_VARIANTS})")
     zids = {id(z) for z in zero}
     ranges = [range(0 if id(op) in zids else 1, T + 1) for op in loops]
+    combos = [c for c in itertools.product(*ranges) if not zero or 0 in c]
+    if keep is not None:
+        if len(combos) > MAX_VARIANTS * 16:
+            raise UnrollError(f"{len(loops)} runtime loops with trip counts up to {T} make "
+                              f"{len(combos)} combinations (limit {MAX_VARIANTS * 16})")
+        combos = [c for c in combos if keep(dict(zip(loops, c)))]
+    if len(combos) > MAX_VARIANTS:
+        raise UnrollError(f"{len(loops)} runtime loops with trip counts up to {T} make "
+                          f"{len(combos)} variants" + (" that some sizes run" if keep else "")
+                          + f" (limit {MAX_VARIANTS})")
     display = loop_names(kernel)
     memo["__loop_names__"] = display
-    for combo in itertools.product(*ranges):
-        if zero and 0 not in combo:
-            continue
+    for combo in combos:
         names = {display[id(op)]: n for op, n in zip(loops, combo)}
         yield names, unroll(kernel, dict(zip(loops, combo)), memo)
 

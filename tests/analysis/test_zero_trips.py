@@ -120,6 +120,10 @@ def test_zero_trip_variants_are_the_combinations_with_a_zero():
     assert combos == [(0, 0), (0, 1), (0, 2), (1, 0), (2, 0)]
     assert [tuple(t.values()) for t, _ in unrolled_variants(k, 2)] == \
         [(1, 1), (1, 2), (2, 1), (2, 2)]
+    # `keep` decides before unrolling (here: equal counts only)
+    same = [tuple(t.values()) for t, _ in unrolled_variants(
+        k, 2, keep=lambda c: len(set(c.values())) == 1)]
+    assert same == [(1, 1), (2, 2)]
 
 
 # ------------------------------------------------------------------ ave.assume
@@ -287,3 +291,15 @@ def test_a_float_precondition_decides_the_same_comparison():
     X = np.random.default_rng(0).standard_normal((32, 32)).astype(np.float32)
     res = run(k, (1,), [X, np.zeros((32, 32), np.float32), np.float32(1.0)])
     assert "AVE303" in [x.code for x in res.diagnostics]
+
+
+def test_contradictory_preconditions_are_reported_once_at_the_second():
+    # every variant re-runs the first assume on the same solver, which already held both:
+    # it was reported too (a new user)
+    text = SRC.replace("{FIX}", "").replace(
+        "    KT = (K + 31) // 32\n",
+        "    KT = (K + 31) // 32\n    ave.assume(K % 32 == 0)\n    ave.assume(K < 0)\n")
+    a = analyze(compile_source(text, "z.py").kernels[0])
+    (d,) = a.diagnostics
+    assert d.code == "AVE205" and "no sizes satisfy" in d.message
+    assert text.splitlines()[d.range.start.line].strip() == "ave.assume(K < 0)"

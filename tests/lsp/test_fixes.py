@@ -312,7 +312,10 @@ def test_insert_wait_fixes_the_broken_flash_attention_example():
     assert found and all(d.fix and d.fix["kind"] == "insert_wait" for d in found)
     (out,) = to_lsp([found[0]], path=path, uri="file://" + path, text=text)
     (action,) = fixes.code_actions(text, [out], changes)
-    assert action.title.startswith("Insert ave.wait_async(2) and ave.barrier() before line 219")
+    # (before the read of V_j: its line, derived from the file)
+    read = text.splitlines().index("        v_lo = ave.ldmatrix(vs[0:BC, 0:DH], tpv.b)") + 1
+    assert action.title.startswith(
+        f"Insert ave.wait_async(2) and ave.barrier() before line {read}")
     fixed = apply(text, action.edit.changes["file:///k.py"][0])
     assert check_file(path, fixed).diagnostics == []
 
