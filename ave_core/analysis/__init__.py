@@ -94,7 +94,7 @@ def _refined(w: dict) -> dict:
 def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelAnalysis:
     """Check every assertion of one kernel specialization; never raises on user input."""
     from ave_core.analysis.accumulation import zero_trip_loops
-    from ave_core.analysis.engine import AnalysisLimit, Engine
+    from ave_core.analysis.engine import AnalysisLimit, Engine, VariantRuledOut
     from ave_core.analysis.smt import Solver
     from ave_core.analysis.symbolic import CondTable, SymOverflow, SymTable
 
@@ -119,6 +119,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     t_unroll = t_prop = 0.0
 
     ruled_out: list[dict] = []
+    contradictions: list = []
     collected = 0
 
     def run_variants(variants: list, incremental: bool, joint: bool = False) -> Any:
@@ -153,6 +154,14 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 else:
                     eng.run()
                 eng.check_uniform_trips()
+            except VariantRuledOut as e:
+                # (the preconditions hold for no sizes running these trip counts)
+                eng = None
+                ruled_out.append(trips)
+                if e.op is not None and "no sizes" in str(e):
+                    contradictions.append(e.op)
+                t_prop += time.perf_counter() - tb - (solver.time_s - sb)
+                continue
             except (AnalysisLimit, SymOverflow) as e:
                 eng = None
                 eop = getattr(e, "op", None)
@@ -250,14 +259,19 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 r.kind == "analysis" for r in results.values()):
             # (every variant ruled out: nothing was checked, and it said "0 errors"; a
             # review helper: `ave.assume(K >= 1024)` with T = 5)
-            loc = Loc(kernel.file, kernel.range)
+            loc = contradictions[0].loc if contradictions else Loc(kernel.file, kernel.range)
             results[("limit", "trips")] = AssertionResult(
                 "analysis", loc, "unknown", trip_bound=bound,
-                reason="the kernel's preconditions (ave.assume) rule out every trip count "
-                       f"analysed (1..{bound}"
-                       + (", and 0" if any(0 in t.values() for t in ruled_out) else "")
-                       + "): nothing was checked; raise tripCountBound (--trip-bound) to "
-                       "counts they allow")
+                reason=("`ave.assume`: no sizes satisfy the kernel's preconditions (with "
+                        "the trip counts analysed): they contradict each other or the "
+                        "sizes' domain (every size >= 1), or need more trips than "
+                        f"{bound} (raise tripCountBound, --trip-bound)"
+                        if contradictions and len(contradictions) == len(ruled_out) else
+                        "the kernel's preconditions (ave.assume) rule out every trip "
+                        f"count analysed (1..{bound}"
+                        + (", and 0" if any(0 in t.values() for t in ruled_out) else "")
+                        + "): nothing was checked; raise tripCountBound (--trip-bound) "
+                        "to counts they allow"))
     except UnrollError as e:
         loc = Loc(kernel.file, kernel.range)
         results[("limit",)] = AssertionResult("analysis", loc, "unknown", reason=str(e),
@@ -364,7 +378,7 @@ def _combination_filter(kernel: KernelIR, tab: Any, conds: Any, solver: Any,
     names = loop_names(kernel)
     inside = {names[id(op)] for op in loops}
     try:
-        uk = unroll(kernel, {op: 1 for op in loops})
+        uk = unroll(kernel, {op: 1 for op in loops}, bind=False)
         eng = Engine(uk, tab, conds, solver, fields)
         eng.run(stop=lambda op: any(nm in inside for nm, _ in op.attrs.get("loop_indices",
                                                                           ())))

@@ -60,6 +60,16 @@ from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Op, ScalarType,
                                   TileType, Value)
 
 
+class VariantRuledOut(Exception):
+    """The kernel's preconditions (``ave.assume``) hold for no sizes that run this
+    trip-count variant (``ave.assume(KT >= 2)`` where the variant runs the loop once): the
+    variant is not analysed."""
+
+    def __init__(self, message: str, op: Op | None = None) -> None:
+        super().__init__(message)
+        self.op = op
+
+
 class AnalysisLimit(Exception):
     """A construct the analysis cannot model precisely (reported as ``unknown``)."""
 
@@ -574,6 +584,8 @@ class Engine:
         """Run the kernel (``stop``: a predicate over its top-level ops; the run ends
         before the first it holds for -- a prefix, for the bounds of its loops)."""
         T = self.T
+        # (a variant's own preconditions: see Solver.restore_assumptions)
+        self.solver.restore_assumptions(())
         self.env: dict[Value, Any] = {}
         for p in self.k.params:
             if isinstance(p.type, TensorType):
@@ -859,11 +871,15 @@ class Engine:
                 dict(self.occurrence), len(self.divergent), len(self.may_diverge),
                 None if self._writer_over is None else
                 [*self._writer_over[:3], self._writer_over[3].copy(), self._writer_over[4]],
-                self.entered_loops)
+                self.entered_loops, self.solver.assumption_state(), self._accessed)
 
     def _restore(self, cp: tuple) -> None:
-        jlen, groups, open_group, nc, nu, nr, nt, occ, nd, nm, over, entered = cp
+        jlen, groups, open_group, nc, nu, nr, nt, occ, nd, nm, over, entered, assumed, \
+            accessed = cp
         self.entered_loops = entered
+        self._accessed = accessed
+        if self.solver.restore_assumptions(assumed):
+            self._changed_assumptions()
         while len(self._jlist) > jlen:
             e = self._jlist.pop()
             if callable(e):
@@ -1971,7 +1987,8 @@ class Engine:
             # review helper)
             when = self._landing_condition(op)[0]
             if when:
-                marks = self._landing_marks(byts, t, when, op, self.loops)
+                marks, joined = self._landing_marks(byts, t, when, op, self.loops)
+                t = self._join_other_paths(byts, t, joined)
                 weak = False
         if thr is not None:
             self.races.write(byts, thr, op, differs=self._differs(byts, t),
@@ -2161,8 +2178,21 @@ class Engine:
                                     self._differs(byts, t, issued[0] == self.races.epoch),
                                     keep)
         if tags:
-            self._smem_write(byts, t, weak=weak, threads=thr,
-                             when=self._landing_marks(byts, t, *when) if when[0] else 0)
+            marks = 0
+            if when[0]:
+                marks, joined = self._landing_marks(byts, t, *when)
+                t = self._join_other_paths(byts, t, joined)
+            self._smem_write(byts, t, weak=weak, threads=thr, when=marks)
+
+    def _join_other_paths(self, byts: np.ndarray, t: Tags, joined: np.ndarray) -> Tags:
+        """``t`` with the rows ``joined`` (granules another path wrote other data into:
+        :meth:`_landing_marks`) joined with the granules' tags now."""
+        if not joined.any():
+            return t
+        t = t.copy()
+        i = np.nonzero(joined)[0]
+        t.put(i, join(t.take(i), self.smem.take(byts[i]), self.conds))
+        return t
 
     def _landing_condition(self, op: Op) -> tuple:
         """The condition under which an asynchronous copy issued here runs, as far as the
@@ -2198,6 +2228,7 @@ class Engine:
             same &= self.smem.data[byts] == t.data
         base = self._landing_id(frozenset((when,)), copy, loops)
         out = np.full(len(byts), base, np.int32)
+        joined = np.zeros(len(byts), bool)
         for o in np.unique(old).tolist():
             sel = old == o
             if o == 0:
@@ -2207,9 +2238,14 @@ class Engine:
             merged = self._landing_id(_simplify(clauses | {when}), copy, loops)
             if all(self._exclusive(c, when) for c in clauses):
                 out[sel] = merged
+                # other data on the other paths: the bytes hold one or the other -- their
+                # tags joined (a wrong k-tile refilled in one arm, the right one in the
+                # other: only the later arm's tags were kept, and the pairing was proved;
+                # a review helper)
+                joined |= sel & ~same
             else:
                 out[sel & same] = merged
-        return out
+        return out, joined
 
     def _exclusive(self, a: tuple, b: tuple) -> bool:
         """Two clauses of branch arms cannot both hold: different arms of one branch, or
@@ -2577,21 +2613,27 @@ class Engine:
         if truth == 0:
             return
         if truth == 1:
-            raise AnalysisLimit("`ave.assume`: the condition is false for every size", op)
+            # (false where this variant fixes a loop bound: `KT >= 2` with KT = 1)
+            raise VariantRuledOut("`ave.assume`: the condition is false here", op)
         sv = self.solver
         key = tuple(int(c) for c in self._cond_ids(rows[0]))
         if key not in sv.assumed:
             sv.assume(key)
+            self._changed_assumptions()
             if sv.satisfiable([], [sv.z3.BoolVal(True, sv.ctx)]).status == "unsat":
-                # (the first that makes them contradictory: every later variant re-runs
-                # the earlier ones on the same solver, already assumed -- they were
-                # reported too; a new user)
-                sv.contradicting.add(key)
-        if key in sv.contradicting:
-            # (contradictory preconditions: every query unsat, every check proved)
-            raise AnalysisLimit("`ave.assume`: no sizes satisfy the kernel's preconditions "
-                                "(they contradict each other or the sizes' domain: every "
-                                "size >= 1)", op)
+                # (contradictory preconditions, with this variant's trip counts: every
+                # query unsat, every check proved; the engine is dropped, and the next
+                # variant starts from none)
+                raise VariantRuledOut("`ave.assume`: no sizes satisfy the kernel's "
+                                      "preconditions", op)
+
+    def _changed_assumptions(self) -> None:
+        """The preconditions in force changed: forget the answers decided under others."""
+        self._excl_memo.clear()
+        self._landing_memo.clear()
+        nm = getattr(self.bounds, "_never_memo", None)
+        if nm is not None:
+            nm.clear()
 
     def op_ave_reset(self, op):
         t: TileVal = self.env[op.operands[0]]

@@ -97,8 +97,7 @@ class Solver:
         #: the conditions of the kernel's ``ave.assume`` preconditions (tuples of condition
         #: ids), part of :attr:`_domain` since the op ran (see :meth:`assume`)
         self.assumed: set = set()
-        #: those whose addition left no sizes (Engine.op_ave_assume)
-        self.contradicting: set = set()
+        self._assume_terms: list = []
         #: answers about barriers under branches on runtime values, shared by the
         #: variants of one analysis (Engine._always_reached / Engine._may_diverge)
         self.reach_memo: dict = {}
@@ -188,7 +187,35 @@ class Solver:
         if key in self.assumed:
             return
         self.assumed.add(key)
-        self._domain.append(self.cond(list(key)))
+        term = self.cond(list(key))
+        self._assume_terms.append((key, term))
+        self._domain.append(term)
+
+    def assumption_state(self) -> tuple:
+        """The preconditions in force, in the order they were made (a checkpoint's)."""
+        return tuple(k for k, _ in self._assume_terms)
+
+    def restore_assumptions(self, state: tuple) -> bool:
+        """Put the preconditions of ``state`` (:meth:`assumption_state`) in force: they
+        belong to one trip-count variant (``ave.assume(N <= KT * 32)`` reads ``N <= 32``
+        where the variant fixes ``KT = 1``; kept for every later variant it hid their
+        findings -- a review helper). Clears the answers decided under other ones; True
+        when they changed."""
+        if state == self.assumption_state():
+            return False
+        for _, term in self._assume_terms:
+            for i in range(len(self._domain) - 1, -1, -1):
+                if self._domain[i] is term:
+                    del self._domain[i]
+                    break
+        self._assume_terms = []
+        self.assumed = set()
+        for key in state:
+            self.assume(key)
+        for memo in (self.reach_memo, self.diverge_memo, self.race_pair_memo,
+                     self.arm_memo):
+            memo.clear()
+        return True
 
     def close(self) -> None:
         """The analysis is over: its z3 terms are dropped and its context freed off this
@@ -198,6 +225,7 @@ class Solver:
         self._atoms.clear()
         self._domain.clear()
         self.assumed.clear()
+        self._assume_terms.clear()
         self._lin_memo.clear()
         self._cond_memo.clear()
         ctx, self._ctx = self._ctx, None

@@ -175,7 +175,7 @@ class _Ctx:
 
 
 def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
-           memo: dict | None = None) -> KernelIR:
+           memo: dict | None = None, bind: bool = True) -> KernelIR:
     """Return a copy of ``kernel`` with every ``scf.for`` unrolled.
 
     Args:
@@ -183,6 +183,11 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
         trip_counts: for each runtime loop (an op of ``kernel``), the trip count to unroll
             it for. Runtime loops without an entry raise :class:`UnrollError`.
 
+        bind: bind each runtime loop's upper bound to its value for the trip count (step
+            +-1, constant start; the default). Without: every bound stays a runtime value
+            (the forms of all loops' bounds at once, for :func:`ave_core.analysis`'s
+            filter of trip-count combinations: a bound bound to 1 made the forms of the
+            loops computed from it hold for one trip only; a review helper).
         memo: shared between the unrollings of one kernel for several trip counts: an op
             whose source op, loop indices and operands are the same is the same object in
             every variant, so that variants share their common prefix (the analysis then
@@ -212,7 +217,7 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
         # branch was replaced by the constant, with no precondition -- its zero trips and
         # trip constraints were lost; a review helper. It stays a runtime value)
         merged = isinstance(ub.owner, Op) and bool(ub.owner.regions)
-        if lb in consts and st in consts and consts[st] in (1, -1) and not merged:
+        if bind and lb in consts and st in consts and consts[st] in (1, -1) and not merged:
             ctx.bindings[ub] = consts[lb] + n * consts[st]
     body = Block()
     if memo is not None and "__args__" in memo:

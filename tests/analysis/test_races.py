@@ -721,6 +721,25 @@ def test_sync_writes_in_an_arm_with_async_copies_may_not_happen():
     assert np.abs(c - wrong).max() < 1e-2
 
 
+def test_each_arm_refills_other_data_both_kept():
+    # the then-arm refills sA with the wrong k-tile (k = 0..31; sB holds 32..63), the
+    # else-arm with the right one, each with an async copy elsewhere (the arms run on one
+    # state): the bytes are written on every path, and their tags are the join of both
+    # paths' -- k = ⊤, violated. Marking the plain writes like landings kept the later
+    # arm's tags only: proved (a review helper). The interpreter: wrong for K = 96
+    arm = ("        ave.copy(A[0:64, {K}], sA)\n"
+           "        ave.copy_async(B[0:32, 0:64], t2, vector_bytes=16)\n"
+           "        ave.commit_async()\n        ave.wait_async(0)\n")
+    k = _join_body("    ave.barrier()\n"
+                   "    t2 = ave.alloc((32, 64), ave.bf16, space=\"shared\")\n"
+                   "    if K > 64:\n" + arm.replace("{K}", "0:32") +
+                   "    else:\n" + arm.replace("{K}", "32:64"))
+    status, (d,) = _pairing(k)
+    assert status == ["violated"] and d.witness["operands"]["x"]["tags"]["k"] == "⊤"
+    c, right, wrong = _join_run(k, 96)
+    assert np.abs(c - wrong).max() < 1e-2 and np.abs(c - right).max() > 1.0
+
+
 def test_a_write_only_some_threads_make_leaves_bytes_uninitialized():
     # `if thread_id() < M: copy into sA` (nothing before): for M = 64 the threads 64..127
     # do not copy, and the MMA reads bytes nothing wrote (the interpreter's AVE303). The

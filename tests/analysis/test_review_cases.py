@@ -296,3 +296,47 @@ def test_loops_sharing_a_bound_run_only_the_combinations_sizes_allow():
     a = analyze(k)
     assert a.variants == 5
     assert a.diagnostics == [] and all(r.status == "proved" for r in a.assertions)
+
+
+def test_the_combination_filter_keeps_every_combination_sizes_run():
+    # a backward loop `range(KT - 1, -1, -1)` then a forward one over the same KT: the
+    # filter read the loops' bounds from an unrolling that bound KT to 1, so the backward
+    # loop's start was the constant 0, and only (1, 1) was kept of (1, 1), (2, 2), (3, 3)...
+    # -- the forward loop's race at j = 1 (K > 32) was missed (a review helper). Hand
+    # witness: at j = 1 thread 1 reads s[0] byte 4 (4-byte vectors: element 1) that thread 0
+    # wrote at j = 0 (16-byte vectors: elements 0..3), no barrier between
+    got, (k, a) = _codes("r6_filter_backward")
+    assert got == ["AVE207"]
+    (d,) = a.diagnostics
+    assert d.witness["trip_counts"] == {"i": 2, "j": 2} and d.witness["loop_indices"] == {"j": 1}
+    assert [t["thread"] for t in d.witness["threads"]] == [1, 0] and d.witness["byte"] == 4
+    assert _f32_run(k, (1,), [(32, 32), (32, 32)])[0] == []
+    assert _f32_run(k, (1,), [(32, 64), (32, 32)])[0] == ["AVE304"]
+
+
+def test_a_precondition_over_a_loop_bound_holds_per_variant():
+    # `ave.assume(N <= KT * 32)`: each variant fixes KT, so the assumption reads N <= 32,
+    # N <= 64, ... -- they were all kept (the solver's domain), N <= 32 hid the read of
+    # s[:, 32:64] under `if N > 32:` that nothing wrote (full analysis clean; incremental
+    # "after a memory access"; a review helper). Hand witness: N = 40 needs KT >= 2 (the
+    # variant with 2 trips), thread 0 reads s[0, 32]: byte 32 * 4 = 128
+    from ave_core.analysis import AnalysisOptions
+    got, (k, a) = _codes("r6_assume_bound")
+    assert got == ["AVE203"]
+    (d,) = a.diagnostics
+    assert d.witness["byte"] == 128 and d.witness["trip_counts"] == {"i": 2}
+    full = analyze(k, AnalysisOptions(incremental=False))
+    assert [x.format_text() for x in full.diagnostics] == [x.format_text() for x in a.diagnostics]
+    codes, _, _ = _f32_run(k, (1,), [(32, 64), (32, 40)])
+    assert codes == ["AVE303"]
+
+
+def test_a_precondition_false_for_a_variant_drops_it():
+    # `ave.assume(KT >= 3)`: the variants with 1 and 2 trips are ruled out, not "unknown"
+    # (the condition folds to false there); the kernel of test_zero_trips.ONCE (s written
+    # in the loop's second iteration only) is then clean
+    from .test_zero_trips import ONCE
+    from ave_core.compiler.frontend import compile_source
+    k = compile_source(ONCE.replace("{ASSUME}", "    ave.assume(KT >= 3)\n"), "o.py").kernels[0]
+    a = analyze(k)
+    assert a.diagnostics == [] and not [r for r in a.assertions if r.kind == "analysis"]
