@@ -245,6 +245,12 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
         variants = list(unrolled_variants(kernel, bound, keep=keep))
         t_unroll += time.perf_counter() - ta
         eng = run_variants(variants, opts.incremental)
+        if (eng is None and ruled_out) or any(o.name == "ave.assume" for o in kernel.walk()):
+            # the loops' bounds from the kernel's prefix with no bound fixed: the last
+            # variant's preconditions read its own trip counts (and with every variant
+            # ruled out there is none; `ave.assume(E <= 0)` leaves only zero trips)
+            eng = _prefix_engine(kernel, tab, conds, solver, fields) if opts.zero_trips \
+                else None
         if eng is not None and opts.zero_trips:
             # the runtime loops some sizes let run zero times (``range(1, KT)`` for K <=
             # BK): those variants too, each on its own engine (they share no op after
@@ -358,6 +364,29 @@ def _witness_notes(w: dict) -> list[str]:
                      + ", ".join(f"{k}={v}" for k, v in w["trip_counts"].items()))
     return notes
 
+def _prefix_engine(kernel: KernelIR, tab: Any, conds: Any, solver: Any,
+                   fields: list) -> Any:
+    """An engine that ran the kernel's ops up to its first runtime loop, unrolled with no
+    loop bound fixed (the forms of every loop's bound; its preconditions over sizes, not
+    over one variant's trip counts), or None when that cannot run. Nothing it finds is
+    collected."""
+    from ave_core.analysis.engine import Engine
+    from ave_core.compiler.unroll import loop_names, runtime_loops, unroll
+    loops = runtime_loops(kernel)
+    if not loops:
+        return None
+    names = loop_names(kernel)
+    inside = {names[id(op)] for op in loops}
+    try:
+        uk = unroll(kernel, {op: 1 for op in loops}, bind=False)
+        eng = Engine(uk, tab, conds, solver, fields)
+        eng.run(stop=lambda op: any(nm in inside for nm, _ in op.attrs.get("loop_indices",
+                                                                          ())))
+        return eng
+    except Exception:                       # (AnalysisLimit, an unroll limit, ...: none)
+        return None
+
+
 def _combination_filter(kernel: KernelIR, tab: Any, conds: Any, solver: Any,
                         fields: list) -> Any:
     """For a kernel with several runtime loops: a predicate over trip-count combinations
@@ -369,22 +398,14 @@ def _combination_filter(kernel: KernelIR, tab: Any, conds: Any, solver: Any,
     engine of its own: nothing is collected). None (keep all) with fewer than two runtime
     loops or when the prefix cannot be run."""
     from ave_core.analysis.accumulation import _trip_forms_named, count_constraints
-    from ave_core.analysis.engine import AnalysisLimit, Engine
-    from ave_core.analysis.symbolic import SymOverflow
-    from ave_core.compiler.unroll import loop_names, runtime_loops, unroll
-    loops = runtime_loops(kernel)
-    if len(loops) < 2:
+    from ave_core.compiler.unroll import runtime_loops
+    if len(runtime_loops(kernel)) < 2:
         return None
-    names = loop_names(kernel)
-    inside = {names[id(op)] for op in loops}
+    eng = _prefix_engine(kernel, tab, conds, solver, fields)
+    if eng is None:
+        return None
     try:
-        uk = unroll(kernel, {op: 1 for op in loops}, bind=False)
-        eng = Engine(uk, tab, conds, solver, fields)
-        eng.run(stop=lambda op: any(nm in inside for nm, _ in op.attrs.get("loop_indices",
-                                                                          ())))
         forms = {id(f[8]): f for f in _trip_forms_named(eng) if f[8] is not None}
-    except (AnalysisLimit, SymOverflow, UnrollError):
-        return None
     except Exception:                       # (an optimization: never the analysis' end)
         return None
     if len(forms) < 2:

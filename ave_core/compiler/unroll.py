@@ -217,7 +217,11 @@ def unroll(kernel: KernelIR, trip_counts: dict[Op, int] | None = None,
         # branch was replaced by the constant, with no precondition -- its zero trips and
         # trip constraints were lost; a review helper. It stays a runtime value)
         merged = isinstance(ub.owner, Op) and bool(ub.owner.regions)
-        if bind and lb in consts and st in consts and consts[st] in (1, -1) and not merged:
+        # (nor for zero trips: the loop does not run when ub <= lb, not only at ub = lb --
+        # bound there, `ave.assume(KT % 2 == 1)` read KT = 2 and ruled out the variant
+        # that KT = 1 runs; a review helper)
+        if bind and n != 0 and lb in consts and st in consts and consts[st] in (1, -1) \
+                and not merged:
             ctx.bindings[ub] = consts[lb] + n * consts[st]
     body = Block()
     if memo is not None and "__args__" in memo:

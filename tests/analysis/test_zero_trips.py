@@ -303,3 +303,36 @@ def test_contradictory_preconditions_are_reported_once_at_the_second():
     (d,) = a.diagnostics
     assert d.code == "AVE205" and "no sizes satisfy" in d.message
     assert text.splitlines()[d.range.start.line].strip() == "ave.assume(K < 0)"
+
+
+ZERO_ASSUME = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    N = X.shape[1]
+    E = N - 3
+    ave.assume({COND})
+    s = ave.alloc((32, 32), ave.f32)
+    for kt in ave.range(0, E):
+        ave.copy(X[0:32, 0:32], s, vector_bytes=16)
+    ave.barrier()
+    ave.copy(s, Y[0:32, 0:32], vector_bytes=16)
+'''
+
+
+def test_a_precondition_keeps_the_zero_trips_it_allows():
+    # `s` is written only in the loop: read unwritten when E = N - 3 <= 0. The zero-trip
+    # variant bound E to 0 (zero trips is E <= 0, not E = 0): `E != 0` ruled it out although
+    # N = 1, 2 run it, and `E <= 0` ruled out every variant ("raise tripCountBound"; the
+    # zero-trip one never built). A review helper; the interpreter: AVE303 at N = 1
+    for cond in ("E != 0", "E <= 0", "E < 0", "N != 3"):
+        k = compile_source(ZERO_ASSUME.replace("{COND}", cond), "z.py").kernels[0]
+        a = analyze(k)
+        assert [(d.code, d.witness["trip_counts"]) for d in a.diagnostics] == \
+            [("AVE203", {"kt": 0})], (cond, [d.format_text() for d in a.diagnostics])
+        X = np.random.default_rng(0).standard_normal((32, 1)).astype(np.float32)
+        res = run(k, (1,), [X, np.zeros((32, 32), np.float32)])
+        assert "AVE303" in [x.code for x in res.diagnostics]
+    # `E > 0`: the loop runs, no zero trips
+    k = compile_source(ZERO_ASSUME.replace("{COND}", "E > 0"), "z.py").kernels[0]
+    assert analyze(k).diagnostics == []
