@@ -121,6 +121,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     ruled_out: list[dict] = []
     contradictions: list = []
     collected = 0
+    keep = None          # the combination filter (several runtime loops)
 
     def run_variants(variants: list, incremental: bool, joint: bool = False) -> Any:
         """Run the unrolled ``variants`` (resuming each from the one before when
@@ -172,8 +173,10 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             t_prop += time.perf_counter() - tb - (solver.time_s - sb)
             if eng is None:
                 continue
-            if trips and (solver.assumed or joint or len(trips) > 1) and \
-                    not _trips_possible(eng):
+            # (several loops' combinations were decided before unrolling, when the
+            # filter could run: only a variant's own preconditions are asked again)
+            if trips and (solver.assumed or (joint or len(trips) > 1) and keep is None) \
+                    and not _trips_possible(eng):
                 ruled_out.append(trips)
                 continue
             collected += 1
@@ -438,7 +441,8 @@ def _variant_model(eng: Any) -> dict | None:
     canonical model), when block 0 cannot (then a concrete finding's witness names this
     block and these sizes); None when it can, or unknown."""
     from ave_core.analysis.accumulation import _trip_constraints, _trip_forms
-    if not any(_mentions_pid(eng.tab, k) for k, *_ in _trip_forms(eng)):
+    from ave_core.analysis.symbolic import mentions
+    if not any(mentions(eng.tab, k, ("pid",)) for k, *_ in _trip_forms(eng)):
         return None                      # (no z3 query: block 0 runs what any block does)
     sv = eng.solver
     cons = _trip_constraints(eng, sv.z3)
@@ -451,19 +455,6 @@ def _variant_model(eng: Any) -> dict | None:
     if not any(v for k, v in m.items() if k.startswith("program_id(")):
         return None
     return {k: v for k, v in m.items() if not k.startswith("__")}
-
-
-def _mentions_pid(tab: Any, k: int, depth: int = 0) -> bool:
-    """The linear form ``LIN[k]`` depends on a program id (through any atom)."""
-    for a_idx, _ in tab.lins[k]:
-        at = tab.atoms[a_idx]
-        if at.kind == "pid":
-            return True
-        if at.kind in ("op", "select") and depth < 16:
-            # (op: name, (ka, ca), (kb, cb); select: conditions, (ka, ca), (kb, cb), label)
-            if any(_mentions_pid(tab, arg[0], depth + 1) for arg in at.args[1:3]):
-                return True
-    return False
 
 
 def _trips_possible(eng: Any) -> bool:

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ave_core.analysis.symbolic import (Atom, SymInt, _uniform, _unique_1d, _unique_rows,
-                                        any_last)
+                                        any_last, mentions)
 
 _NONNEG = ("pid", "nprog", "dim", "stride", "load")
 
@@ -198,16 +198,7 @@ class BoundsChecker:
     def _runtime_index(self, key: int) -> bool:
         """The linear form mentions a program id or a loaded value (directly or inside an
         opaque term)."""
-        tab = self.eng.tab
-        for a, _ in tab.lins[key]:
-            at = tab.atoms[a]
-            if at.kind in ("pid", "load"):
-                return True
-            if at.kind in ("op", "select"):
-                (ka, _), (kb, _) = at.args[1:3]
-                if self._runtime_index(ka) or self._runtime_index(kb):
-                    return True
-        return False
+        return mentions(self.eng.tab, key, ("pid", "load"))
 
     def _nonneg(self, key: int) -> bool:
         """LIN[key] >= 0 for every admissible value of its atoms (sizes, ids, indices)."""

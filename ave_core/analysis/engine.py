@@ -625,8 +625,9 @@ class Engine:
         #: undecided -- on the other path the copy never ran and the granule holds what it
         #: held before (see :meth:`_check_landings`)
         self.landed_when = np.zeros(ng, np.int32)
-        #: (condition terms, copy op), index - 1 as above; and the reverse map
-        self._landings: list[tuple] = []
+        #: mark - 1 -> its disjunction of branch-arm clauses (a frozenset; see
+        #: _landing_marks); (clauses, copy, loops) -> mark; mark -> (copy, loops)
+        self._landings: list[frozenset] = []
         self._landing_ids: dict = {}
         self._landing_memo: dict = {}
         self._excl_memo: dict = {}
@@ -725,13 +726,7 @@ class Engine:
         key = (row.tobytes(), path)
         if key in memo:
             return memo[key]
-        terms = []
-        for b in self.runtime_branches:
-            if b.uniform and b.cond_row is not None:
-                bi = list(self._cond_ids(b.cond_row))
-                if bi:
-                    bc = sv.cond(bi)
-                    terms.append(bc if b.arm == 0 else z3.Not(bc))
+        terms = [self._arm_term(ids, arm) for ids, arm, _ in self._uniform_arms()]
         c = sv.cond(ids)
         out = None
         for arm, term in ((1, c), (0, z3.Not(c))):
@@ -1218,7 +1213,6 @@ class Engine:
                 self.env[op.result] = np.full(getattr(self, "_mask_n", None) or self.T,
                                               self._shared_free_cond(op), np.int32)
 
-    _NEG_PRED = {"lt": "ge", "ge": "lt", "gt": "le", "le": "gt", "eq": "ne", "ne": "eq"}
     _SWAP_PRED = {"lt": "gt", "gt": "lt", "le": "ge", "ge": "le", "eq": "eq", "ne": "ne"}
 
     def _shared_free_cond(self, op: Op) -> int:
@@ -1245,8 +1239,8 @@ class Engine:
             c = memo.get((self._SWAP_PRED[pred], kb, ka))
         if c is not None:
             return c
-        neg = memo.get((self._NEG_PRED[pred], ka, kb)) or \
-            memo.get((self._SWAP_PRED[self._NEG_PRED[pred]], kb, ka))
+        neg = memo.get((self._NEGATE[pred], ka, kb)) or \
+            memo.get((self._SWAP_PRED[self._NEGATE[pred]], kb, ka))
         if neg is not None:
             n = self._negated((neg,))
             if n is not None:
@@ -2202,16 +2196,30 @@ class Engine:
         that gets here, or :meth:`_weak_writes` makes its landing weak -- then ``op`` and
         the loop indices."""
         out = []
-        for b in self.runtime_branches:
-            if b.uniform and b.undecided and b.cond_row is not None:
-                ids = tuple(self._cond_ids(b.cond_row))
-                if ids:
-                    out.append((ids, b.arm, id(b.op)))
-                    self._branch_ops[id(b.op)] = b.op
+        for ids, arm, b in self._uniform_arms(undecided=True):
+            out.append((ids, arm, id(b.op)))
+            self._branch_ops[id(b.op)] = b.op
         return tuple(out), op, self.loops
 
+    def _uniform_arms(self, undecided: bool = False) -> list[tuple]:
+        """``(condition ids, arm, RuntimeBranch)`` of each enclosing arm of a branch on a
+        runtime condition every thread takes the same way (``undecided``: only those the
+        sizes leave undecided)."""
+        out = []
+        for b in self.runtime_branches:
+            if b.uniform and b.cond_row is not None and (b.undecided or not undecided):
+                ids = tuple(self._cond_ids(b.cond_row))
+                if ids:
+                    out.append((ids, b.arm, b))
+        return out
+
+    def _arm_term(self, ids: tuple, arm: int) -> Any:
+        """The z3 term of taking arm ``arm`` (0 then, 1 else) of a branch on ``ids``."""
+        c = self.solver.cond(list(ids))
+        return c if arm == 0 else self.solver.z3.Not(c)
+
     def _landing_marks(self, byts: np.ndarray, t: Tags, when: tuple, copy: Op,
-                       loops: tuple) -> np.ndarray:
+                       loops: tuple) -> tuple[np.ndarray, np.ndarray]:
         """The :attr:`landed_when` of granules ``byts`` that a copy issued under ``when``
         (:meth:`_landing_condition`: one clause, a conjunction of branch arms) writes
         with tags ``t``. A mark is a disjunction of such clauses: the granule holds the
@@ -2221,7 +2229,9 @@ class Engine:
         by datum: a prefetch one tile short over an older untagged tile was proved). Where
         the old clauses are each exclusive with this one (other arms of the same branches:
         if/else, if/elif/else, nested arms; the arms run one after the other on one
-        state), one of them ran: their disjunction. Otherwise this copy's clause alone."""
+        state), one of them ran: their disjunction, and where they wrote other data the
+        tags are to be joined (the second array: :meth:`_join_other_paths`). Otherwise
+        this copy's clause alone."""
         old = self.landed_when[byts]
         same = self.written[byts] & (rows_take(self.smem.code, byts) == t.code).all(axis=1)
         if t.data is not None:
@@ -2256,11 +2266,8 @@ class Engine:
         key = (a, b)
         r = self._excl_memo.get(key)
         if r is None:
-            sv = self.solver
-            z3 = sv.z3
-            both = [sv.cond(list(ids)) if arm == 0 else z3.Not(sv.cond(list(ids)))
-                    for ids, arm, _ in a + b]
-            r = self._excl_memo[key] = sv.satisfiable([], both).status == "unsat"
+            both = [self._arm_term(ids, arm) for ids, arm, _ in a + b]
+            r = self._excl_memo[key] = self.solver.satisfiable([], both).status == "unsat"
         return r
 
     def _landing_id(self, clauses: frozenset, copy: Op, loops: tuple) -> int:
@@ -2289,23 +2296,16 @@ class Engine:
         m = marks.reshape(len(marks), -1).max(axis=1)
         sv = self.solver
         z3 = sv.z3
-        path = []
-        pkey = []
-        for b in self.runtime_branches:
-            if b.uniform and b.cond_row is not None:
-                ids = tuple(self._cond_ids(b.cond_row))
-                if ids:
-                    c = sv.cond(list(ids))
-                    path.append(c if b.arm == 0 else z3.Not(c))
-                    pkey.append((ids, b.arm))
+        arms = self._uniform_arms()
+        pkey = tuple((ids, arm) for ids, arm, _ in arms)
         for idx in np.unique(m[m > 0]).tolist():
-            key = (idx, tuple(pkey), self.loops, self.entered_loops, id(self.k))
+            key = (idx, pkey, self.loops, self.entered_loops, id(self.k))
             res = self._landing_memo.get(key)
             if res is None:
-                ran = z3.Or(*[z3.And(*[sv.cond(list(ids)) if arm == 0 else
-                                       z3.Not(sv.cond(list(ids))) for ids, arm, _ in when])
+                ran = z3.Or(*[z3.And(*[self._arm_term(ids, arm) for ids, arm, _ in when])
                               for when in sorted(self._landings[idx - 1], key=repr)])
-                extra = running_trip_constraints(self, z3) + path + [z3.Not(ran)]
+                extra = running_trip_constraints(self, z3) + \
+                    [self._arm_term(ids, arm) for ids, arm, _ in arms] + [z3.Not(ran)]
                 r = sv.satisfiable([], extra)
                 res = self._landing_memo[key] = (r.status, r)
             status, r = res

@@ -685,6 +685,20 @@ _CMP = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_e
         "eq": np.equal, "ne": np.not_equal}
 
 
+def mentions(tab: SymTable, key: int, kinds: tuple) -> bool:
+    """The linear form ``LIN[key]`` mentions an atom of one of ``kinds`` (``"pid"``,
+    ``"load"``, ...), directly or inside an opaque term (an op, a select)."""
+    for a, _ in tab.lins[key]:
+        at = tab.atoms[a]
+        if at.kind in kinds:
+            return True
+        if at.kind in ("op", "select"):
+            (ka, _), (kb, _) = at.args[1:3]
+            if mentions(tab, ka, kinds) or mentions(tab, kb, kinds):
+                return True
+    return False
+
+
 def sym_compare(tab: SymTable, ct: CondTable, pred: str, a: SymInt, b: SymInt) -> np.ndarray:
     """Condition ids (0 true, 1 false, else symbolic) of ``a <pred> b`` elementwise."""
     d = sym_add(tab, a, b, -1)
