@@ -271,10 +271,11 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             loc = contradictions[0].loc if contradictions else Loc(kernel.file, kernel.range)
             results[("limit", "trips")] = AssertionResult(
                 "analysis", loc, "unknown", trip_bound=bound,
-                reason=("`ave.assume`: no sizes satisfy the kernel's preconditions (with "
-                        "the trip counts analysed): they contradict each other or the "
-                        "sizes' domain (every size >= 1), or need more trips than "
-                        f"{bound} (raise tripCountBound, --trip-bound)"
+                reason=("`ave.assume`: no sizes satisfy the kernel's preconditions: they "
+                        "contradict each other or the sizes' domain (every size >= 1)"
+                        + (" (with the trip counts analysed), or need more trips than "
+                           f"{bound} (raise tripCountBound, --trip-bound)"
+                           if any(ruled_out) else "")
                         if contradictions and len(contradictions) == len(ruled_out) else
                         "the kernel's preconditions (ave.assume) rule out every trip "
                         f"count analysed (1..{bound}"

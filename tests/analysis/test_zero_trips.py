@@ -336,3 +336,21 @@ def test_a_precondition_keeps_the_zero_trips_it_allows():
     # `E > 0`: the loop runs, no zero trips
     k = compile_source(ZERO_ASSUME.replace("{COND}", "E > 0"), "z.py").kernels[0]
     assert analyze(k).diagnostics == []
+
+
+def test_contradictory_preconditions_without_loops_say_nothing_of_trips():
+    # (a new user: the hint "raise tripCountBound" on a kernel with no loop)
+    text = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    ave.assume(X.shape[1] >= 32)
+    ave.assume(X.shape[1] < 16)
+    s = ave.alloc((32, 32), ave.f32)
+    ave.copy(X[0:32, 0:32], s, vector_bytes=16)
+    ave.barrier()
+    ave.copy(s, Y[0:32, 0:32], vector_bytes=16)
+'''
+    (d,) = analyze(compile_source(text, "c.py").kernels[0]).diagnostics
+    assert d.code == "AVE205" and "no sizes satisfy" in d.message
+    assert "trip" not in d.message and d.range.start.line == 5
