@@ -152,7 +152,10 @@ def _plural(n: int, word: str) -> str:
 
 
 def summary_line(report: dict) -> str:
-    """``checked N files, K kernels (S specializations): E errors, W warnings``."""
+    """``checked N files, K kernels (S specializations): E errors, W warnings; assertions:
+    P proved, V violated, U unknown, Z vacuous`` (the assertions part whenever a
+    specialization was analyzed -- its report has ``assertions``, an empty list for a
+    kernel with none -- or any assertion has a verdict)."""
     s = report["summary"]
     specs = s.get("specializations")
     if specs is None:
@@ -169,7 +172,11 @@ def summary_line(report: dict) -> str:
     if s.get("skipped"):
         line += f", {_plural(s['skipped'], 'file')} not checked (maxFileLines)"
     verdicts = [(s.get(k, 0), k) for k in ("proved", "violated", "unknown", "vacuous")]
-    if any(n for n, _ in verdicts):
+    # (whenever specializations were analyzed, even with no assertion: one form for a CI
+    # log to parse; dropped only when nothing was analyzed -- no kernel, --no-analysis)
+    analyzed = any("assertions" in sp for f in report.get("files", ())
+                   for k in f.get("kernels", ()) for sp in k.get("specializations", ()))
+    if any(n for n, _ in verdicts) or analyzed:
         line += "; assertions: " + ", ".join(f"{n} {k}" for n, k in verdicts)
     return line
 

@@ -567,3 +567,21 @@ def test_also_in_another_specialization_says_what_it_found_there():
     assert also == ["also in the specialization configs[2], there: MMA operand pairing "
                     "violated: thread 0 (warp 0, lane 0): A holds row=0 (A[row=0, k=0]) but "
                     "B holds row=8 (A[row=8, k=0])"], d.notes
+
+
+def test_summary_line_keeps_the_assertions_part_for_analyzed_kernels_without_any():
+    """One form for a CI log to parse: a kernel that was analyzed and has no assertion
+    still gets `; assertions: 0 proved, ...`; without analysis (no `assertions` in its
+    specializations) the part is left out."""
+    def report(spec: dict) -> dict:
+        return {"summary": {"files": 1, "kernels": 1, "errors": 0, "warnings": 0,
+                            "specializations": 1, "proved": 0, "violated": 0,
+                            "unknown": 0, "vacuous": 0},
+                "files": [{"kernels": [{"specializations": [spec]}]}]}
+    analyzed = report({"constexprs": {}, "status": "proved", "assertions": []})
+    assert cli.summary_line(analyzed) == (
+        "checked 1 file, 1 kernel (1 specialization): 0 errors, 0 warnings; "
+        "assertions: 0 proved, 0 violated, 0 unknown, 0 vacuous")
+    front_end_only = report({"constexprs": {}, "status": "ok"})
+    assert cli.summary_line(front_end_only) == (
+        "checked 1 file, 1 kernel (1 specialization): 0 errors, 0 warnings")
