@@ -244,10 +244,10 @@ class HoverIndex:
         specs = self.kernels.get((span[2], span[0]), [])
         answers: list[tuple[str, list[Any]]] = []
         for k in specs:
-            cand = self._pick(k, word, wrange, span)
-            if cand is None:
+            copies = self._pick(k, word, wrange, span)
+            if not copies:
                 continue
-            body = self._describe(word, cand)
+            body = self._describe_copies(word, copies)
             for text, ks in answers:
                 if text == body:
                     ks.append(k)
@@ -263,7 +263,79 @@ class HoverIndex:
             parts.append(f"*{', '.join(_spec_name(k) for k in ks)}*\n\n{body}")
         return "\n\n---\n\n".join(parts), wrange
 
-    def _pick(self, k: Any, word: str, wrange: Range, span: tuple) -> _Cand | None:
+    def _pick(self, k: Any, word: str, wrange: Range, span: tuple) -> list[_Cand]:
+        """The definition the word at ``wrange`` shows (:meth:`_pick_one`), in every copy
+        the front end made of its statement: a helper called several times, a
+        ``static_range`` loop (one per copy, in program order; [] for none)."""
+        c = self._pick_one(k, word, wrange, span)
+        if c is None:
+            return []
+        target = next((a for a in self.assigns if a.end == wrange.end and a.name == word
+                       and a.kernel == (span[2], span[0])), None)
+        if target is not None:
+            assigned = self._assigned(k, target)
+            if any(x is c for x in assigned):
+                return assigned
+        bound = self._bound(k, word, span)
+        if c.op is None or any(b is c for b in bound):
+            # a bound name (a helper's parameter, its result, a loop variable): the
+            # bindings of the same name at the same place, one per copy
+            out: list[_Cand] = []
+            for b in bound:
+                if b.start == c.start and b.end == c.end and \
+                        not any(b.value is x.value for x in out):
+                    out.append(b)
+            return out if any(x.value is c.value for x in out) else [c]
+        out = []
+        for op in k.walk():
+            if op is c.op or (op.name == c.op.name and op.loc.file == self.path
+                              and op.loc.range == c.op.loc.range):
+                out.extend(_Cand(c.start, c.end, v, v.type, op) for v in op.results
+                           if v.name == word)
+        return out if any(x.value is c.value for x in out) else [c]
+
+    def _describe_copies(self, word: str, copies: list[_Cand]) -> str:
+        """Hover markdown of a definition's copies: one description when they agree; else
+        each distinct one under the copies it holds for (``copy 2 of 2, the call at line
+        11``) -- the first alone was shown, while the inlay hint said ``(+1 more)``."""
+        groups: list[tuple[str, list[int]]] = []
+        for i, c in enumerate(copies):
+            body = self._describe(word, c)
+            for text, idx in groups:
+                if text == body:
+                    idx.append(i)
+                    break
+            else:
+                groups.append((body, [i]))
+        if len(groups) == 1:
+            return groups[0][0]
+        n = len(copies)
+        # (where the copies' values come from different lines -- a helper's parameter
+        # bound to each call's argument -- each copy names its line)
+        lines = {c.op.loc.range.start.line for c in copies
+                 if c.op is not None and c.op.loc.file == self.path}
+        head = (f"**{word}**: {n} copies of this definition (a helper called {n} times, or "
+                f"a `static_range` loop), {len(groups)} different:")
+        parts = [head]
+        for body, idx in groups:
+            names = ", ".join(self._copy_name(copies[i], i, n, len(lines) > 1) for i in idx)
+            parts.append(f"*{names}*\n\n{body}")
+        return "\n\n---\n\n".join(parts)
+
+    def _copy_name(self, c: _Cand, i: int, n: int, by_line: bool) -> str:
+        """``copy i+1 of n`` and, for an op inlined from a call in this file, ``, the call
+        at line L`` (the innermost call site here); else with ``by_line``, ``, the value
+        of line L`` (the op that made the value)."""
+        out = f"copy {i + 1} of {n}"
+        loc = getattr(c.op, "loc", None)
+        here = [x for x in (getattr(loc, "inlined_from", ()) or ()) if x.file == self.path]
+        if here:
+            out += f", the call at line {here[-1].range.start.line + 1}"
+        elif by_line and loc is not None and loc.file == self.path:
+            out += f", the value of line {loc.range.start.line + 1}"
+        return out
+
+    def _pick_one(self, k: Any, word: str, wrange: Range, span: tuple) -> _Cand | None:
         first, last = span[0], span[1]
         cands: list[_Cand] = []
         for p in k.params:

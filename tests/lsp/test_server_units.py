@@ -430,3 +430,50 @@ def test_watched_files_in_a_hidden_folder_above_the_workspace_count(tmp_path, mo
     assert not _skipped(str(tmp_path / ".other" / "x.py"), str(root), frozenset({".venv"}))
     assert _skipped(str(tmp_path / "node_modules" / "x.py"), str(root),
                     frozenset({"node_modules"}))
+
+
+def test_hover_lists_every_copy_of_a_helper_called_twice(tmp_path):
+    # A helper called twice (and a static_range loop) defines its names once per copy;
+    # the hover showed one copy -- the first for an assignment target, the last for a
+    # later use -- while the inlay hint said "(+1 more)". Now every distinct copy is
+    # listed with the call it comes from. By hand: sA is (2, 64, 32) row-major, strides
+    # (2048, 32, 1); top(sA[0], 16) takes rows 0..15 of stage 0 -> (16, 32) at offset 0,
+    # top(sA[1], 32) rows 0..31 of stage 1 -> (32, 32) at element offset 2048.
+    from ave_lsp.server.hover import build_index
+
+    head = ("import ave_core.lang as ave\n\n\n@ave.kernel(threads=128)\n"
+            "def kern(A: ave.Tensor[ave.bf16, 2], BM: ave.constexpr = 64, "
+            "BK: ave.constexpr = 32):\n")
+    text = head + (
+        "    sA = ave.alloc((2, BM, BK), ave.bf16, space=\"shared\")\n"       # 5
+        "    def top(x, r):\n"                                                # 6
+        "        y = x[0:r, :]\n"                                             # 7
+        "        return y\n"                                                  # 8
+        "    a = top(sA[0], 16)\n"                                            # 9
+        "    b = top(sA[1], 32)\n"                                            # 10
+        "    for i in ave.static_range(2):\n"                                 # 11
+        "        z = sA[i]\n"                                                 # 12
+        "    c = top(sA[0], 16)\n")                                           # 13
+    idx = build_index(text, str(tmp_path / "k.py"), str(tmp_path))
+    lines = text.splitlines()
+
+    def hover(line, word):
+        return idx.hover(line, lines[line].index(word))[0]
+
+    for line in (7, 8):                     # the target and its use: both copies
+        h = hover(line, "y")
+        assert "3 copies" in h and "2 different" in h
+        first, second = h.split("---")[1:]
+        assert "*copy 1 of 3, the call at line 10, copy 3 of 3, the call at line 14*" in first
+        assert "`(16, 32)`" in first and "`(16,32):(32,1)`" in first
+        assert "*copy 2 of 3, the call at line 11*" in second
+        assert "`(32, 32)`" in second and "`2048 + (32,32):(32,1)`" in second
+    h = hover(7, "x")                       # the parameter: each call's argument
+    assert "copy 2 of 3, the value of line 11" in h and "`2048 + (64,32):(32,1)`" in h
+    h = hover(12, "z")                      # a static_range loop: stage 0, then stage 1
+    assert "*copy 1 of 2*" in h and "`(64,32):(32,1)`" in h and "`2048 + (64,32)" in h
+    h = hover(9, "a")                       # one copy: the plain form
+    assert "copies" not in h and "`(16, 32)`" in h
+    # the inlay hint's tooltip is that hover
+    hints = {p.line: (label, tip) for p, label, tip in idx.inlay_hints(0, 20)}
+    assert hints[7][0].endswith("(+1 more)") and "2 different" in hints[7][1]
