@@ -196,9 +196,10 @@ class BoundsChecker:
                                           np.asarray(threads)[live].copy(), gc, live))
 
     def _runtime_index(self, key: int) -> bool:
-        """The linear form mentions a program id or a loaded value (directly or inside an
-        opaque term)."""
-        return mentions(self.eng.tab, key, ("pid", "load"))
+        """The linear form mentions a program id or a loaded value -- an index table's
+        entry or an index the analysis does not follow (directly or inside an opaque
+        term)."""
+        return mentions(self.eng.tab, key, ("pid", "load", "value"))
 
     def _nonneg(self, key: int) -> bool:
         """LIN[key] >= 0 for every admissible value of its atoms (sizes, ids, indices)."""

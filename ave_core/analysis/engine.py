@@ -616,6 +616,14 @@ class Engine:
         #: per op with regions (a mask): the scalars they use from outside (_scalars_vary)
         self._region_outer: dict = {}
         self._tensor_ids: dict = {}
+        #: the data of elements read from global integer tensors (index tables): datum ->
+        #: (the "load" atom's args of that element, its name), so that indices read from
+        #: shared bytes a table was copied into are that element's unknown
+        #: (:meth:`_shared_index_values`)
+        self._int_elements: dict = {}
+        #: objects whose id() names an atom (kept alive: an id is unique only while its
+        #: object lives)
+        self._keep_alive: list = []
         #: per global tensor, how many writes into it ran so far (its elements' data
         #: before and after one differ: see _global_written)
         self._gversion: dict = {}
@@ -1394,9 +1402,49 @@ class Engine:
         if isinstance(idx, TileVal) and idx.space == "global":
             coords = [np.arange(rows)]
             return self._loaded_values(idx, coords, op)
-        # values from shared memory: opaque per row
-        keys = np.array([self.tab.atom(Atom("load", (id(op), r))) for r in range(rows)],
-                        np.int32)
+        if isinstance(idx, TileVal):
+            return self._shared_index_values(idx, op, rows)
+        # an index fragment whose values the analysis does not follow (cast from floats, a
+        # reduction): an unknown per row of the value -- the same for every gather or
+        # scatter through it -- and of any sign (not an index table's entry)
+        src = op.operands[1]
+        owner = src.owner if isinstance(src.owner, Op) else None
+        label = src.name or "index"
+        keys = np.array([self.tab.atom(Atom("value", (id(owner) if owner is not None
+                                                      else id(src), r)),
+                                       name=f"{label}[{r}]") for r in range(rows)], np.int32)
+        self._keep_alive.append(owner if owner is not None else src)
+        return SymInt(keys, np.zeros(rows, np.int64))
+
+    def _shared_index_values(self, tile: TileVal, op: Op, rows: int) -> SymInt:
+        """The values of a gather's or scatter's index rows read from shared memory: per
+        row, the element its bytes hold -- the index table's element they were copied
+        from (the same unknown as that element loaded directly), else an unknown per datum
+        (two gathers through the same bytes read the same indices: each op had unknowns
+        of its own, and a gather and a scatter through one shared index buffer were a
+        false AVE201 whose witness gave row 0 two values; a review helper); unwritten
+        bytes (reported where they are read as such): an unknown per op and row."""
+        coords = [np.arange(rows)]
+        addr = self.shared_addresses(tile, coords)
+        eb = tile.dtype.bytes
+        per = max(1, eb // self.G)
+        byts = (addr // self.G)[:, None] + np.arange(per)
+        dd = self.smem.data[byts]
+        data = self.element_data(dd) if per > 1 else dd[:, 0]
+        wr = all_last(self.written[byts])
+        keys = np.zeros(rows, np.int32)
+        for r in range(rows):
+            datum = int(data[r])
+            name = f"{tile.name}[{r}]" if tile.name else None
+            if not wr[r] or datum in (0, -1):
+                keys[r] = self.tab.atom(Atom("load", ("shared", id(op), r)), name=name)
+                self._keep_alive.append(op)
+                continue
+            src = self._int_elements.get(datum)
+            if src is not None:
+                keys[r] = self.tab.atom(Atom("load", src[0]), name=src[1])
+            else:
+                keys[r] = self.tab.atom(Atom("load", ("shared", datum)), name=name)
         return SymInt(keys, np.zeros(rows, np.int64))
 
     def _loaded_values(self, tile: TileVal, coords: list[np.ndarray], op: Op,
@@ -1427,15 +1475,20 @@ class Engine:
                 conc[i] = other
                 continue
             at = (tile.tensor.name,) + tuple((int(c.key[i]), int(c.conc[i])) for c in tc)
+            name = self.tab.element_name(at[0], at[1:])
+            if extra:
+                name += f" after write {ver}"
             if truth[i] > 1:
                 # the loaded value or 'other': an unknown of its own -- not taken to be
                 # >= 0 like a table entry when 'other' is negative (a missed AVE208)
                 at += (("masked", guard[i].tobytes(), other),)
+                name = f"the masked load of {name}"
                 if other < 0:
                     keys[i] = self.tab.atom(Atom("param", (f"{tile.tensor.name}[...] or "
-                                                           f"{other}",) + at + extra))
+                                                           f"{other}",) + at + extra),
+                                            name=name)
                     continue
-            keys[i] = self.tab.atom(Atom("load", at + extra))
+            keys[i] = self.tab.atom(Atom("load", at + extra), name=name)
         return SymInt(keys, conc)
 
     def op_ave_global_tile(self, op):
@@ -1675,10 +1728,11 @@ class Engine:
             # tensor's elements at these (symbolic) coordinates, under the mask
             tid = self._tensor_ids.setdefault(tile.tensor.name, len(self._tensor_ids) + 1)
             ver = self._gversion.get(tile.tensor.name, 0)
-            tags.data = self._masked_data(
-                data_ids(_DATUM_GLOBAL, [tid, ver] + [(c.key.astype(np.int64) << 40) + c.conc
-                                                 for c in gc], n),
-                tags.cond, op, tile.dtype)
+            raw = data_ids(_DATUM_GLOBAL, [tid, ver] + [(c.key.astype(np.int64) << 40) + c.conc
+                                                       for c in gc], n)
+            if tile.dtype.is_int and tile.dtype.name != "i1":
+                self._register_int_elements(tile.tensor.name, gc, raw, ver)
+            tags.data = self._masked_data(raw, tags.cond, op, tile.dtype)
             return tags
         addr = self.shared_addresses(tile, coords)
         eb = tile.dtype.bytes
@@ -1735,6 +1789,23 @@ class Engine:
             if marks.any():
                 self._check_landings(op, marks, threads, first)
         return tags
+
+    def _register_int_elements(self, tensor: str, gc: list[SymInt], data: np.ndarray,
+                               ver: int) -> None:
+        """Remember which element of an integer tensor each datum of a read is (see
+        :attr:`_int_elements`): the same atom args and name as :meth:`_loaded_values`
+        gives that element read unmasked."""
+        reg = self._int_elements
+        for i in range(len(data)):
+            d = int(data[i])
+            if d in reg:
+                continue
+            at = (tensor,) + tuple((int(c.key[i]), int(c.conc[i])) for c in gc)
+            name = self.tab.element_name(tensor, at[1:])
+            if ver:
+                at += (("written", ver),)
+                name += f" after write {ver}"
+            reg[d] = (at, name)
 
     def _global_written(self, tile: TileVal) -> None:
         """A write into a global tensor ran (or may have: an arm of a branch): its elements
@@ -2964,12 +3035,26 @@ class Engine:
     def op_ave_full(self, op):
         V = op.attrs["layout"].num_values
         tags = Tags.bottom(self.T * V, self.F)
-        d = self.constant_datum(op.attrs.get("value"), op.result.type.dtype)
+        dtype = op.result.type.dtype
+        d = self.constant_datum(op.attrs.get("value"), dtype)
         if d is not None:
             # a constant: its bytes are its datum, in every element (a fill from a runtime
             # scalar stays computed: new data per store)
             tags.data = np.full(tags.n, d, np.int64)
-        self.env[op.result] = FragVal(tags, V, varies=bool(op.operands) and
+        # an integer fill's values (an index fragment: a gather through ave.full(..., -1)
+        # was taken for an index table's entries, >= 0 -- an out-of-bounds read went
+        # unreported, and a constant index was an unknown in witnesses; a review helper)
+        ival = None
+        if dtype.is_int and dtype.name != "i1":
+            if op.operands:
+                x = self.env.get(op.operands[0])
+                if isinstance(x, SymInt) and np.shape(x.key) == (self.T,):
+                    ival = SymInt(np.repeat(x.key, V), np.repeat(x.conc, V))
+            elif op.attrs.get("value") is not None:
+                ival = SymInt.const(np.full(self.T * V, int(op.attrs["value"]), np.int64))
+            if ival is not None and not _fits_dtype(ival, dtype):
+                ival = None
+        self.env[op.result] = FragVal(tags, V, ival, varies=bool(op.operands) and
                                       self._varies(op.operands[0]))
 
     def op_ave_coord(self, op):
@@ -3090,6 +3175,15 @@ class Engine:
         ci = self._kept_index(B, 1, w, tc[:, :, 1], BN)
         new = self._mma_product_tags(tiled, row, col, ri, ci)
         out = agree([c.tags, new], self.conds) if c.tags.code.any() else new
+        if out is not new:
+            # C[m, n] += A[m, :] B[:, n]: an accumulator element holding another row or
+            # column than its products is a conflict, ⊤ (agree dropped the field: an
+            # accumulator kept across two N-tiles, scaled -- no MMA chain to follow --
+            # stored the second tile's C[m, 64 + n] with B's column n in it, and the
+            # store's check proved it, the field no longer compared; a review helper).
+            # A field only one side has is kept, as agree does.
+            code = _join_code(c.tags.code, new.code)
+            out = Tags(code, out.cond, out.src, out.moved, out.via, out.data)
         out.moved[:] = -1
         act = np.repeat(self.active, Vc)
         if not act.all():
@@ -3715,7 +3809,7 @@ class Engine:
             (ka, ca), (kb, cb) = at.args[1:3]
             x, y = self._concretize(ka, ca, model), self._concretize(kb, cb, model)
             return x if isinstance(x, int) and x == y else None
-        name = str(at)
+        name = self.tab.names[a]
         if name not in model:
             if at.kind != "pid":
                 return None

@@ -144,7 +144,7 @@ class Solver:
 
     #: the order in which a witness' unknowns are made small (program ids first: the
     #: witness' block; then grid sizes, tensor sizes and strides, scalars, loaded values)
-    _RANK = {"pid": 0, "nprog": 1, "dim": 2, "stride": 3, "param": 4, "load": 5}
+    _RANK = {"pid": 0, "nprog": 1, "dim": 2, "stride": 3, "param": 4, "load": 5, "value": 6}
 
     def canonical_model(self, s: Any, first: tuple = (), mentioned_only: bool = False) -> Any:
         with self.timed():
@@ -170,7 +170,7 @@ class Solver:
         # without one optimization objective each: an unknown per thread made 128 of them,
         # past the budget); the traversal costs more than it saves on ordinary queries
         used = _constants(z3, s.assertions()) if mentioned_only else None
-        items = sorted((self._RANK.get(a.kind, 9), str(a), self._atoms[i])
+        items = sorted((self._RANK.get(a.kind, 9), self.tab.names[i], self._atoms[i])
                        for i, a in enumerate(self.tab.atoms)
                        if i in self._atoms and a.kind not in DERIVED
                        and (used is None or self._atoms[i].get_id() in used))
@@ -239,7 +239,7 @@ class Solver:
         for i, z in (self._atoms.items() if atoms is None else atoms):
             if self.tab.atoms[i].kind not in DERIVED:
                 try:
-                    out[str(self.tab.atoms[i])] = m.eval(z, model_completion=True).as_long()
+                    out[self.tab.names[i]] = m.eval(z, model_completion=True).as_long()
                 except Exception:
                     pass
         return out
@@ -276,7 +276,7 @@ class Solver:
             cids, (ka, ca), (kb, cb), _ = a.args
             z = z3.If(self.cond(list(cids)), self.lin(ka, ca), self.lin(kb, cb))
         else:
-            z = z3.Int(str(a), self.ctx)
+            z = z3.Int(self.tab.names[i], self.ctx)
             if a.kind in ("dim", "stride", "nprog"):
                 self._domain.append(z >= 1)
             elif a.kind == "pid":

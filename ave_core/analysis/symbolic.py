@@ -27,8 +27,13 @@ class Atom:
     """An opaque integer unknown.
 
     ``kind``: ``"pid"`` (args: axis), ``"nprog"`` (axis), ``"param"`` (name),
-    ``"dim"``/``"stride"`` (tensor name, axis), ``"load"`` (op id, element index: a value
-    read from global memory), ``"op"`` (name, (key_a, conc_a), (key_b, conc_b)): an integer
+    ``"dim"``/``"stride"`` (tensor name, axis), ``"load"`` (a value read from an integer
+    tensor -- an index table, taken to be ``>= 0`` -- args: the tensor's name and the
+    element's coordinates ``(key, conc)``, then qualifiers: ``("masked", guard, other)``,
+    ``("written", n)`` (read after the kernel's n-th write into the tensor); or ``("shared",
+    datum)``: the value of shared-memory bytes holding ``datum``), ``"value"`` (an integer
+    the analysis does not follow, no sign assumed: an index cast from floats; args:
+    what makes it unique), ``"op"`` (name, (key_a, conc_a), (key_b, conc_b)): an integer
     operation the linear forms cannot express (``floordiv``, ``mod``, ``mul`` of two
     unknowns...), ``"select"`` (condition ids, (key_a, conc_a), (key_b, conc_b), label): the
     value after a branch on a runtime value, ``a`` when the conjunction of the conditions
@@ -51,6 +56,8 @@ class Atom:
             return f"{self.args[0]}.{'shape' if self.kind == 'dim' else 'stride'}[{self.args[1]}]"
         if self.kind == "load":
             return f"loaded[{self.args[0]}:{self.args[1]}]"
+        if self.kind == "value":
+            return f"value{self.args}"
         if self.kind == "select":
             return str(self.args[3])
         return f"{self.kind}{self.args}"
@@ -70,15 +77,38 @@ class SymTable:
         self.lin_ids: dict[tuple, int] = {(): 0}
         self._add_cache: dict[tuple[int, int], int] = {}
         self._scale_cache: dict[tuple[int, int], int] = {}
+        #: per atom, its name in witnesses and in z3 (unique: two atoms whose text is the
+        #: same -- an index table's element read before and after the kernel rewrote it --
+        #: were one z3 constant, and a wrong pairing through them was proved; a review
+        #: helper): the text, or the name given at its creation, with ``#2``, ``#3`` ...
+        #: for the later ones of the same text
+        self.names: list[str] = []
+        self._name_count: dict[str, int] = {}
 
-    def atom(self, a: Atom) -> int:
-        """Key of the form ``1 * a``."""
+    def atom(self, a: Atom, name: str | None = None) -> int:
+        """Key of the form ``1 * a``. ``name``: its name in witnesses when it is new
+        (default: ``str(a)``; made unique, see :attr:`names`)."""
         i = self.atom_ids.get(a)
         if i is None:
             i = len(self.atoms)
             self.atoms.append(a)
             self.atom_ids[a] = i
+            base = name if name is not None else str(a)
+            n = self._name_count.get(base, 0)
+            text = base
+            while n:
+                text = f"{base}#{n + 1}"
+                if text not in self._name_count:
+                    break
+                n += 1
+            self._name_count[base] = n + 1
+            self._name_count.setdefault(text, 1)
+            self.names.append(text)
         return self.lin(((i, 1),))
+
+    def element_name(self, tensor: str, coords: Any) -> str:
+        """``T[c0, c1]``: an element of a tensor at coordinates ``(key, conc)``."""
+        return f"{tensor}[{', '.join(self.format(int(k), int(c)) for k, c in coords)}]"
 
     def lin(self, terms: tuple[tuple[int, int], ...]) -> int:
         acc: dict[int, int] = {}
@@ -125,7 +155,7 @@ class SymTable:
     def format(self, k: int, c: int = 0) -> str:
         parts = []
         for a, co in self.lins[k]:
-            s = str(self.atoms[a])
+            s = self.names[a]
             parts.append(s if co == 1 else f"{co}*{s}")
         if c or not parts:
             parts.append(str(int(c)))

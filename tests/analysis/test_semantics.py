@@ -437,7 +437,7 @@ def test_a_reduced_fragment_converts_and_stores(tail, expect):
 
 def test_a_witness_takes_index_tables_to_be_well_formed():
     # Rows gathered through a loaded index table and stored into tagged C: wrong unless
-    # I[m] = m. The witness named loaded[I] = -1 (the checker's z3 domain left loaded
+    # I[m] = m. The witness named I[0] = -1 (the checker's z3 domain left loaded
     # values unconstrained, though the bounds check takes tables to be >= 0): replayed,
     # that is an out-of-bounds read, not the reported pairing (a review helper). Now the
     # model's value, replayed in the interpreter, stores A[value] into C[0].
@@ -458,7 +458,7 @@ def k(A: ave.Tensor[ave.f32, 2], I: ave.Tensor[ave.i32, 1], C: ave.Tensor[ave.f3
 '''
     k = compile_source(text, "t.py").kernels[0]
     (d,) = analyze(k).diagnostics
-    note = next(n for n in d.notes if n.startswith("for loaded[I"))
+    note = next(n for n in d.notes if n.startswith("for I["))
     v = int(re.search(r"= (-?\d+)", note).group(1))
     assert v >= 0 and v != 0 and f"the value holds row={v}" in d.message, (d.message, note)
     A = np.arange(64 * 4 * 2, dtype=np.float32).reshape(128, 4)
