@@ -428,7 +428,7 @@ class KernelBuilder:
         if chain is None:
             chain = self._chains[stack] = tuple(Loc(m.path, m.range_of(n),
                                                     stmt=self._call_stmt.get(id(n)))
-                                                for n, m in reversed(stack))
+                                                for n, m in stack)
         loc = Loc(self.cur_module.path, rng, chain, stmt=self.cur_stmt)
         memo[key] = (node, self.cur_module, list(self.call_stack), loc)
         return loc

@@ -193,7 +193,12 @@ class Value:
 
 @dataclass(frozen=True)
 class Loc:
-    """Source location of an op: file, range, and the inlining chain (call sites).
+    """Source location of an op: file, range, and the inlining chain (call sites,
+    outermost first: the call in the kernel's body, then the calls inside the helpers it
+    runs, down to the one that made the op -- the front end built it innermost first, while
+    every reader took ``[0]`` for the kernel's call: a finding two helpers deep was shown
+    at the top of the kernel's file and its call's ``# ave: ignore`` did nothing; a review
+    helper).
 
     ``stmt`` is where a new statement can go right before the statement the op comes
     from: ``(0-based line, that line's indentation)``, or None when that statement does

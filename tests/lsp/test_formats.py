@@ -596,6 +596,62 @@ def test_a_helper_finding_is_shown_and_suppressed_at_its_call(tmp_path, where):
     assert "k3.py:10:9: related: the call of the helper it is in" in p.stdout
 
 
+_OUTER = """import ave_core.lang as ave
+from {INNER_MOD} import stage_inner
+
+
+def stage(A, s, BM, BK, tiled):
+    return stage_inner(A, s, BM, BK, tiled)
+{SAME}"""
+_INNER = """import ave_core.lang as ave
+
+
+def stage_inner(A, s, BM, BK, tiled):
+    ave.copy(A[0:BM, 0:BK], s, vector_bytes=16)
+    a = ave.ldmatrix(s, tiled.a)
+    return a
+"""
+
+
+@pytest.mark.parametrize("layout", ["three_files", "inner_in_helper_file"])
+@pytest.mark.parametrize("suppress", [False, True])
+def test_a_finding_two_helpers_deep_is_shown_at_the_kernels_call(tmp_path, layout,
+                                                                 suppress):
+    # kernel -> stage (h3.py) -> stage_inner (h4.py, or h3.py itself): the inlining chain
+    # was innermost first while every reader took its first entry for the kernel's call:
+    # the race was shown at line 0 of the kernel's file (the same-file variant listed no
+    # call at all), '# ave: ignore' on the call did nothing, and one on the import line
+    # suppressed it (a review helper). Now the kernel's call (0-based line 9) is the
+    # editor's range and its comment drops it.
+    from ave_lsp.server.server import _check_in_worker
+    from ave_lsp.server.settings import Settings
+
+    if layout == "three_files":
+        (tmp_path / "h4.py").write_text(_INNER, "utf-8")
+        outer = _OUTER.replace("{INNER_MOD}", "h4").replace("{SAME}", "")
+    else:
+        outer = _OUTER.replace("from {INNER_MOD} import stage_inner\n", "").replace(
+            "{SAME}", "\n\n" + _INNER.split("\n\n\n", 1)[1])
+    (tmp_path / "h3.py").write_text(outer, "utf-8")
+    k = tmp_path / "k3.py"
+    k.write_text(_CALLER.replace("{K}", "  # ave: ignore[AVE207]" if suppress else ""),
+                 "utf-8")
+    out = _check_in_worker(k.as_uri(), str(k), k.read_text("utf-8"), str(tmp_path),
+                           Settings())
+    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", str(k), "-j1"],
+                       capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+    if suppress:
+        assert out.items == [] and "1 suppressed" in p.stdout, (out.items, p.stdout)
+        return
+    (d,) = out.items
+    inner = "h4.py" if layout == "three_files" else "h3.py"
+    line = 1 + (tmp_path / inner).read_text("utf-8").splitlines().index(
+        "    a = ave.ldmatrix(s, tiled.a)")
+    assert d.code == "AVE207" and d.range.start.line == 9, d
+    assert d.message.startswith(f"{inner}:{line}:9: shared-memory race"), d.message
+    assert "k3.py:10:9: related: the call of the helper it is in" in p.stdout, p.stdout
+
+
 _READER = """import ave_core.lang as ave
 
 
