@@ -39,6 +39,10 @@ A diagnostic is dropped when the line it starts on carries ``# ave: ignore`` or
 (:class:`ave_lsp.server.convert.LineComments`); a diagnostic in another file (a helper) is
 also dropped when its call site in the checked file carries the comment, as in the editor.
 
+``--workspace DIR``: where ``from pkg.mod import f`` is looked up besides the file's own
+directory (default: the directory of the nearest ``pyproject.toml`` above each file, else
+the working directory: the editor's workspace folder, in a project).
+
 ``--jobs N`` (``[tool.ave] jobs``): the specializations of the files are analyzed by N
 worker processes (0, the default: 1.5 per CPU core; 1: none, in this process), the next
 files' front end running meanwhile; the output is the same whatever N.
@@ -115,7 +119,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", "-o", metavar="FILE",
                    help="write the output to FILE instead of standard output")
     p.add_argument("--workspace", metavar="DIR",
-                   help="workspace root where imported helper files are looked up")
+                   help="workspace root where imported helper files are looked up "
+                        "(default: the directory of the nearest pyproject.toml above "
+                        "each file, else the working directory)")
     p.add_argument("--trip-bound", type=int, metavar="T",
                    help="unroll runtime loops for trip counts 1..T (default: STAGES + 2)")
     p.add_argument("--solver-timeout-ms", type=int, metavar="MS",
@@ -353,6 +359,19 @@ class Checker:
         #: per path: {"baselined": n, "skipped": 0|1}
         self.extra: dict[str, dict[str, int]] = {}
 
+
+    def workspace_for(self, path: str) -> str:
+        """Where a file's ``from pkg.helpers import f`` is looked up: ``--workspace``;
+        without it, the directory of the nearest ``pyproject.toml`` at or above the file
+        (the project's root, the editor's workspace folder), else the working directory.
+        None searched only the file's own directory: CI rejected a package import the
+        editor resolved (a review helper)."""
+        if self.workspace:
+            return self.workspace
+        from ave_lsp.config import find_pyproject
+
+        pp = find_pyproject(path)
+        return os.path.dirname(pp) if pp is not None else os.getcwd()
     def _warn(self, message: str) -> None:
         if self.warn is not None and message not in self._warned:
             self._warned.add(message)
@@ -388,8 +407,9 @@ class Checker:
                     return _done((check_mod.FileReport(path, True, [], []), 0))
         # one file as check_paths([path]) would find it (a directory names no file here)
         files = check_mod.iter_python_files([path])
-        pending = [check_mod.start_check(p, workspace=self.workspace, analyze=self.analyze,
-                                         options=options, pool=self.pool) for p in files]
+        pending = [check_mod.start_check(p, workspace=self.workspace_for(p),
+                                         analyze=self.analyze, options=options,
+                                         pool=self.pool) for p in files]
 
         def finish() -> tuple:
             report = check_mod.build_report([c.result() for c in pending])

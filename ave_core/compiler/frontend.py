@@ -2593,13 +2593,19 @@ class _IterCounter:
 
 
 def _installed(top: str) -> bool:
-    """Whether a top-level module can be found (without importing or running it)."""
-    import importlib.util
+    """Whether a top-level module is an installed one (without importing or running it):
+    a builtin, one imported already, or one found on ``sys.path`` without its entries for
+    the working directory (``''``, ``.``, the directory itself: ``python -m ave_lsp`` puts
+    it there, and a package of the workspace was taken for an installed library -- its
+    helpers "cannot be called inside a kernel"; a review helper)."""
+    import importlib.machinery
     import sys
     if top in sys.builtin_module_names or top in sys.modules:
         return True
+    cwd = os.getcwd()
+    path = [p for p in sys.path if p not in ("", ".") and os.path.abspath(p) != cwd]
     try:
-        return importlib.util.find_spec(top) is not None
+        return importlib.machinery.PathFinder.find_spec(top, path) is not None
     except (ImportError, ValueError):
         return False
 

@@ -14,6 +14,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import types
@@ -585,3 +586,46 @@ def test_summary_line_keeps_the_assertions_part_for_analyzed_kernels_without_any
     front_end_only = report({"constexprs": {}, "status": "ok"})
     assert cli.summary_line(front_end_only) == (
         "checked 1 file, 1 kernel (1 specialization): 0 errors, 0 warnings")
+
+
+_PKG_HELPER = """import ave_core.lang as ave
+
+
+def fill(X, s):
+    ave.copy(X[0, 0:64], s[0], vector_bytes=16)
+"""
+_PKG_KERNEL = """import ave_core.lang as ave
+from mylib_ab.helpers import fill
+
+
+@ave.kernel(threads=64)
+def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    s = ave.alloc((2, 64), ave.f32, space="shared")
+    fill(X, s)
+    ave.copy(s[0], Y[0, 0:64], vector_bytes=4)
+"""
+
+
+@pytest.mark.parametrize("cwd, pyproject", [("root", False), ("elsewhere", True)])
+def test_check_resolves_package_imports_like_the_editor(tmp_path, cwd, pyproject):
+    # `from mylib_ab.helpers import fill` in kernels/k.py: the editor (workspace folder:
+    # the project's root) resolves it; --check without --workspace searched only kernels/
+    # (AVE113), and `python -m ave_lsp` took the package in the working directory for an
+    # installed library (AVE101). Now the workspace defaults to the nearest pyproject's
+    # directory, else the working directory: the race of the helper's copy into s[0]
+    # with the kernel's read of it, no barrier between (AVE207 at the read, line 9), as
+    # in the editor.
+    root = tmp_path / "proj"
+    (root / "mylib_ab").mkdir(parents=True)
+    (root / "kernels").mkdir()
+    (root / "mylib_ab" / "helpers.py").write_text(_PKG_HELPER, "utf-8")
+    (root / "kernels" / "k.py").write_text(_PKG_KERNEL, "utf-8")
+    if pyproject:
+        (root / "pyproject.toml").write_text("[project]\nname = 'p'\n", "utf-8")
+    where = root if cwd == "root" else tmp_path
+    p = _python("-m", "ave_lsp", "--check", str(root / "kernels" / "k.py"), "-j1",
+                cwd=where)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "AVE113" not in p.stdout and "AVE101" not in p.stdout, p.stdout
+    assert re.search(r"k\.py:9:5: error AVE207 ", p.stdout), p.stdout
+    assert "helpers.py:5:5: related: earlier access: ave.copy" in p.stdout, p.stdout
