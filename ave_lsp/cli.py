@@ -212,7 +212,9 @@ def format_text(report: dict) -> str:
 
 
 def format_json(report: dict) -> str:
-    return json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    from ave_lsp.sarif import dump_json
+
+    return dump_json(report)
 
 
 def format_sarif(report: dict) -> str:

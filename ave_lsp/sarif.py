@@ -47,7 +47,7 @@ import hashlib
 import os
 import re
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 from urllib.parse import quote
 
 from ave_core.diagnostics import parse_source
@@ -98,7 +98,8 @@ def artifact_location(path: str, cwd: str | None = None) -> dict:
     """A SARIF ``artifactLocation``: relative to ``%SRCROOT%`` when under ``cwd``."""
     rel = relative_path(path, cwd)
     if rel is not None:
-        return {"uri": quote(rel, safe="/"), "uriBaseId": SRCROOT}
+        # (the file system's bytes, percent-encoded: a name that is no UTF-8 raised)
+        return {"uri": quote(os.fsencode(rel), safe="/"), "uriBaseId": SRCROOT}
     if path.startswith("<"):
         return {"uri": quote(path.strip("<>"), safe="")}
     return {"uri": Path(os.path.abspath(path)).as_uri()}
@@ -178,12 +179,43 @@ def _top_level_defs(text: str) -> list[tuple[int, int, str]]:
 
 
 def fingerprint_base(diag: dict, sources: Sources, cwd: str | None = None) -> str:
-    """SHA-256 (hex) of code, file, flagged line's stripped text and enclosing kernel."""
+    """SHA-256 (hex) of code, file, flagged line's code (stripped, its comment left out:
+    :func:`line_code`) and enclosing kernel. A file name that is no UTF-8 (a surrogate
+    escape of its bytes) hashes its escapes (it raised UnicodeEncodeError: the whole SARIF
+    log and ``--write-baseline`` failed; a review helper)."""
     line0 = diag["range"]["start"]["line"]
     parts = [diag["code"], display_path(diag["file"], cwd),
-             sources.line(diag["file"], line0).strip(),
+             line_code(sources.line(diag["file"], line0)),
              sources.enclosing_function(diag["file"], line0)]
-    return hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def line_code(line: str) -> str:
+    """A source line without its comment, stripped: what a fingerprint keeps of it, so
+    that ``# ave: ignore[AVE203]`` added for another finding on the line (the editor's own
+    quick fix) or a ``# TODO`` does not turn its baselined finding into a new one (a
+    review helper). A ``#`` inside a string literal is code; a line inside a multi-line
+    string is taken as it is (only its own quotes are seen)."""
+    quote = None
+    i, n = 0, len(line)
+    while i < n:
+        ch = line[i]
+        if quote is not None:
+            if ch == "\\":
+                i += 2
+                continue
+            if line.startswith(quote, i):
+                i += len(quote)
+                quote = None
+                continue
+        elif ch == "#":
+            return line[:i].strip()
+        elif ch in "'\"":
+            quote = ch * 3 if line.startswith(ch * 3, i) else ch
+            i += len(quote)
+            continue
+        i += 1
+    return line.strip()
 
 
 # ----------------------------------------------------------------------------- rules
@@ -414,6 +446,19 @@ def _dir_uri(path: str) -> str:
 
 
 def format_sarif(report: dict, **kwargs) -> str:
+    return dump_json(to_sarif(report, **kwargs))
+
+
+def dump_json(obj: Any) -> str:
+    """JSON text (indented, non-ASCII as it is, a newline at the end) that is valid UTF-8:
+    where a string holds a lone surrogate (the escape of a file name's bytes that are no
+    UTF-8), every non-ASCII character is escaped instead (the raw byte made the output
+    unreadable as JSON; a review helper)."""
     import json
 
-    return json.dumps(to_sarif(report, **kwargs), indent=2, ensure_ascii=False) + "\n"
+    text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(obj, indent=2, ensure_ascii=True) + "\n"
+    return text

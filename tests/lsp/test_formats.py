@@ -302,7 +302,8 @@ def test_github_output_exact_lines(tmp_path, capsys, monkeypatch):
         "`ave.frobnicate` is not part of the DSL",
         "::error file=sub/b%2Cc%3Ad.py,line=6,col=9,endLine=6,endColumn=17,title=AVE102::"
         "`ave.nope` is not part of the DSL",
-        "checked 3 files, 3 kernels (1 specialization): 2 errors, 0 warnings",
+        "checked 3 files, 3 kernels (1 specialization): 2 errors, 0 warnings; "
+        "assertions: 0 proved, 0 violated, 0 unknown, 0 vacuous",
     ]
 
 
