@@ -16,10 +16,8 @@ is imported when the first file is checked.
 
 from __future__ import annotations
 
-import io
 import math
 import os
-import tokenize
 import traceback
 from dataclasses import dataclass, field
 from typing import Any, Iterable
@@ -30,6 +28,7 @@ from ave_core.diagnostics import (
     Diagnostic,
     Range,
     SourceText,
+    decode_source,
     make_report,
 )
 
@@ -86,24 +85,24 @@ def read_source(path: str) -> tuple[str | None, Diagnostic | None]:
         reason = e.strerror or str(e)
         return None, Diagnostic("AVE901", f"cannot read {path}: {reason}", path, ZERO_RANGE)
     try:
-        return data.decode("utf-8-sig"), None
+        return decode_source(data), None
+    except (UnicodeDecodeError, SyntaxError, LookupError):
+        pass
+    if b"ave_core" not in data:
+        return data.decode("utf-8", errors="replace"), None
+    # Point at the first byte that is not UTF-8 (the prefix before it decodes).
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    try:
+        data[bom:].decode("utf-8")
+        start = bom             # (not text in its declared encoding)
     except UnicodeDecodeError as e:
-        try:
-            enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-            if enc not in ("utf-8", "utf-8-sig"):
-                return data.decode(enc), None
-        except (SyntaxError, LookupError, UnicodeDecodeError):
-            pass
-        if b"ave_core" not in data:
-            return data.decode("utf-8", errors="replace"), None
-        # Point at the first byte that is not UTF-8 (the prefix before it decodes).
-        bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
-        prefix = data[bom:e.start].decode("utf-8", errors="replace")
-        src = SourceText(prefix, path)
-        pos = src.offset_to_position(len(prefix))
-        return None, Diagnostic(
-            "AVE901", f"cannot read {path}: not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start})",
-            path, Range(pos, pos), notes=["Ave reads source files as UTF-8"])
+        start = bom + e.start
+    prefix = data[bom:start].decode("utf-8", errors="replace")
+    src = SourceText(prefix, path)
+    pos = src.offset_to_position(len(prefix))
+    return None, Diagnostic(
+        "AVE901", f"cannot read {path}: not UTF-8 (byte 0x{data[start]:02x} at offset {start})",
+        path, Range(pos, pos), notes=["Ave reads source files as UTF-8"])
 
 
 def internal_error(path: str, exc: BaseException) -> Diagnostic:

@@ -490,6 +490,31 @@ def validate_report(report: dict) -> None:
     jsonschema.validate(report, report_schema())
 
 
+def decode_source(data: bytes) -> str:
+    """Python source bytes as text, as Python reads them: UTF-8 (a leading BOM dropped,
+    line ends kept), or the encoding a PEP 263 comment declares (``# -*- coding: latin-1
+    -*-``).
+
+    Raises:
+        UnicodeDecodeError: the bytes are not text in that encoding.
+    """
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        import io
+        import tokenize
+        try:
+            enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        except (SyntaxError, LookupError):
+            raise
+        if enc in ("utf-8", "utf-8-sig"):
+            raise
+        try:
+            return data.decode(enc)
+        except LookupError as e:
+            raise UnicodeDecodeError(enc, data, 0, 1, str(e)) from None
+
+
 def parse_source(text: str, path: str | None = None) -> ast.Module:
     """``ast.parse`` of user text without Python's compile-time warnings (``SyntaxWarning:
     invalid decimal literal``, ``DeprecationWarning`` for escapes): the checker reports on

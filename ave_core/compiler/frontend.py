@@ -28,7 +28,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 import numpy as np
 
 from ave_core.diagnostics import (AveError, Diagnostic, Location, Range, Related, SourceText,
-                                  ZERO_RANGE, parse_source)
+                                  ZERO_RANGE, decode_source, parse_source)
 from ave_core.compiler import ir
 from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Loc, Op, Param, ProjectedLayout,
                                   BroadcastLayout, ScalarType, TensorType, TileType, Value)
@@ -282,10 +282,13 @@ class ModuleLoader:
         try:
             text = self.overlay.get(path)
             if text is None:
-                with open(path, encoding="utf-8") as f:
-                    text = f.read()
+                # (as Python and the checked file are read: a BOM, a PEP 263 coding
+                # line -- a helper saved so was "cannot read or parse"; a review helper)
+                with open(path, "rb") as f:
+                    text = decode_source(f.read())
             tree = parse_source(text, path)
-        except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError):
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError, RecursionError,
+                LookupError):
             return None
         ctx = ModuleContext(path, text, tree, self)
         self.cache[path] = ctx

@@ -689,3 +689,16 @@ def test_a_file_name_that_is_no_utf8(tmp_path):
     assert p.returncode == 0 and "internal error" not in p.stderr, p.stderr
     p = _python("-m", "ave_lsp", "--check", ".", "--baseline", "b.json", "-j1", cwd=tmp_path)
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("head", [b"\xef\xbb\xbf", b"# -*- coding: latin-1 -*-\n# caf\xe9\n"])
+def test_a_helper_file_is_read_as_python_reads_it(tmp_path, head):
+    # A helper saved with a UTF-8 BOM, or declaring latin-1 (PEP 263): Python imports
+    # both, the checked file itself was read so, but the helper was "cannot read or
+    # parse" (AVE113; a review helper). Now its race is found through the call.
+    (tmp_path / "helpers.py").write_bytes(head + _PKG_HELPER.encode("ascii"))
+    (tmp_path / "k.py").write_text(_PKG_KERNEL.replace("from mylib_ab.helpers import",
+                                                       "from helpers import"), "utf-8")
+    p = _python("-m", "ave_lsp", "--check", "k.py", "-j1", cwd=tmp_path)
+    assert "AVE113" not in p.stdout, p.stdout
+    assert re.search(r"k\.py:9:5: error AVE207 ", p.stdout), p.stdout
