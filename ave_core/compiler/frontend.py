@@ -3754,6 +3754,8 @@ def _compile_kernel(module: ModuleContext, fn: ast.FunctionDef, deco: ast.AST,
             vals = dict(defaults)
             vals.update(cfg)
             specs.append((i, vals))
+    built = []
+    fixed: list[Diagnostic] = []
     for idx, vals in specs:
         b = KernelBuilder(module, fn, d, vals, idx)
         b._root = b.block  # type: ignore[attr-defined]
@@ -3765,9 +3767,23 @@ def _compile_kernel(module: ModuleContext, fn: ast.FunctionDef, deco: ast.AST,
             if idx is not None and len(specs) > 1:
                 diag.notes.append(f"in the specialization configs[{idx}] = "
                                   f"{_fmt_cfg(d['configs'][idx])}")
+            if diag.fix is not None:
+                fixed.append(diag)
             add(diag)
             continue
+        built.append(idx)
         result.kernels.append(k)
+    if built and fixed:
+        # A fix edits text every specialization compiles: where some compile as it is,
+        # it would break them (a view right for configs[1] and not for configs[0]: the
+        # fix for configs[0] broke configs[1], whose fix broke configs[0] again -- the
+        # editor flipped between them; a review helper). No fix then.
+        for diag in fixed:
+            diag.fix = None
+            many = len(built) > 1
+            diag.notes.append(f"no quick fix: the specialization{'s' if many else ''} "
+                              + ", ".join(f"configs[{i}]" for i in built)
+                              + f" compile{'' if many else 's'} with this text")
 
 
 def _fmt_cfg(cfg: dict) -> str:
