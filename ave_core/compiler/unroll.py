@@ -32,8 +32,11 @@ from ave_core.lang import dtypes as _dt
 
 #: Default cap on the number of unrolled variants of one kernel (product of trip counts).
 MAX_VARIANTS = 256
-#: Cap on the number of ops of one unrolled kernel.
-MAX_UNROLLED_OPS = 2_000_000
+#: Cap on the number of ops of one unrolled kernel. The examples and review kernels unroll
+#: to at most ~11,500 ops (trip-count bound 16); the analysis takes ~0.3-1 ms per op, so a
+#: kernel past this cap could not be checked on save anyway. (It was 2,000,000: a loop of
+#: 10**6 constant trips took 100 s and 4 GB to be refused; a review helper.)
+MAX_UNROLLED_OPS = 250_000
 
 
 class UnrollError(Exception):
@@ -512,6 +515,12 @@ def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
     else:
         raise UnrollError(f"loop `{name}` has a runtime trip count and none was given")
     body = op.regions[0]
+    # every iteration clones at least the body's ops (each counts, folded or not): refused
+    # before the first one when they cannot fit (the loop ran until the cap was hit)
+    per = sum(1 for o in body.ops if o.name not in ("scf.yield", "ave.yield"))
+    if ctx.n_ops + n * max(per, 1) > MAX_UNROLLED_OPS:
+        raise UnrollError(f"loop `{name}` runs {n} times over {per} ops: the unrolled kernel "
+                          f"would have more than {MAX_UNROLLED_OPS} ops")
     cur = inits
     for i in range(n):
         saved = ctx.loop_stack

@@ -51,7 +51,29 @@ def serve_stdio() -> int:
     except (AttributeError, ValueError, OSError):
         pass                            # no stderr file: stray prints stay a risk
     server.start_io(os.fdopen(os.dup(in_fd), "rb"), lsp_out)
-    return _exit_status(server)
+    status = _exit_status(server)
+    _exit_if_busy(server, status, lsp_out)
+    return status
+
+
+def _exit_if_busy(server, status: int, *streams) -> None:
+    """The client said ``exit`` (or went away) while a check or hover index is still being
+    computed on a thread: end the process now with ``status``. A thread of the server's
+    pools cannot be interrupted, and Python joins them at exit: a kernel whose check took
+    75 s kept the process alive that long after ``exit``, holding its memory (a review
+    helper). Worker processes of the analysis are shut down first."""
+    if not server.busy():
+        return
+    try:
+        server.shutdown()
+    except Exception:  # noqa: BLE001 - exiting anyway
+        pass
+    for f in (*streams, sys.stdout, sys.stderr):
+        try:
+            f.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 def _exit_status(server) -> int:
@@ -70,4 +92,6 @@ def serve_tcp(host: str, port: int) -> int:
     server = create_server()
     print(f"ave-lsp: listening on {host}:{port}", file=sys.stderr, flush=True)
     server.start_tcp(host, port)
-    return _exit_status(server)
+    status = _exit_status(server)
+    _exit_if_busy(server, status)
+    return status

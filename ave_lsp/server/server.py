@@ -345,6 +345,28 @@ def _use_lsp_line_ends(workspace: Any) -> None:
 
 # ----------------------------------------------------------------------------- server
 
+class _CountingPool(ThreadPoolExecutor):
+    """A thread pool that counts the calls running on its threads (:attr:`running`): at
+    ``exit`` the server ends the process at once when one still runs (see
+    :func:`ave_lsp.server._exit_if_busy`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.running = 0
+        self._count_lock = threading.Lock()
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        def counted() -> Any:
+            with self._count_lock:
+                self.running += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                with self._count_lock:
+                    self.running -= 1
+        return super().submit(counted)
+
+
 class AveLanguageServer(LanguageServer):
     """pygls server with Ave's per-document check scheduling."""
 
@@ -385,15 +407,18 @@ class AveLanguageServer(LanguageServer):
 
     def check_pool(self) -> ThreadPoolExecutor:
         if self._check_pool is None:
-            self._check_pool = ThreadPoolExecutor(max_workers=1,
-                                                  thread_name_prefix="ave-check")
+            self._check_pool = _CountingPool(max_workers=1, thread_name_prefix="ave-check")
         return self._check_pool
 
     def hover_pool(self) -> ThreadPoolExecutor:
         if self._hover_pool is None:
-            self._hover_pool = ThreadPoolExecutor(max_workers=1,
-                                                  thread_name_prefix="ave-hover")
+            self._hover_pool = _CountingPool(max_workers=1, thread_name_prefix="ave-hover")
         return self._hover_pool
+
+    def busy(self) -> bool:
+        """A check or a hover index is being computed on a pool's thread now."""
+        return any(p is not None and p.running > 0
+                   for p in (self._check_pool, self._hover_pool))
 
     def shared_pool(self) -> Any:
         """The :class:`ave_core.pool.SharedPool` whose worker processes analyze the

@@ -201,3 +201,32 @@ def test_trip_bound_from_the_buffers_a_loop_cycles_through():
         "        ave.barrier()\n",
         "        ave.barrier()\n        ave.copy(sK[j % 2], sV[1])\n"))
     assert pipeline_buffers(scratch) is None and default_trip_bound(scratch) == 5
+
+
+def test_a_loop_too_long_to_unroll_is_refused_before_it_is_unrolled(monkeypatch):
+    # `for i in range(10**6)` in a kernel: 2,000,000 ops were cloned (100 s, 4 GB) before
+    # the cap refused it (a review helper). The trip count times the body's ops is
+    # compared with the cap first: not one iteration is cloned.
+    from ave_core.compiler import unroll as unroll_mod
+
+    src = textwrap.dedent('''
+        import ave_core.lang as ave
+        @ave.kernel(threads=32)
+        def k(X: ave.Tensor[ave.i32, 1]):
+            n = 0
+            for i in range(10**6):
+                n += 1
+    ''')
+    k = compile_source(src, "k.py").kernels[0]
+    cloned = []
+    real = unroll_mod._clone_block
+
+    def counting(src_block, out, ctx):
+        cloned.append(src_block)
+        return real(src_block, out, ctx)
+
+    monkeypatch.setattr(unroll_mod, "_clone_block", counting)
+    with pytest.raises(UnrollError, match=r"loop `i` runs 1000000 times over 2 ops: the "
+                                          r"unrolled kernel would have more than 250000 ops"):
+        unroll(k)
+    assert len(cloned) == 1                  # the kernel's body only, no iteration

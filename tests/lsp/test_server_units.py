@@ -477,3 +477,36 @@ def test_hover_lists_every_copy_of_a_helper_called_twice(tmp_path):
     # the inlay hint's tooltip is that hover
     hints = {p.line: (label, tip) for p, label, tip in idx.inlay_hints(0, 20)}
     assert hints[7][0].endswith("(+1 more)") and "2 different" in hints[7][1]
+
+
+def test_exit_does_not_wait_for_a_running_check(monkeypatch):
+    # A check running on the server's thread cannot be interrupted and Python joins pool
+    # threads at exit: after `exit` the process lived on until a 75 s check ended (a
+    # review helper). The pools count what runs on them; with something running, the
+    # server shuts its workers down and ends the process at once, with its status.
+    import threading
+    from ave_lsp import server as server_pkg
+    from ave_lsp.server.server import AveLanguageServer
+
+    ls = AveLanguageServer()
+    assert not ls.busy()
+    started, release = threading.Event(), threading.Event()
+
+    def slow():
+        started.set()
+        release.wait(10)
+        return 7
+
+    fut = ls.check_pool().submit(slow)
+    assert started.wait(10) and ls.busy()
+    exits, shutdowns = [], []
+    monkeypatch.setattr(server_pkg.os, "_exit", exits.append)
+    monkeypatch.setattr(ls, "shutdown", lambda: shutdowns.append(1))
+    server_pkg._exit_if_busy(ls, 1)
+    assert exits == [1] and shutdowns == [1]
+    release.set()
+    assert fut.result(10) == 7 and not ls.busy()
+    exits.clear()
+    server_pkg._exit_if_busy(ls, 0)             # idle: a normal return
+    assert exits == []
+    ls.check_pool().shutdown(wait=True)
