@@ -582,6 +582,13 @@ class AveLanguageServer(LanguageServer):
                         if not self.path_of(u).startswith("<")) if c}
                 if _norm(path) in configs:
                     deps.update(self.docs)
+                elif not os.path.exists(path):
+                    # deleted: the documents it configured are under its directory (their
+                    # nearest pyproject is another one now: they kept its settings until
+                    # the next save; a review helper)
+                    top = _norm(os.path.dirname(path)) + os.sep
+                    deps.update(u for u in self.docs if not self.path_of(u).startswith("<")
+                                and _norm(self.path_of(u)).startswith(top))
                 continue
             if name.endswith(".json"):
                 if baselines is None:

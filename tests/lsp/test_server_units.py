@@ -374,6 +374,19 @@ def test_watched_file_events_recheck_only_what_depends_on_them(tmp_path, monkeyp
     assert scheduled == [k1.as_uri()]
     ls.files_changed([(tmp_path / "pyproject.toml").as_uri()], watched=True)
     assert sorted(scheduled[1:]) == sorted([k1.as_uri(), k2.as_uri()])
+    # a pyproject.toml deleted: the documents under its directory are re-checked (their
+    # nearest one is another now, which no event names; they kept the deleted file's
+    # settings; a review helper) -- not those elsewhere
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    (sub / "pyproject.toml").write_text("[tool.ave]\nmaxFileLines = 1\n", "utf-8")
+    k3 = sub / "k3.py"
+    ls.docs[k3.as_uri()] = _Doc(k3.as_uri())
+    ls.docs[k3.as_uri()].files = [str(k3)]
+    (sub / "pyproject.toml").unlink()
+    del scheduled[:]
+    ls.files_changed([(sub / "pyproject.toml").as_uri()], watched=True)
+    assert scheduled == [k3.as_uri()]
 
 
 def test_hover_bindings_follow_the_text_and_the_scopes(tmp_path):
