@@ -624,6 +624,9 @@ class Engine:
         #: objects whose id() names an atom (kept alive: an id is unique only while its
         #: object lives)
         self._keep_alive: list = []
+        #: the data of masked reads of integer elements the sizes leave open: datum ->
+        #: (the guard's condition ids, the element's datum, `other`) (see _masked_data)
+        self._masked_parts: dict = {}
         #: per global tensor, how many writes into it ran so far (its elements' data
         #: before and after one differ: see _global_written)
         self._gversion: dict = {}
@@ -1433,19 +1436,41 @@ class Engine:
         data = self.element_data(dd) if per > 1 else dd[:, 0]
         wr = all_last(self.written[byts])
         keys = np.zeros(rows, np.int32)
+        conc = np.zeros(rows, np.int64)
+        signed = not tile.dtype.name.startswith("u")
         for r in range(rows):
             datum = int(data[r])
             name = f"{tile.name}[{r}]" if tile.name else None
             if not wr[r] or datum in (0, -1):
-                keys[r] = self.tab.atom(Atom("load", ("shared", id(op), r)), name=name)
+                keys[r] = self.tab.atom(Atom("value", ("shared", id(op), r)), name=name)
                 self._keep_alive.append(op)
                 continue
-            src = self._int_elements.get(datum)
-            if src is not None:
-                keys[r] = self.tab.atom(Atom("load", src[0]), name=src[1])
-            else:
-                keys[r] = self.tab.atom(Atom("load", ("shared", datum)), name=name)
-        return SymInt(keys, np.zeros(rows, np.int64))
+            raw = self._bytes.get(datum)
+            if raw is not None and len(raw) == eb:
+                # known bytes (a constant, a copy's fill value): that number -- a padding
+                # -1 is below 0, not a table entry
+                conc[r] = int.from_bytes(raw, "little", signed=signed)
+                continue
+            masked = self._masked_parts.get(datum)
+            if masked is not None:
+                # a masked copy's element: the table's element where its guard holds, the
+                # fill value where it fails (a padding -1 below 0 where the sizes make it)
+                cids, ed, other = masked
+                ek = self._datum_index(ed, name)
+                keys[r] = self.tab.atom(Atom("select", (cids, (ek, 0), (0, other),
+                                                        name or "index")))
+                continue
+            keys[r] = self._datum_index(datum, name)
+        return SymInt(keys, conc)
+
+    def _datum_index(self, datum: int, name: str | None) -> int:
+        """The key of an index whose bytes hold ``datum``: an index table's element (the
+        same unknown as that element loaded directly, >= 0), else -- computed and stored
+        from registers -- an unknown of that datum, of any sign."""
+        src = self._int_elements.get(datum)
+        if src is not None:
+            return self.tab.atom(Atom("load", src[0]), name=src[1])
+        return self.tab.atom(Atom("value", ("shared", datum)), name=name)
 
     def _loaded_values(self, tile: TileVal, coords: list[np.ndarray], op: Op,
                        guard: np.ndarray | None = None) -> SymInt:
@@ -1847,6 +1872,17 @@ class Engine:
             g = np.ascontiguousarray(rows[sym], np.int32)
             g = g.view(np.int64) if g.shape[1] % 2 == 0 else g.astype(np.int64)
             out[sym] = data_ids(_DATUM_MASKED, [od, data[sym], *g.T], int(sym.sum()))
+            if dtype.is_int and dtype.name != "i1" and isinstance(other, (int, np.integer)):
+                # what such an element is, for an index read from the shared bytes it lands
+                # in (_shared_index_values): the element where the guard holds, `other`
+                # where it fails
+                raw = constant_bytes(other, dtype)
+                ov = int.from_bytes(raw, "little", signed=not dtype.name.startswith("u")) \
+                    if raw is not None else int(other)
+                reg = self._masked_parts
+                for md, d, row in zip(out[sym].tolist(), data[sym].tolist(), rows[sym]):
+                    if md not in reg:
+                        reg[md] = (self._cond_ids(row), d, ov)
         return out
 
     def constant_datum(self, value: Any, dtype: Any) -> int | None:

@@ -143,3 +143,35 @@ def test_elementwise_ops_of_different_rows_drop_the_field():
     O = np.zeros((40, 32), np.float32)
     run(k, (1,), [X, O])
     np.testing.assert_allclose(O[:16], X[16:32].astype(np.float64) + X[:16], rtol=1e-6)
+
+
+def test_a_padded_shared_index_table():
+    # Ids copied into sI with `other=-1` past its E rows: sI[r] is Ids[r] where r < E,
+    # else -1 -- a gather whose mask admits m < 0 reads X[-1] (every shared index was
+    # taken for a table entry, >= 0: clean). The witness: E = 1, thread 8 reads X[-1, 0];
+    # the interpreter says the same for E = 1. With `m >= 0` in the mask: clean.
+    k, a = _analyze("r8_shared_pad")
+    (d,) = a.diagnostics
+    assert d.code == "AVE208" and "X[-1, 0] (below 0)" in d.message and "thread 8" in d.message
+    assert "Ids.shape[0] = 1" in d.notes[0], d.notes
+    X = np.random.default_rng(0).standard_normal((1, 32)).astype(np.float32)
+    res = run(k, (1,), [X, np.zeros((1, 32), np.float32), np.zeros(1, np.int32)],
+              provenance=True)
+    (dyn,) = [x for x in res.diagnostics if x.code == "AVE301"][:1]
+    assert "X[-1, 0]" in dyn.message and "thread 8 " in dyn.message
+    k, a = _analyze("r8_shared_pad_ok")
+    assert a.diagnostics == []
+    X, O = _rows(2)
+    ids = np.array([3, 1, 4, 1, 5], np.int32)
+    assert run(k, (1,), [X, O, ids], provenance=True).diagnostics == []
+    np.testing.assert_array_equal(O[:5], X[ids])
+
+
+def test_an_index_computed_into_shared_memory_has_any_sign():
+    # sI = Ids - 1, stored from registers: sI[0] = -1 for Ids[0] = 0 (clean before).
+    k, a = _analyze("r8_shared_computed")
+    (d,) = a.diagnostics
+    assert d.code == "AVE208" and "below 0" in d.message and "sI[0] = -1" in d.notes[0]
+    X, O = _rows()
+    res = run(k, (1,), [X, O, np.arange(16, dtype=np.int32)], provenance=True)
+    assert any(x.code == "AVE301" and "X[-1, 0]" in x.message for x in res.diagnostics)

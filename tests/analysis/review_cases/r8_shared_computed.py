@@ -1,0 +1,13 @@
+import ave_core.lang as ave
+
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], Out: ave.Tensor[ave.f32, 2], Ids: ave.Tensor[ave.i32, 1]):
+    M, N = X.shape
+    L = ave.tv_layout(ave.layout((8, 16), (64, 1)), ave.layout(4, 16), (16, 32))
+    IDX = ave.tv_layout(ave.layout(128, 0), ave.layout(16, 1), (16,))
+    sI = ave.alloc((16,), ave.i32)
+    ave.store(sI, ave.load(Ids[0:16], IDX) - 1)      # computed: may be -1
+    ave.barrier()
+    x = ave.load(ave.gather(X, sI, 0)[0:16, 0:32], L, mask=lambda m, c: m < M)
+    ave.store(Out[0:16, 0:32], x)

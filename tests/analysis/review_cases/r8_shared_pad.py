@@ -1,0 +1,14 @@
+import ave_core.lang as ave
+
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], Out: ave.Tensor[ave.f32, 2], Ids: ave.Tensor[ave.i32, 1]):
+    M, N = X.shape
+    E = Ids.shape[0]
+    L = ave.tv_layout(ave.layout((8, 16), (64, 1)), ave.layout(4, 16), (16, 32))
+    sI = ave.alloc((16,), ave.i32)
+    # the table padded to 16 rows with -1 in shared memory
+    ave.copy(Ids[0:16], sI, vector_bytes=4, mask=lambda p: p < E, other=-1)
+    ave.barrier()
+    x = ave.load(ave.gather(X, sI, 0)[0:16, 0:32], L, mask=lambda m, c: m < M)
+    ave.store(Out[0:16, 0:32], x, mask=lambda m, c: m < E)
