@@ -292,12 +292,17 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
         if r.status == "proved" and r.covered == 0 and r.kind != "analysis":
             r.status = "vacuous"
     out.assertions = sorted(results.values(), key=lambda r: (r.loc.range.start, r.kind))
-    out.diagnostics = [d for r in out.assertions for d in _diagnose(kernel, r)]
+    out.diagnostics = []
+    for r in out.assertions:
+        for d in _diagnose(kernel, r):
+            d._loc = r.loc              # (the copy reported: see _add_call_sites)
+            out.diagnostics.append(d)
     for (f, rng), (op, loops, thread, byte, trips, inflight, landing, bm) in sorted(
             uninit.items(), key=lambda kv: kv[0][1].start):
         if landing is not None:
             out.diagnostics.append(_landing_diagnostic(kernel, op, loops, thread, byte,
                                                        trips, landing))
+            out.diagnostics[-1]._loc = op.loc
             continue
         where = ", ".join(f"{k}={v}" for k, v in loops)
         what = ("that nothing wrote yet: an asynchronous copy into it is still in flight"
@@ -309,10 +314,12 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                      "threads": [_thr(thread, kernel.warp_size)],
                      "loop_indices": dict(loops), "byte": byte, "trip_counts": trips,
                      "program_points": [], **({"model": bm} if bm else {})}))
+        out.diagnostics[-1]._loc = op.loc
     for (f, rng), (op, loops, reach, miss, branch, model, trips) in sorted(
             divergent.items(), key=lambda kv: kv[0][1].start):
         out.diagnostics.append(_divergent_diagnostic(kernel, op, loops, reach, miss, branch,
                                                      trips, model))
+        out.diagnostics[-1]._loc = op.loc
     for (f, rng), (rf, w) in sorted(races.items(), key=lambda kv: kv[0][1].start):
         fix = w.get("fix")
         if fix is not None and fix["kind"] == "insert_wait" and (f, rng) in waits:
@@ -320,8 +327,11 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             # (fewer where the fix goes before an outer call: races.witness)
             fix["count"], fix["commit"] = min(n, fix["count"]), commit
         out.diagnostics.append(_race_diagnostic(rf, w))
+        out.diagnostics[-1]._loc = rf["op"].loc
     for (f, rng), w in sorted(oob.items(), key=lambda kv: kv[0][1].start):
+        op = w["op"]
         out.diagnostics.append(_oob_diagnostic(w, kernel))
+        out.diagnostics[-1]._loc = op.loc
     _add_call_sites(kernel, out.diagnostics)
     solver.close()
     # propagate_s: the engine (tag propagation and checks) without the time in z3;
@@ -348,7 +358,15 @@ def _add_call_sites(kernel: KernelIR, diags: list[Diagnostic]) -> None:
     if not calls:
         return
     for d in diags:
-        site = calls.get((d.file, d.range)) if d.file != kernel.file else None
+        if d.file == kernel.file:
+            continue
+        # the call of the copy reported (a helper called twice: the finding in the second
+        # copy was shown, and suppressed, at the first call; a review helper), else the
+        # first call of a helper op at that place
+        loc = getattr(d, "_loc", None)
+        chain = getattr(loc, "inlined_from", ()) or () if loc is not None and \
+            (loc.file, loc.range) == (d.file, d.range) else ()
+        site = chain[0] if chain else calls.get((d.file, d.range))
         if site is None or site.file == d.file:
             continue
         if not any(r.location.file == site.file and r.location.range == site.range

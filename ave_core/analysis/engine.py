@@ -592,6 +592,11 @@ class Engine:
                 self.env[p.value] = TensorVal(p.name, p.type.rank)
             elif isinstance(p.type, ScalarType) and p.type.dtype.is_int:
                 key = self.tab.atom(Atom("param", (p.name,)))
+                # (its dtype's range: a witness named n = 5717214012 for an i32 n; a review
+                # helper)
+                rng = p.type.dtype.int_range
+                if rng is not None:
+                    self.tab.ranges[self.tab.lins[key][0][0]] = rng
                 self.env[p.value] = SymInt(np.full(T, key, np.int32), np.zeros(T, np.int64))
             else:
                 self.env[p.value] = None
@@ -1319,7 +1324,19 @@ class Engine:
                 th = self._holders(self.T, fa.V)
                 tags.data = np.where((tags.data == 0) | (tags.data == -1), tags.data,
                                      data_ids(_DATUM_SELECT, [tags.data, th], tags.n))
-            self.env[op.result] = FragVal(tags, fa.V, varies=varies)
+            ival = None
+            if isinstance(c, FragVal) and c.cond is not None:
+                # integer values where every element's condition is decided: the side it
+                # picks (an index through `where(coord >= 0, i0, 0)` is i0's: it was an
+                # unknown, and a scatter by it paired other rows than the gather by i0; a
+                # review helper)
+                ia, ib = self._int_values(a, fa.V), self._int_values(b, fa.V)
+                tr = self.conds.truth(c.cond)
+                if ia is not None and ib is not None and (tr <= 1).all():
+                    pick = tr == 0
+                    ival = SymInt(np.where(pick, ia.key, ib.key).astype(np.int32),
+                                  np.where(pick, ia.conc, ib.conc))
+            self.env[op.result] = FragVal(tags, fa.V, ival, varies=varies)
             return
         if isinstance(a, SymInt) and isinstance(b, SymInt) and isinstance(c, np.ndarray):
             # (inside a mask: one value per element, not per thread -- AVE900 before)
@@ -1419,15 +1436,37 @@ class Engine:
         self._keep_alive.append(owner if owner is not None else src)
         return SymInt(keys, np.zeros(rows, np.int64))
 
+    def _int_values(self, x: Any, V: int) -> SymInt | None:
+        """The integer values ``(T * V,)`` of a fragment (its :attr:`FragVal.ival`) or of a
+        per-thread scalar broadcast to it; None when not known."""
+        if isinstance(x, FragVal):
+            return x.ival
+        if isinstance(x, SymInt) and np.shape(x.key) == (self.T,):
+            return SymInt(np.repeat(x.key, V), np.repeat(x.conc, V))
+        return None
+
     def _shared_index_values(self, tile: TileVal, op: Op, rows: int) -> SymInt:
-        """The values of a gather's or scatter's index rows read from shared memory: per
-        row, the element its bytes hold -- the index table's element they were copied
-        from (the same unknown as that element loaded directly), else an unknown per datum
-        (two gathers through the same bytes read the same indices: each op had unknowns
-        of its own, and a gather and a scatter through one shared index buffer were a
-        false AVE201 whose witness gave row 0 two values; a review helper); unwritten
-        bytes (reported where they are read as such): an unknown per op and row."""
+        """The values of a gather's or scatter's index rows read from shared memory (a
+        read like any, by thread 0 as the interpreter reads them: races with writes of
+        other threads, bytes nothing wrote, copies still in flight are reported at the
+        gather -- none was; a review helper): per row, what its bytes hold
+        (:meth:`_shared_int_values`)."""
         coords = [np.arange(rows)]
+        threads = np.zeros(rows, np.int64)
+        self.read_tags(tile, coords, op, np.zeros(rows, np.int32), threads)
+        return self._shared_int_values(tile, coords, op)
+
+    def _shared_int_values(self, tile: TileVal, coords: list[np.ndarray], op: Op,
+                           names: Sequence[str] | None = None) -> SymInt:
+        """Integer values of shared elements at ``coords`` (``(n,)`` each), from what their
+        bytes hold: an index table's element they were copied from (the same unknown as
+        that element loaded directly: two gathers through the same bytes read the same
+        indices -- each op had unknowns of its own, and a gather and a scatter through one
+        shared index buffer were a false AVE201; a review helper), a masked copy's element
+        or fill value (``other=-1`` padding is below 0 where the sizes make it so), a
+        constant, or -- computed and stored from registers, or unwritten -- an unknown of
+        any sign (one per datum: the same bytes read twice are the same value). ``names``:
+        per element, its name in witnesses (default ``tile[i]``)."""
         addr = self.shared_addresses(tile, coords)
         eb = tile.dtype.bytes
         per = max(1, eb // self.G)
@@ -1435,33 +1474,38 @@ class Engine:
         dd = self.smem.data[byts]
         data = self.element_data(dd) if per > 1 else dd[:, 0]
         wr = all_last(self.written[byts])
-        keys = np.zeros(rows, np.int32)
-        conc = np.zeros(rows, np.int64)
+        n = len(addr)
+        keys = np.zeros(n, np.int32)
+        conc = np.zeros(n, np.int64)
         signed = not tile.dtype.name.startswith("u")
-        for r in range(rows):
+        memo: dict = {}
+        for r in range(n):
             datum = int(data[r])
-            name = f"{tile.name}[{r}]" if tile.name else None
             if not wr[r] or datum in (0, -1):
+                name = names[r] if names is not None else f"{tile.name or 'index'}[{r}]"
                 keys[r] = self.tab.atom(Atom("value", ("shared", id(op), r)), name=name)
                 self._keep_alive.append(op)
                 continue
-            raw = self._bytes.get(datum)
-            if raw is not None and len(raw) == eb:
-                # known bytes (a constant, a copy's fill value): that number -- a padding
-                # -1 is below 0, not a table entry
-                conc[r] = int.from_bytes(raw, "little", signed=signed)
-                continue
-            masked = self._masked_parts.get(datum)
-            if masked is not None:
-                # a masked copy's element: the table's element where its guard holds, the
-                # fill value where it fails (a padding -1 below 0 where the sizes make it)
-                cids, ed, other = masked
-                ek = self._datum_index(ed, name)
-                keys[r] = self.tab.atom(Atom("select", (cids, (ek, 0), (0, other),
-                                                        name or "index")))
-                continue
-            keys[r] = self._datum_index(datum, name)
+            hit = memo.get(datum)
+            if hit is None:
+                name = names[r] if names is not None else f"{tile.name or 'index'}[{r}]"
+                hit = memo[datum] = self._datum_value(datum, eb, signed, name)
+            keys[r], conc[r] = hit
         return SymInt(keys, conc)
+
+    def _datum_value(self, datum: int, eb: int, signed: bool, name: str) -> tuple[int, int]:
+        """(key, conc) of an integer element of ``eb`` bytes holding ``datum`` (see
+        :meth:`_shared_int_values`)."""
+        raw = self._bytes.get(datum)
+        if raw is not None and len(raw) == eb:
+            return 0, int.from_bytes(raw, "little", signed=signed)
+        masked = self._masked_parts.get(datum)
+        if masked is not None:
+            # the element where its guard holds, the fill value where it fails
+            cids, ed, other = masked
+            ek = self._datum_index(ed, name)
+            return self.tab.atom(Atom("select", (cids, (ek, 0), (0, other), name))), 0
+        return self._datum_index(datum, name), 0
 
     def _datum_index(self, datum: int, name: str | None) -> int:
         """The key of an index whose bytes hold ``datum``: an index table's element (the
@@ -1503,17 +1547,17 @@ class Engine:
             name = self.tab.element_name(at[0], at[1:])
             if extra:
                 name += f" after write {ver}"
+            ek = self.tab.atom(Atom("load", at + extra), name=name)
             if truth[i] > 1:
-                # the loaded value or 'other': an unknown of its own -- not taken to be
-                # >= 0 like a table entry when 'other' is negative (a missed AVE208)
-                at += (("masked", guard[i].tobytes(), other),)
-                name = f"the masked load of {name}"
-                if other < 0:
-                    keys[i] = self.tab.atom(Atom("param", (f"{tile.tensor.name}[...] or "
-                                                           f"{other}",) + at + extra),
-                                            name=name)
-                    continue
-            keys[i] = self.tab.atom(Atom("load", at + extra), name=name)
+                # the element where the mask holds, 'other' where it fails (the sizes
+                # decide): If(guard, element, other) -- not a table entry >= 0 when 'other'
+                # is negative (a missed AVE208), and the same value as the element copied
+                # under that mask into shared memory (a false AVE201; review helpers)
+                keys[i] = self.tab.atom(Atom("select", (self._cond_ids(guard[i]), (ek, 0),
+                                                        (0, other),
+                                                        f"the masked load of {name}")))
+                continue
+            keys[i] = ek
         return SymInt(keys, conc)
 
     def op_ave_global_tile(self, op):
@@ -2781,6 +2825,13 @@ class Engine:
         if op.result.type.dtype.is_int and src.space == "global":
             ival = self._loaded_values(src, coords, op, self.conds.rows(guard, n)
                                        if op.attrs.get("masked") else None)
+        elif op.result.type.dtype.is_int and op.result.type.dtype.name != "i1" and \
+                not op.attrs.get("masked"):
+            # (an index table staged in shared memory and loaded into registers: what its
+            # bytes hold -- it was an unknown of any sign, a false AVE208; a review helper)
+            names = [f"{src.name or 'index'}[{', '.join(str(int(c[e])) for c in coords)}]"
+                     for e in range(n)] if len(coords) > 1 else None
+            ival = self._shared_int_values(src, coords, op, names)
         # a mask (or 'other') over a scalar that differs across threads: the copies of an
         # element may differ (one thread's copy masked off, another's loaded)
         self.env[op.result] = FragVal(tags, V, ival, varies=bool(op.attrs.get("masked")) and
@@ -3828,6 +3879,24 @@ class Engine:
             total += c * v
         return total
 
+    def _cond_value(self, cids: tuple, model: dict) -> bool | None:
+        """Whether the conjunction of conditions ``cids`` holds under a witness' model
+        (None: one depends on something the model does not fix)."""
+        for cid in cids:
+            cid = int(cid)
+            if cid == 1:
+                return False
+            if cid == 0:
+                continue
+            for c in self.conds.sets[cid] or ():
+                e = self._concretize(c.key, c.conc, model)
+                if not isinstance(e, int):
+                    return None
+                if not {"lt": e < 0, "le": e <= 0, "gt": e > 0, "ge": e >= 0, "eq": e == 0,
+                        "ne": e != 0}[c.pred]:
+                    return False
+        return True
+
     def _atom_value(self, a: int, model: dict) -> int | None:
         """The value of atom ``a`` under a witness' model: an unknown from the model, an
         opaque term (``h // GROUP``) evaluated from its operands as the solver defines it
@@ -3840,11 +3909,18 @@ class Engine:
                 return None
             return _eval_opaque(name, x, y)
         if at.kind == "select":
-            # both arms the same under the model: that value (else it depends on the
-            # branch condition: unknown here)
+            # the arm its condition takes under the model (both arms the same: that value;
+            # a condition that depends on something unknown: None) -- a masked index load
+            # was shown as its name, "tok=the masked load of Ids[0]"
             (ka, ca), (kb, cb) = at.args[1:3]
             x, y = self._concretize(ka, ca, model), self._concretize(kb, cb, model)
-            return x if isinstance(x, int) and x == y else None
+            if isinstance(x, int) and x == y:
+                return x
+            holds = self._cond_value(at.args[0], model)
+            if holds is None:
+                return None
+            v = x if holds else y
+            return v if isinstance(v, int) else None
         name = self.tab.names[a]
         if name not in model:
             if at.kind != "pid":
@@ -4393,6 +4469,11 @@ def _fits_dtype(v: SymInt, dtype: Any) -> bool:
     if rng is None:
         return True
     lo, hi = rng
+    if getattr(dtype, "bits", 32) < 32 and np.any(np.asarray(v.key) != 0):
+        # a runtime part in a narrow integer may wrap too: an i8 table's 127 + 1 is -128
+        # (it was followed as 128; a review helper) -- not followed (any value). i32's
+        # wraparound is a documented limit (docs/codes/AVE208.md)
+        return False
     c = np.asarray(v.conc)
     return not c.size or (int(c.min()) >= lo and int(c.max()) <= hi)
 

@@ -264,7 +264,10 @@ class Solver:
             elif name in ("and", "or", "xor", "shl", "shr"):
                 bx, by = z3.Int2BV(x, 32), z3.Int2BV(y, 32)
                 r = {"and": lambda: bx & by, "or": lambda: bx | by, "xor": lambda: bx ^ by,
-                     "shl": lambda: bx << by, "shr": lambda: z3.LShR(bx, by)}[name]()
+                     # (>> of a signed integer shifts arithmetically, as numpy, the
+                     # interpreter and shr.s32 do: a logical shift proved o = n >> 1 >= 0
+                     # for n = -2; a review helper)
+                     "shl": lambda: bx << by, "shr": lambda: bx >> by}[name]()
                 z = z3.BV2Int(r, is_signed=True)
             elif name == "min":
                 z = z3.If(x < y, x, y)
@@ -292,7 +295,10 @@ class Solver:
                 # `other` may be taken is a "param" atom, unconstrained.
                 self._domain.append(z >= 0)
             elif a.kind == "param":
-                pass
+                rng = self.tab.ranges.get(i)
+                if rng is not None:
+                    self._domain.append(z >= rng[0])
+                    self._domain.append(z <= rng[1])
         self._atoms[i] = z
         return z
 

@@ -84,6 +84,8 @@ class SymTable:
         #: for the later ones of the same text
         self.names: list[str] = []
         self._name_count: dict[str, int] = {}
+        #: atom -> (lo, hi): the range of its dtype (a kernel's i32 argument)
+        self.ranges: dict[int, tuple[int, int]] = {}
 
     def atom(self, a: Atom, name: str | None = None) -> int:
         """Key of the form ``1 * a``. ``name``: its name in witnesses when it is new

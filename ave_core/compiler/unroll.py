@@ -34,9 +34,10 @@ from ave_core.lang import dtypes as _dt
 MAX_VARIANTS = 256
 #: Cap on the number of ops of one unrolled kernel. The examples and review kernels unroll
 #: to at most ~11,500 ops (trip-count bound 16); the analysis takes ~0.3-1 ms per op, so a
-#: kernel past this cap could not be checked on save anyway. (It was 2,000,000: a loop of
+#: kernel past this cap could not be checked on save anyway (cloning up to it takes a few
+#: seconds where the loops' sizes are not known before). (It was 2,000,000: a loop of
 #: 10**6 constant trips took 100 s and 4 GB to be refused; a review helper.)
-MAX_UNROLLED_OPS = 250_000
+MAX_UNROLLED_OPS = 100_000
 
 
 class UnrollError(Exception):
@@ -500,6 +501,35 @@ def _iteration_key(op: Op, body: Block, iv: Value, cur: list, ctx: _Ctx
             tuple(id(v) for v in mapped)), [iv, *cur, *mapped]
 
 
+def _min_ops(block: Block, ctx: _Ctx, depth: int = 0) -> int:
+    """A lower bound of the ops unrolling ``block`` once counts (:attr:`_Ctx.n_ops`): one
+    per op, plus per nested loop whose bounds are constants (in ``ctx`` or in the block)
+    its trip count times its body's, plus per branch the smaller arm's."""
+    consts = ctx.body_info.get(("consts", id(block)))
+    if consts is None:
+        consts = ctx.body_info[("consts", id(block))] = _const_values(block)
+    total = 0
+    for o in block.ops:
+        if o.name in ("scf.yield", "ave.yield"):
+            continue
+        total += 1
+        if depth >= 8 or not o.regions:
+            continue
+        if o.name == "scf.for":
+            lb, ub, st = o.operands[:3]
+            c = [ctx.consts.get(v, consts.get(v)) for v in (lb, ub, st)]
+            if all(isinstance(x, int) for x in c) and c[2] != 0:
+                lo, hi, step = c
+                k = max(0, -(-(hi - lo) // step)) if step > 0 else \
+                    max(0, -(-(lo - hi) // -step))
+                total += k * _min_ops(o.regions[0], ctx, depth + 1)
+        else:
+            total += min(_min_ops(r, ctx, depth + 1) for r in o.regions)
+        if total > MAX_UNROLLED_OPS:
+            break
+    return total
+
+
 def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
     lb, ub, st = (_val(ctx, v) for v in op.operands[:3])
     inits = [_val(ctx, v) for v in op.operands[3:]]
@@ -515,12 +545,14 @@ def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
     else:
         raise UnrollError(f"loop `{name}` has a runtime trip count and none was given")
     body = op.regions[0]
-    # every iteration clones at least the body's ops (each counts, folded or not): refused
-    # before the first one when they cannot fit (the loop ran until the cap was hit)
-    per = sum(1 for o in body.ops if o.name not in ("scf.yield", "ave.yield"))
+    # every iteration clones at least the body's ops (each counts, folded or not), nested
+    # loops of constant trip counts times theirs: refused before the first iteration when
+    # they cannot fit (the loop ran until the cap was hit: 100 s for range(10**6); then
+    # 11 s for a nest of two range(1000); review helpers)
+    per = _min_ops(body, ctx)
     if ctx.n_ops + n * max(per, 1) > MAX_UNROLLED_OPS:
-        raise UnrollError(f"loop `{name}` runs {n} times over {per} ops: the unrolled kernel "
-                          f"would have more than {MAX_UNROLLED_OPS} ops")
+        raise UnrollError(f"loop `{name}` runs {n} times over at least {per} ops each: the "
+                          f"unrolled kernel would have more than {MAX_UNROLLED_OPS} ops")
     cur = inits
     for i in range(n):
         saved = ctx.loop_stack

@@ -87,6 +87,9 @@ class _Assign:
 
 #: Longest inlay-hint label (characters); the tooltip has the whole hover.
 MAX_LABEL = 120
+#: Most distinct answers (and copies per answer) a hover lists for a definition repeated
+#: by a helper called several times or a static_range loop.
+MAX_COPIES_SHOWN = 8
 
 
 @dataclass
@@ -314,23 +317,42 @@ class HoverIndex:
         # bound to each call's argument -- each copy names its line)
         lines = {c.op.loc.range.start.line for c in copies
                  if c.op is not None and c.op.loc.file == self.path}
+        # the level of calls where the copies part (outermost first: a helper called
+        # twice through another helper -- the inner call is one line for both; a review
+        # helper)
+        chains = [tuple(getattr(getattr(c.op, "loc", None), "inlined_from", ()) or ())
+                  for c in copies]
+        level = next((i for i in range(max(map(len, chains), default=0))
+                      if len({ch[i] if i < len(ch) else None for ch in chains}) > 1), None)
         head = (f"**{word}**: {n} copies of this definition (a helper called {n} times, or "
                 f"a `static_range` loop), {len(groups)} different:")
         parts = [head]
-        for body, idx in groups:
-            names = ", ".join(self._copy_name(copies[i], i, n, len(lines) > 1) for i in idx)
+        for body, idx in groups[:MAX_COPIES_SHOWN]:
+            names = ", ".join(self._copy_name(copies[i], i, n, len(lines) > 1, level)
+                              for i in idx[:MAX_COPIES_SHOWN])
+            if len(idx) > MAX_COPIES_SHOWN:
+                names += f" and {len(idx) - MAX_COPIES_SHOWN} more"
             parts.append(f"*{names}*\n\n{body}")
+        if len(groups) > MAX_COPIES_SHOWN:
+            # (a static_range of 2048 made a hover of 346,000 characters, sent again as
+            # every inlay hint's tooltip; a review helper)
+            rest = sum(len(idx) for _, idx in groups[MAX_COPIES_SHOWN:])
+            parts.append(f"*… and {len(groups) - MAX_COPIES_SHOWN} more different answers "
+                         f"({rest} copies)*")
         return "\n\n---\n\n".join(parts)
 
-    def _copy_name(self, c: _Cand, i: int, n: int, by_line: bool) -> str:
-        """``copy i+1 of n`` and, for an op inlined from a call in this file, ``, the call
-        at line L`` (the innermost call site here); else with ``by_line``, ``, the value
-        of line L`` (the op that made the value)."""
+    def _copy_name(self, c: _Cand, i: int, n: int, by_line: bool,
+                   level: int | None = None) -> str:
+        """``copy i+1 of n`` and, for an op inlined from a call, ``, the call at line L``:
+        the call at ``level`` of its inlining chain (where the copies part) when it is in
+        this file; else with ``by_line``, ``, the value of line L`` (the op that made the
+        value)."""
         out = f"copy {i + 1} of {n}"
         loc = getattr(c.op, "loc", None)
-        here = [x for x in (getattr(loc, "inlined_from", ()) or ()) if x.file == self.path]
-        if here:
-            out += f", the call at line {here[-1].range.start.line + 1}"
+        chain = getattr(loc, "inlined_from", ()) or ()
+        call = chain[level] if level is not None and level < len(chain) else None
+        if call is not None and call.file == self.path:
+            out += f", the call at line {call.range.start.line + 1}"
         elif by_line and loc is not None and loc.file == self.path:
             out += f", the value of line {loc.range.start.line + 1}"
         return out

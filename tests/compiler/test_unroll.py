@@ -226,7 +226,19 @@ def test_a_loop_too_long_to_unroll_is_refused_before_it_is_unrolled(monkeypatch)
         return real(src_block, out, ctx)
 
     monkeypatch.setattr(unroll_mod, "_clone_block", counting)
-    with pytest.raises(UnrollError, match=r"loop `i` runs 1000000 times over 2 ops: the "
-                                          r"unrolled kernel would have more than 250000 ops"):
+    with pytest.raises(UnrollError, match=r"loop `i` runs 1000000 times over at least 2 "
+                                          r"ops each: the unrolled kernel would have more "
+                                          r"than 100000 ops"):
         unroll(k)
     assert len(cloned) == 1                  # the kernel's body only, no iteration
+    # a nest of two loops of 1000 (the inner one fits alone): refused at the outer loop,
+    # before its first iteration (it cloned ~100,000 ops first, 11 s)
+    nest = src.replace("for i in range(10**6):\n        n += 1",
+                       "for i in range(1000):\n        for j in range(1000):\n"
+                       "            n += 1")
+    assert nest != src
+    k = compile_source(nest, "k.py").kernels[0]
+    del cloned[:]
+    with pytest.raises(UnrollError, match=r"loop `i` runs 1000 times over at least "):
+        unroll(k)
+    assert len(cloned) == 1

@@ -653,6 +653,58 @@ def test_a_finding_two_helpers_deep_is_shown_at_the_kernels_call(tmp_path, layou
     assert "k3.py:10:9: related: the call of the helper it is in" in p.stdout, p.stdout
 
 
+_READ_HELPER = """import ave_core.lang as ave
+
+
+def read(s, tiled):
+    a = ave.ldmatrix(s, tiled.a)
+    return a
+"""
+_TWICE = """import ave_core.lang as ave
+from h5 import read
+
+
+@ave.kernel(threads=128)
+def kern(A: ave.Tensor[ave.bf16, 2], BM: ave.constexpr = 64, BK: ave.constexpr = 32):
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 32))
+    s1 = ave.alloc((BM, BK), ave.bf16, space="shared")
+    s2 = ave.alloc((BM, BK), ave.bf16, space="shared")
+    ave.copy(A[0:BM, 0:BK], s1, vector_bytes=16)
+    ave.barrier()
+    a = read(s1, tiled)
+    ave.copy(A[0:BM, 0:BK], s2, vector_bytes=16)
+    b = read(s2, tiled){K}
+"""
+
+
+@pytest.mark.parametrize("comment_on", [None, 12, 14])
+def test_a_finding_in_a_helper_called_twice_is_at_the_call_that_races(tmp_path, comment_on):
+    # read() after the barrier (line 13) is safe; the second read() (line 15) races with
+    # the copy into s2 before it. The finding was shown at the first call (every copy of
+    # the helper's op mapped to it), its comment suppressed it and one on line 15 did
+    # nothing (a review helper).
+    from ave_lsp.server.server import _check_in_worker
+    from ave_lsp.server.settings import Settings
+
+    (tmp_path / "h5.py").write_text(_READ_HELPER, "utf-8")
+    lines = _TWICE.replace("{K}", "").splitlines()
+    if comment_on is not None:
+        lines[comment_on] += "  # ave: ignore[AVE207]"
+    k = tmp_path / "k5.py"
+    k.write_text("\n".join(lines) + "\n", "utf-8")
+    out = _check_in_worker(k.as_uri(), str(k), k.read_text("utf-8"), str(tmp_path),
+                           Settings())
+    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", str(k), "-j1"],
+                       capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+    if comment_on == 14:
+        assert out.items == [] and "1 suppressed" in p.stdout, (out.items, p.stdout)
+        return
+    (d,) = out.items
+    assert d.code == "AVE207" and d.range.start.line == 14, d
+    assert "k5.py:15:9: related: the call of the helper it is in" in p.stdout, p.stdout
+
+
 _READER = """import ave_core.lang as ave
 
 

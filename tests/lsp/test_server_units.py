@@ -523,3 +523,35 @@ def test_exit_does_not_wait_for_a_running_check(monkeypatch):
     server_pkg._exit_if_busy(ls, 0)             # idle: a normal return
     assert exits == []
     ls.check_pool().shutdown(wait=True)
+
+
+def test_hover_copies_name_the_calls_where_they_part_and_are_capped(tmp_path):
+    # outer() called at lines 13 and 14 calls inner() at line 11: both copies were named
+    # "the call at line 11" (the innermost call); the calls where they part are 13 and
+    # 14. A static_range of 2048 copies made a 346,000-character hover: at most
+    # MAX_COPIES_SHOWN answers now, then a count (review helpers).
+    from ave_lsp.server.hover import MAX_COPIES_SHOWN, build_index
+
+    head = ("import ave_core.lang as ave\n\n\n@ave.kernel(threads=128)\n"
+            "def kern(A: ave.Tensor[ave.bf16, 2], BM: ave.constexpr = 64, "
+            "BK: ave.constexpr = 32):\n")
+    text = head + (
+        "    sA = ave.alloc((2, BM, BK), ave.bf16, space=\"shared\")\n"       # 5
+        "    def inner(x, r):\n"                                              # 6
+        "        y = x[0:r, :]\n"                                             # 7
+        "        return y\n"                                                  # 8
+        "    def outer(x, r):\n"                                              # 9
+        "        w = inner(x, r)\n"                                           # 10
+        "        return w\n"                                                  # 11
+        "    a = outer(sA[0], 16)\n"                                          # 12
+        "    b = outer(sA[1], 32)\n"                                          # 13
+        "    sB = ave.alloc((2048, 16), ave.bf16, space=\"shared\")\n"        # 14
+        "    for i in ave.static_range(2048):\n"                              # 15
+        "        z = sB[i]\n")                                                # 16
+    idx = build_index(text, str(tmp_path / "k.py"), str(tmp_path))
+    lines = text.splitlines()
+    h = idx.hover(7, lines[7].index("y"))[0]
+    assert "*copy 1 of 2, the call at line 13*" in h and "*copy 2 of 2, the call at line 14*" in h
+    h = idx.hover(16, lines[16].index("z"))[0]
+    assert h.count("*copy ") == MAX_COPIES_SHOWN and len(h) < 5000
+    assert f"… and {2048 - MAX_COPIES_SHOWN} more different answers" in h
