@@ -3791,13 +3791,15 @@ def _fmt_cfg(cfg: dict) -> str:
 
 
 def compile_file(path: str, *, workspace: str | None = None) -> FrontendResult:
-    """Read ``path`` (UTF-8) and :func:`compile_source` it.
+    """Read ``path`` as Python reads it (UTF-8, a BOM dropped, or the encoding of a PEP 263
+    coding line) and :func:`compile_source` it.
 
     Raises:
         OSError: the file cannot be read.
+        UnicodeDecodeError: it is not text in its encoding.
     """
-    with open(path, encoding="utf-8-sig") as f:
-        text = f.read()
+    with open(path, "rb") as f:
+        text = decode_source(f.read())      # as Python reads it (a BOM, a coding line)
     return compile_source(text, path, workspace=workspace)
 
 
@@ -3916,7 +3918,7 @@ def specialize_kernel(kernel_obj: Any, constexprs: dict) -> KernelIR:
     path = kernel_obj.source_file
     if path is None:
         raise FileNotFoundError(f"cannot find the source file of kernel {kernel_obj.name}")
-    with open(path, encoding="utf-8") as f:
-        text = f.read()
+    with open(path, "rb") as f:
+        text = decode_source(f.read())      # as Python read it to define the kernel
     return specialize(text, path, kernel_obj.fn.__name__, constexprs)
 

@@ -702,3 +702,25 @@ def test_a_helper_file_is_read_as_python_reads_it(tmp_path, head):
     p = _python("-m", "ave_lsp", "--check", "k.py", "-j1", cwd=tmp_path)
     assert "AVE113" not in p.stdout, p.stdout
     assert re.search(r"k\.py:9:5: error AVE207 ", p.stdout), p.stdout
+
+
+def test_a_kernel_file_with_a_coding_line_compiles_and_launches(tmp_path, monkeypatch):
+    # `--check` honoured `# -*- coding: latin-1 -*-`, but compile_file and the launch
+    # path read UTF-8 and raised UnicodeDecodeError (a review helper).
+    import numpy as np
+    from ave_core.compiler.frontend import compile_file
+
+    body = (b"# -*- coding: latin-1 -*-\n# caf\xe9\nimport ave_core.lang as ave\n\n\n"
+            b"@ave.kernel(threads=32)\n"
+            b"def twice(X: ave.Tensor[ave.f32, 1], Y: ave.Tensor[ave.f32, 1]):\n"
+            b"    L = ave.tv_layout(ave.layout(32, 1), ave.layout(1, 1), (32,))\n"
+            b"    x = ave.load(X[0:32], L)\n"
+            b"    ave.store(Y[0:32], x + x)\n")
+    (tmp_path / "latin_kernel.py").write_bytes(body)
+    assert len(compile_file(str(tmp_path / "latin_kernel.py")).kernels) == 1
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import latin_kernel
+    X = np.arange(32, dtype=np.float32)
+    Y = np.zeros(32, np.float32)
+    latin_kernel.twice[(1,)](X, Y)
+    np.testing.assert_array_equal(Y, 2 * X)
