@@ -242,3 +242,22 @@ def test_a_loop_too_long_to_unroll_is_refused_before_it_is_unrolled(monkeypatch)
     with pytest.raises(UnrollError, match=r"loop `i` runs 1000 times over at least "):
         unroll(k)
     assert len(cloned) == 1
+
+
+def test_nested_compile_time_loops_have_a_budget_in_all():
+    # two nested static_range(4096), each within its own limit: 16.7 million iterations,
+    # 81 s in the front end (a review helper); now AVE121 past 65,536 in all
+    src = textwrap.dedent('''
+        import ave_core.lang as ave
+        @ave.kernel(threads=32)
+        def k(X: ave.Tensor[ave.i32, 1]):
+            n = 0
+            for i in ave.static_range(4096):
+                for j in ave.static_range(4096):
+                    n = n + 1
+    ''')
+    (d,) = compile_source(src, "k.py").diagnostics
+    assert d.code == "AVE121" and "more than 65536 iterations in all" in d.message
+    ok = src.replace("4096):\n        for j in ave.static_range(4096)",
+                     "200):\n        for j in ave.static_range(200)")
+    assert ok != src and compile_source(ok, "k.py").diagnostics == []

@@ -422,3 +422,22 @@ def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 1], KT: ave.i32, S: ave.
         fixed = apply(text, action.edit.changes["file:///k.py"][0])
         assert [x for x in check_file(path, fixed).diagnostics
                 if x.code == "AVE207" and "in flight" in x.message] == []
+
+
+@pytest.mark.parametrize("body", [
+    # a helper called twice with different sources
+    "    def as_f32(s):\n        return ave.view(s, (64, 32), dtype=ave.f32)\n"
+    "    sA = ave.alloc((64, 32), ave.bf16)\n    sB = ave.alloc((64, 64), ave.bf16)\n"
+    "    fa = as_f32(sA)\n    fb = as_f32(sB)\n",
+    # a compile-time loop over them
+    "    sA = ave.alloc((64, 32), ave.bf16)\n    sB = ave.alloc((64, 64), ave.bf16)\n"
+    "    for s in (sA, sB):\n        f = ave.view(s, (64, 32), dtype=ave.f32)\n",
+])
+def test_view_shape_fix_not_offered_for_a_repeated_statement(body):
+    # The fix for the first source (16 columns) broke the second (8192 bytes: 32), whose
+    # fix broke the first again: the editor's preferred action flipped forever (a review
+    # helper). A view in a helper or a compile-time loop gets no fix.
+    text = ("import ave_core.lang as ave\n\n\n@ave.kernel(threads=128)\n"
+            "def k(X: ave.Tensor[ave.f32, 1]):\n" + body)
+    (d,) = compile_source(text, "/w/k.py").diagnostics
+    assert d.code == "AVE106" and d.fix is None
