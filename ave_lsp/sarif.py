@@ -178,14 +178,17 @@ def _top_level_defs(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def fingerprint_base(diag: dict, sources: Sources, cwd: str | None = None) -> str:
+def fingerprint_base(diag: dict, sources: Sources, cwd: str | None = None,
+                     legacy: bool = False) -> str:
     """SHA-256 (hex) of code, file, flagged line's code (stripped, its comment left out:
     :func:`line_code`) and enclosing kernel. A file name that is no UTF-8 (a surrogate
     escape of its bytes) hashes its escapes (it raised UnicodeEncodeError: the whole SARIF
-    log and ``--write-baseline`` failed; a review helper)."""
+    log and ``--write-baseline`` failed; a review helper). ``legacy``: the line's whole
+    stripped text, comment included (baselines written before; they are still read)."""
     line0 = diag["range"]["start"]["line"]
+    text = sources.line(diag["file"], line0)
     parts = [diag["code"], display_path(diag["file"], cwd),
-             line_code(sources.line(diag["file"], line0)),
+             text.strip() if legacy else line_code(text),
              sources.enclosing_function(diag["file"], line0)]
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
 

@@ -656,6 +656,28 @@ def test_a_comment_on_a_flagged_line_keeps_its_baselined_findings(tmp_path):
                 cwd=tmp_path)
     assert p.returncode == 0 and "suppressed" in p.stdout and "error" not in \
         p.stdout.split("checked")[0], p.stdout
+    # a baseline written when the comment was still hashed (the whole stripped line,
+    # here with a `# TODO` on the flagged line) keeps matching after the upgrade
+    import hashlib
+    from ave_lsp.sarif import Sources
+    todo = lines[:line] + [lines[line].replace("  # ave: ignore[AVE203]", "  # TODO")] + \
+        lines[line + 1:]
+    k.write_text("\n".join(todo) + "\n", "utf-8")
+    rep = json.loads(_python("-m", "ave_lsp", "--check", "k.py", "--format", "json", "-j1",
+                             cwd=tmp_path).stdout)
+    src = Sources()
+    findings = []
+    for d in rep["diagnostics"]:
+        ln = d["range"]["start"]["line"]
+        parts = [d["code"], "k.py", todo[ln].strip(), src.enclosing_function(str(k), ln)]
+        findings.append({"code": d["code"], "file": "k.py",
+                         "fingerprint": hashlib.sha256("\0".join(parts).encode()).hexdigest()})
+    assert any("# TODO" in todo[d["range"]["start"]["line"]] for d in rep["diagnostics"])
+    (tmp_path / "legacy.json").write_text(json.dumps(
+        {"version": 1, "tool": "ave-lsp", "findings": findings}), "utf-8")
+    p = _python("-m", "ave_lsp", "--check", "k.py", "--baseline", "legacy.json", "-j1",
+                cwd=tmp_path)
+    assert p.returncode == 0 and f"{len(findings)} baselined" in p.stdout, p.stdout
     # the code itself changed: the finding is new
     lines[line] = lines[line].replace("vector_bytes=4", "vector_bytes=4 ")
     lines[line] = lines[line].replace("Y[0, 0:64]", "Y[0, 0: 64]")
