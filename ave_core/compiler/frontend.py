@@ -296,6 +296,23 @@ class ModuleLoader:
         self.cache[path] = ctx
         return ctx
 
+    def _projects(self, start: str) -> list[str]:
+        """The directories at or above ``start`` holding a ``pyproject.toml``, nearest
+        first (cached per directory)."""
+        memo = self.memo.setdefault(("projects",), {})
+        hit = memo.get(start)
+        if hit is None:
+            hit, d = [], start
+            while True:
+                if os.path.isfile(os.path.join(d, "pyproject.toml")):
+                    hit.append(d)
+                parent = os.path.dirname(d)
+                if parent == d:
+                    break
+                d = parent
+            memo[start] = hit
+        return hit
+
     def resolve(self, from_file: str, level: int, module: str) -> list[str]:
         """Candidate file paths for ``from <.*level><module> import ...``."""
         base = os.path.dirname(os.path.abspath(from_file))
@@ -309,6 +326,11 @@ class ModuleLoader:
             roots.append(base)
             if self.workspace:
                 roots.append(self.workspace)
+            # the projects the file lies in (directories with a pyproject.toml, nearest
+            # first): the editor looked in its workspace folder, `--check` in the nearest
+            # project -- in a repository of several projects each rejected imports the
+            # other resolved (a review helper); both look in all of them now
+            roots += [r for r in self._projects(base) if r not in roots]
         parts = module.split(".") if module else []
         out = []
         for r in roots:

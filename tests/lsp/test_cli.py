@@ -746,3 +746,32 @@ def test_a_kernel_file_with_a_coding_line_compiles_and_launches(tmp_path, monkey
     Y = np.zeros(32, np.float32)
     latin_kernel.twice[(1,)](X, Y)
     np.testing.assert_array_equal(Y, 2 * X)
+
+
+def test_editor_and_check_resolve_imports_alike_in_a_repository_of_projects(tmp_path):
+    # mono/{pyproject.toml, shared/helpers.py, pkgA/{pyproject.toml, k.py},
+    # proj/{pyproject.toml, mylib/helpers.py, kernels/k.py}}: the editor (workspace folder
+    # mono/) rejected `from mylib.helpers import` and --check (nearest project) rejected
+    # `from shared.helpers import` (a review helper). Both look in every project the file
+    # lies in, and in the workspace: the helper's race (AVE207 at the read) in both.
+    from ave_lsp.server.server import _check_in_worker
+    from ave_lsp.server.settings import Settings
+
+    mono = tmp_path / "mono"
+    for d in ("shared", "pkgA", "proj/mylib", "proj/kernels"):
+        (mono / d).mkdir(parents=True)
+    for d in ("", "pkgA", "proj"):
+        (mono / d / "pyproject.toml").write_text("[project]\nname = 'x'\n", "utf-8")
+    (mono / "shared" / "helpers.py").write_text(_PKG_HELPER, "utf-8")
+    (mono / "proj" / "mylib" / "helpers.py").write_text(_PKG_HELPER, "utf-8")
+    ka = mono / "pkgA" / "k.py"
+    ka.write_text(_PKG_KERNEL.replace("mylib_ab.helpers", "shared.helpers"), "utf-8")
+    kb = mono / "proj" / "kernels" / "k.py"
+    kb.write_text(_PKG_KERNEL.replace("mylib_ab.helpers", "mylib.helpers"), "utf-8")
+    for k in (ka, kb):
+        out = _check_in_worker(k.as_uri(), str(k), k.read_text("utf-8"), str(mono),
+                               Settings())
+        assert [d.code for d in out.items] == ["AVE207"], out.items
+        p = _python("-m", "ave_lsp", "--check", str(k), "-j1", cwd=mono)
+        assert "AVE113" not in p.stdout and re.search(r"k\.py:9:5: error AVE207 ", p.stdout), \
+            p.stdout
