@@ -188,12 +188,29 @@ class BoundsChecker:
             # went unreported while a wrong bound was caught); an integer-indexed dim (a
             # batch, a head) stays trusted
             tiled = d in tile.dims
+            keys = _distinct_keys(c.key)
             if d not in used and not (masked and tiled) and \
-                    any(self._runtime_index(int(k)) for k in _distinct_keys(c.key)):
+                    any(self._runtime_index(int(k)) for k in keys) and \
+                    not any(self._negative_fill(int(k)) for k in keys):
                 continue
             self._push(self.obligations, (op, eng.loops, tile.tensor.name, d, key[live].copy(),
                                           conc[live].copy(), guard[live].copy(),
                                           np.asarray(threads)[live].copy(), gc, live))
+
+    def _negative_fill(self, key: int, depth: int = 0) -> bool:
+        """The linear form holds a masked load's negative ``other`` where its mask fails (a
+        select with a negative constant arm): such an index is checked even where loaded
+        indices are trusted (AVE208.md; a padding -1 read X[-1])."""
+        tab = self.eng.tab
+        for a, _ in tab.lins[key]:
+            at = tab.atoms[a]
+            if at.kind in ("op", "select") and depth < 16:
+                (ka, ca), (kb, cb) = at.args[1:3]
+                if at.kind == "select" and ((ka == 0 and ca < 0) or (kb == 0 and cb < 0)):
+                    return True
+                if self._negative_fill(ka, depth + 1) or self._negative_fill(kb, depth + 1):
+                    return True
+        return False
 
     def _runtime_index(self, key: int) -> bool:
         """The linear form mentions a program id or a loaded value -- an index table's

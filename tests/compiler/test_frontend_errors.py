@@ -721,7 +721,10 @@ def test_one_broken_config_gives_one_diagnostic_with_a_note() -> None:
     d = one(res)
     assert (d.code, rng(d)) == ("AVE106", (5, 8, 40))
     assert "6144 bytes" in d.message
-    assert d.notes == ["in the specialization configs[1] = dict(BK=48)"]
+    # (no fix: the specializations that compile would break; the note says so)
+    assert d.notes == ["in the specialization configs[1] = dict(BK=48)",
+                       "no quick fix: the specializations configs[0], configs[2] compile "
+                       "with this text"] and d.fix is None
     assert [(k.config_index, k.constexprs) for k in res.kernels] == \
         [(0, {"BK": 32}), (2, {"BK": 64})]
 
