@@ -1457,7 +1457,7 @@ class Engine:
         return self._shared_int_values(tile, coords, op)
 
     def _shared_int_values(self, tile: TileVal, coords: list[np.ndarray], op: Op,
-                           names: Sequence[str] | None = None) -> SymInt:
+                           name_of: Any = None) -> SymInt:
         """Integer values of shared elements at ``coords`` (``(n,)`` each), from what their
         bytes hold: an index table's element they were copied from (the same unknown as
         that element loaded directly: two gathers through the same bytes read the same
@@ -1465,8 +1465,8 @@ class Engine:
         shared index buffer were a false AVE201; a review helper), a masked copy's element
         or fill value (``other=-1`` padding is below 0 where the sizes make it so), a
         constant, or -- computed and stored from registers, or unwritten -- an unknown of
-        any sign (one per datum: the same bytes read twice are the same value). ``names``:
-        per element, its name in witnesses (default ``tile[i]``)."""
+        any sign (one per datum: the same bytes read twice are the same value).
+        ``name_of(i)``: element i's name in witnesses (default ``tile[i]``)."""
         addr = self.shared_addresses(tile, coords)
         eb = tile.dtype.bytes
         per = max(1, eb // self.G)
@@ -1482,13 +1482,13 @@ class Engine:
         for r in range(n):
             datum = int(data[r])
             if not wr[r] or datum in (0, -1):
-                name = names[r] if names is not None else f"{tile.name or 'index'}[{r}]"
+                name = name_of(r) if name_of is not None else f"{tile.name or 'index'}[{r}]"
                 keys[r] = self.tab.atom(Atom("value", ("shared", id(op), r)), name=name)
                 self._keep_alive.append(op)
                 continue
             hit = memo.get(datum)
             if hit is None:
-                name = names[r] if names is not None else f"{tile.name or 'index'}[{r}]"
+                name = name_of(r) if name_of is not None else f"{tile.name or 'index'}[{r}]"
                 hit = memo[datum] = self._datum_value(datum, eb, signed, name)
             keys[r], conc[r] = hit
         return SymInt(keys, conc)
@@ -1865,7 +1865,13 @@ class Engine:
         :attr:`_int_elements`): the same atom args and name as :meth:`_loaded_values`
         gives that element read unmasked."""
         reg = self._int_elements
-        for i in range(len(data)):
+        u, first = np.unique(data, return_index=True)
+        if len(u) > INDEX_ELEMENTS:
+            # (an integer tile of data, not an index table: an i8 GEMM's A tile -- a Python
+            # loop per element of every copy; an index read from its bytes later is an
+            # unknown of any sign)
+            return
+        for i in first.tolist():
             d = int(data[i])
             if d in reg:
                 continue
@@ -1924,9 +1930,14 @@ class Engine:
                 ov = int.from_bytes(raw, "little", signed=not dtype.name.startswith("u")) \
                     if raw is not None else int(other)
                 reg = self._masked_parts
-                for md, d, row in zip(out[sym].tolist(), data[sym].tolist(), rows[sym]):
-                    if md not in reg:
-                        reg[md] = (self._cond_ids(row), d, ov)
+                ms = out[sym]
+                u, first = np.unique(ms, return_index=True)
+                if len(u) <= INDEX_ELEMENTS:        # (as _register_int_elements)
+                    ds, rs = data[sym], rows[sym]
+                    for i in first.tolist():
+                        md = int(ms[i])
+                        if md not in reg:
+                            reg[md] = (self._cond_ids(rs[i]), int(ds[i]), ov)
         return out
 
     def constant_datum(self, value: Any, dtype: Any) -> int | None:
@@ -2828,10 +2839,14 @@ class Engine:
         elif op.result.type.dtype.is_int and op.result.type.dtype.name != "i1" and \
                 not op.attrs.get("masked"):
             # (an index table staged in shared memory and loaded into registers: what its
-            # bytes hold -- it was an unknown of any sign, a false AVE208; a review helper)
-            names = [f"{src.name or 'index'}[{', '.join(str(int(c[e])) for c in coords)}]"
-                     for e in range(n)] if len(coords) > 1 else None
-            ival = self._shared_int_values(src, coords, op, names)
+            # bytes hold -- it was an unknown of any sign, a false AVE208; a review helper.
+            # Not for a tile of data: INDEX_ELEMENTS)
+            addr = self.shared_addresses(src, coords)
+            if len(np.unique(addr)) <= INDEX_ELEMENTS:
+                label = src.name or "index"
+                name_of = (lambda e: f"{label}[{', '.join(str(int(c[e])) for c in coords)}]") \
+                    if len(coords) > 1 else None
+                ival = self._shared_int_values(src, coords, op, name_of)
         # a mask (or 'other') over a scalar that differs across threads: the copies of an
         # element may differ (one thread's copy masked off, another's loaded)
         self.env[op.result] = FragVal(tags, V, ival, varies=bool(op.attrs.get("masked")) and
@@ -4460,6 +4475,12 @@ _CHECKED_OPS = frozenset({"ave.assert_conform", "ave.assert_disjoint", "ave.mma"
                           "ave.commit_async",
                           "ave.store", "ave.copy", "ave.copy_async", "ave.wait_async",
                           "ave.barrier"})
+
+
+#: Most distinct elements of an integer read the analysis follows as index values
+#: (an index table's rows): a larger read is data (an i8 GEMM's tile), and following each
+#: element is a Python loop per element of every copy.
+INDEX_ELEMENTS = 1024
 
 
 def _fits_dtype(v: SymInt, dtype: Any) -> bool:
