@@ -360,6 +360,13 @@ def on_consume(eng: Any, op: Any) -> None:
     from ave_core.analysis.engine import FragVal, PairCheck
     if op.name == "arith.add" and summed_chain(eng, op) is not None:
         return
+    if op.name == "arith.add" and any(type(x) is FragVal and x.kcov is False
+                                      for x in (eng.env.get(v) for v in op.operands)):
+        # a sum with an accumulator whose MMAs are not followed (one that started from a
+        # tagged C: split-K's `acc + acc2`): the other term's chain holds only part of
+        # the sum's k -- not checked alone (it was "never accumulates k=0", which the
+        # other term holds; a review helper). The chains end here.
+        return
     for i, v in enumerate(op.operands):
         x = eng.env.get(v)
         if type(x) is not FragVal or not x.kcov:

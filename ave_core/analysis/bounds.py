@@ -189,13 +189,21 @@ class BoundsChecker:
             # batch, a head) stays trusted
             tiled = d in tile.dims
             keys = _distinct_keys(c.key)
+            lower = False
             if d not in used and not (masked and tiled) and \
                     any(self._runtime_index(int(k)) for k in keys) and \
                     not any(self._negative_fill(int(k)) for k in keys):
-                continue
+                # trusted to the launch and to well-formed tables (entries >= 0, within the
+                # tensor) -- but an index computed from them may be below 0 (`Ids - 1`, a
+                # cast from floats: they were trusted whole; a review helper): that side is
+                # checked, unless the form is >= 0 by its atoms
+                if bool((conc >= 0).all()) and all(k == 0 or self._nonneg(int(k))
+                                                   for k in keys):
+                    continue
+                lower = True
             self._push(self.obligations, (op, eng.loops, tile.tensor.name, d, key[live].copy(),
                                           conc[live].copy(), guard[live].copy(),
-                                          np.asarray(threads)[live].copy(), gc, live))
+                                          np.asarray(threads)[live].copy(), gc, live, lower))
 
     def _negative_fill(self, key: int, depth: int = 0) -> bool:
         """The linear form holds a masked load's negative ``other`` where its mask fails (a
@@ -270,7 +278,7 @@ class BoundsChecker:
         from ave_core.analysis.accumulation import _trip_forms
         eng = self.eng
         sv = eng.solver
-        _, _, name, d, key, _, guard, _, _, _ = ob
+        _, _, name, d, key, _, guard, _, _, _, _ = ob
         if not all(sv.knows_dim(dim) for dim in
                    [(name, d)] + [(t, dd) for (t, dd, _, _) in self.assumptions]):
             return False
@@ -287,14 +295,25 @@ class BoundsChecker:
         out += [(k, c) for (t, dd, k, c) in self.assumptions if t == name and dd == d]
         return out
 
-    def _check_one(self, op, loops, name, d, key, conc, guard, threads, gc, live):
+    def _check_one(self, op, loops, name, d, key, conc, guard, threads, gc, live,
+                   lower=False):
+        # (lower: only `index < 0` is asked -- a trusted dimension's computed index)
+        self._lower = lower
+        try:
+            return self._check_one_side(op, loops, name, d, key, conc, guard, threads, gc,
+                                        live, lower)
+        finally:
+            self._lower = False
+
+    def _check_one_side(self, op, loops, name, d, key, conc, guard, threads, gc, live,
+                        lower):
         # the fast paths (syntactic guards, nonnegative forms) do not depend on the
         # variant's trip counts: an obligation of the prefix a variant shares with the
         # previous one reuses them under the same assumptions; z3 runs again (the trip-count
         # preconditions differ per variant)
         # (the bounds, the assumed extents included, are part of the key: a variant can
         # assume other ones for the same obligation)
-        ob_id = (id(key), id(guard))
+        ob_id = (id(key), id(guard), lower)
         bounds = tuple(self._bounds_of(name, d))
         memo = self._memo.get(ob_id)
         if memo is not None and memo[0] is key and memo[1] == bounds:
@@ -353,6 +372,8 @@ class BoundsChecker:
                 ce[miss] = eng.conds.find_atomic_many("le", ks[miss], cs[miss] + 1)
             ce = ce[inv]
             ok_hi[sel] |= (ce >= 0) & any_last(guard.take(sel, axis=0) == ce[:, None])
+        if getattr(self, "_lower", False):
+            ok_hi[:] = True             # (only the lower side is asked)
         nn = np.array([k == 0 or self._nonneg(int(k)) for k in uk], bool)
         ok_lo = (conc >= 0) & (nn[0] if kinv is None else nn[kinv])
         return np.nonzero(~(ok_hi & ok_lo))[0]
@@ -452,7 +473,7 @@ class BoundsChecker:
                     s.add(sv._atoms[i] == 0)
                 else:
                     s.add_soft(sv._atoms[i] == 0)
-        s.add(z3.Or(x < 0, x >= size))
+        s.add(x < 0 if getattr(self, "_lower", False) else z3.Or(x < 0, x >= size))
         r = s.check()
         if r == z3.unsat:
             return None
@@ -514,7 +535,8 @@ class BoundsChecker:
             # first the range alone (kept for every iteration and variant), then under
             # what the guards imply and the variant's trip counts
             from ave_core.analysis.accumulation import _trip_forms
-            base = (name, d, k, lo, hi, tuple(self.assumptions))
+            lower = getattr(self, "_lower", False)
+            base = (name, d, k, lo, hi, tuple(self.assumptions), lower)
             for mk in (base, base + (common, tuple(_trip_forms(eng)))):
                 r = self._never_memo.get(mk)
                 if r is None:
@@ -529,7 +551,8 @@ class BoundsChecker:
                     for i, a in enumerate(eng.tab.atoms):
                         if i in sv._atoms and a.kind == "load":
                             s.add(sv._atoms[i] >= 0)
-                    s.add(z3.Or(sv.lin(k, lo) < 0, sv.lin(k, hi) >= size))
+                    s.add(sv.lin(k, lo) < 0 if lower else
+                          z3.Or(sv.lin(k, lo) < 0, sv.lin(k, hi) >= size))
                     r = self._never_memo[mk] = s.check() == z3.unsat
                 if r:
                     break

@@ -622,7 +622,7 @@ class Engine:
         self._region_outer: dict = {}
         self._tensor_ids: dict = {}
         #: the data of elements read from global integer tensors (index tables): datum ->
-        #: (the "load" atom's args of that element, its name), so that indices read from
+        #: (the "load" atom's args of that element, its name, its bytes), so that indices read from
         #: shared bytes a table was copied into are that element's unknown
         #: (:meth:`_shared_index_values`)
         self._int_elements: dict = {}
@@ -630,7 +630,8 @@ class Engine:
         #: object lives)
         self._keep_alive: list = []
         #: the data of masked reads of integer elements the sizes leave open: datum ->
-        #: (the guard's condition ids, the element's datum, `other`) (see _masked_data)
+        #: (the guard's condition ids, the element's datum, `other`, its bytes) (see
+        #: _masked_data)
         self._masked_parts: dict = {}
         #: per global tensor, how many writes into it ran so far (its elements' data
         #: before and after one differ: see _global_written)
@@ -1038,10 +1039,27 @@ class Engine:
             self.env[op.result] = self._bool_op(name, a, b, op)
             return
         if isinstance(a, SymInt) and isinstance(b, SymInt):
-            self.env[op.result] = sym_binop(self.tab, name, a, b)
+            r = sym_binop(self.tab, name, a, b)
+            if getattr(rt.dtype, "bits", 32) < 32 and rt.dtype.is_int and \
+                    np.any(np.asarray(r.key) != 0):
+                r = self._narrow_unknown(op, r, rt.dtype)
+            self.env[op.result] = r
         else:
             self.env[op.result] = None
             self._mark_varying(op)
+
+    def _narrow_unknown(self, op: Op, r: SymInt, dtype: Any) -> SymInt:
+        """A scalar of a narrow integer dtype computed from runtime values, wrapped as the
+        GPU wraps it: ``((x + 2**(b-1)) mod 2**b) - 2**(b-1)`` (``x mod 2**b`` unsigned) --
+        an i8 ``n + 100`` is -56 for n = 100; followed unwrapped, a branch on it was decided
+        wrong (a review helper)."""
+        bits = dtype.bits
+        signed = not dtype.name.startswith("u")
+        half = (1 << (bits - 1)) if signed else 0
+        shape = np.shape(r.key)
+        t = sym_binop(self.tab, "add", r, SymInt.const(half, shape)) if half else r
+        m = sym_binop(self.tab, "mod", t, SymInt.const(1 << bits, shape))
+        return sym_binop(self.tab, "sub", m, SymInt.const(half, shape)) if half else m
 
     def _mark_varying(self, op: Op, values: Sequence[Value] | None = None) -> None:
         """An untracked scalar result may differ across threads when an operand (or one
@@ -1481,10 +1499,24 @@ class Engine:
         memo: dict = {}
         for r in range(n):
             datum = int(data[r])
-            if not wr[r] or datum in (0, -1):
+            if not wr[r]:
+                # (read as unwritten: AVE203 there)
                 name = name_of(r) if name_of is not None else f"{tile.name or 'index'}[{r}]"
                 keys[r] = self.tab.atom(Atom("value", ("shared", id(op), r)), name=name)
                 self._keep_alive.append(op)
+                continue
+            if datum in (0, -1):
+                # other data on two paths (a uniform branch refilled the buffer): an unknown
+                # of these bytes as their last writes left them -- the same for every read
+                # until they are written again (an unknown per op: a gather and a scatter
+                # through it got two values of one element; a review helper) -- taken to
+                # be an index table's entry, >= 0 (which path's data is not followed; a
+                # documented limit: AVE208.md)
+                g = byts[r]
+                ident = (tuple(g.tolist()), tuple(self.races.w_at[g].tolist()),
+                         tuple(self.races.w_oat[g].tolist()), eb)
+                name = name_of(r) if name_of is not None else f"{tile.name or 'index'}[{r}]"
+                keys[r] = self.tab.atom(Atom("load", ("bytes",) + ident), name=name)
                 continue
             hit = memo.get(datum)
             if hit is None:
@@ -1500,21 +1532,26 @@ class Engine:
         if raw is not None and len(raw) == eb:
             return 0, int.from_bytes(raw, "little", signed=signed)
         masked = self._masked_parts.get(datum)
-        if masked is not None:
+        if masked is not None and masked[3] == eb:
             # the element where its guard holds, the fill value where it fails
-            cids, ed, other = masked
-            ek = self._datum_index(ed, name)
+            cids, ed, other, _ = masked
+            ek = self._datum_index(ed, name, eb)
             return self.tab.atom(Atom("select", (cids, (ek, 0), (0, other), name))), 0
-        return self._datum_index(datum, name), 0
+        return self._datum_index(datum, name, eb), 0
 
-    def _datum_index(self, datum: int, name: str | None) -> int:
-        """The key of an index whose bytes hold ``datum``: an index table's element (the
-        same unknown as that element loaded directly, >= 0), else -- computed and stored
-        from registers -- an unknown of that datum, of any sign."""
+    def _datum_index(self, datum: int, name: str | None, eb: int) -> int:
+        """The key of an index of ``eb`` bytes whose bytes hold ``datum``: an index table's
+        element of that size (the same unknown as that element loaded directly, >= 0),
+        else -- computed and stored from registers, or a part of a wider element (the low
+        i16 half of an i32 entry is the entry's first granule: it was taken for the whole
+        entry, >= 0; a review helper) -- an unknown of that datum and size, of any sign."""
         src = self._int_elements.get(datum)
-        if src is not None:
-            return self.tab.atom(Atom("load", src[0]), name=src[1])
-        return self.tab.atom(Atom("value", ("shared", datum)), name=name)
+        if src is not None and src[2] == eb:
+            k = self.tab.atom(Atom("load", src[0]), name=src[1])
+            if src[3] is not None:
+                self.tab.ranges[self.tab.lins[k][0][0]] = src[3]
+            return k
+        return self.tab.atom(Atom("value", ("shared", datum, eb)), name=name)
 
     def _loaded_values(self, tile: TileVal, coords: list[np.ndarray], op: Op,
                        guard: np.ndarray | None = None) -> SymInt:
@@ -1535,6 +1572,7 @@ class Engine:
         truth = self.conds.truth(guard) if guard is not None else np.zeros(n, np.int64)
         keys = np.zeros(n, np.int32)
         conc = np.zeros(n, np.int64)
+        rng = tile.dtype.int_range
         raw = constant_bytes(op.attrs.get("other", 0) or 0, tile.dtype)
         # ('other' as the register holds it: wrapped to the dtype)
         other = int.from_bytes(raw, "little", signed=not tile.dtype.name.startswith("u")) \
@@ -1548,6 +1586,9 @@ class Engine:
             if extra:
                 name += f" after write {ver}"
             ek = self.tab.atom(Atom("load", at + extra), name=name)
+            if rng is not None:
+                # (its dtype's range: an i8 table's entry is at most 127)
+                self.tab.ranges[self.tab.lins[ek][0][0]] = rng
             if truth[i] > 1:
                 # the element where the mask holds, 'other' where it fails (the sizes
                 # decide): If(guard, element, other) -- not a table entry >= 0 when 'other'
@@ -1800,7 +1841,7 @@ class Engine:
             raw = data_ids(_DATUM_GLOBAL, [tid, ver] + [(c.key.astype(np.int64) << 40) + c.conc
                                                        for c in gc], n)
             if tile.dtype.is_int and tile.dtype.name != "i1":
-                self._register_int_elements(tile.tensor.name, gc, raw, ver)
+                self._register_int_elements(tile.tensor.name, gc, raw, ver, tile.dtype)
             tags.data = self._masked_data(raw, tags.cond, op, tile.dtype)
             return tags
         addr = self.shared_addresses(tile, coords)
@@ -1860,7 +1901,7 @@ class Engine:
         return tags
 
     def _register_int_elements(self, tensor: str, gc: list[SymInt], data: np.ndarray,
-                               ver: int) -> None:
+                               ver: int, dtype: Any) -> None:
         """Remember which element of an integer tensor each datum of a read is (see
         :attr:`_int_elements`): the same atom args and name as :meth:`_loaded_values`
         gives that element read unmasked."""
@@ -1880,7 +1921,7 @@ class Engine:
             if ver:
                 at += (("written", ver),)
                 name += f" after write {ver}"
-            reg[d] = (at, name)
+            reg[d] = (at, name, dtype.bytes, dtype.int_range)
 
     def _global_written(self, tile: TileVal) -> None:
         """A write into a global tensor ran (or may have: an arm of a branch): its elements
@@ -1937,7 +1978,7 @@ class Engine:
                     for i in first.tolist():
                         md = int(ms[i])
                         if md not in reg:
-                            reg[md] = (self._cond_ids(rs[i]), int(ds[i]), ov)
+                            reg[md] = (self._cond_ids(rs[i]), int(ds[i]), ov, dtype.bytes)
         return out
 
     def constant_datum(self, value: Any, dtype: Any) -> int | None:
@@ -2844,8 +2885,9 @@ class Engine:
             addr = self.shared_addresses(src, coords)
             if len(np.unique(addr)) <= INDEX_ELEMENTS:
                 label = src.name or "index"
-                name_of = (lambda e: f"{label}[{', '.join(str(int(c[e])) for c in coords)}]") \
-                    if len(coords) > 1 else None
+                # (by the element's coordinates: the (thread, value) position named sI[64]
+                # for a 16-element tile; a review helper)
+                name_of = lambda e: f"{label}[{', '.join(str(int(c[e])) for c in coords)}]"  # noqa: E731
                 ival = self._shared_int_values(src, coords, op, name_of)
         # a mask (or 'other') over a scalar that differs across threads: the copies of an
         # element may differ (one thread's copy masked off, another's loaded)
@@ -3080,7 +3122,10 @@ class Engine:
         ival = None
         if op.result.type.dtype.is_int and all(
                 isinstance(x, FragVal) and x.ival is not None or isinstance(x, SymInt)
-                for x in xs) and name in ("add", "sub", "mul", "floordiv", "mod"):
+                for x in xs) and name in ("add", "sub", "mul", "floordiv", "mod", "min",
+                                          "max"):
+            # (min/max too: an index clamped with ave.maximum(ids - 1, 0) was of any sign,
+            # a false AVE208; a review helper)
             vals = []
             for x in xs:
                 if isinstance(x, FragVal):
@@ -3088,7 +3133,13 @@ class Engine:
                 else:
                     vals.append(SymInt(np.repeat(x.key, V), np.repeat(x.conc, V)))
             ival = sym_binop(self.tab, name, vals[0], vals[1])
-        if ival is not None and not _fits_dtype(ival, op.result.type.dtype):
+        rdt = op.result.type.dtype
+        if ival is not None and getattr(rdt, "bits", 32) < 32 and rdt.is_int and \
+                np.any(np.asarray(ival.key) != 0):
+            # a narrow integer with a runtime part: wrapped as the GPU wraps it (an i8
+            # table's 127 + 1 is -128)
+            ival = self._narrow_unknown(op, ival, rdt)
+        elif ival is not None and not _fits_dtype(ival, rdt):
             # (the value wrapped on the GPU: c * 2**31 is negative for odd c in i32, and
             # a where decided on the unwrapped value took the wrong side; a review helper)
             ival = None

@@ -292,9 +292,13 @@ class Solver:
                 # (AVE208.md: tables are well formed): a pairing witness named
                 # loaded[I] = -1, which the interpreter turns into an out-of-bounds read,
                 # not the reported pairing (a review helper). A masked load whose negative
-                # `other` may be taken is a "param" atom, unconstrained.
+                # `other` may be taken is If(mask, element, other). At most its dtype's
+                # largest value (an i8 table's 127).
                 self._domain.append(z >= 0)
-            elif a.kind == "param":
+                rng = self.tab.ranges.get(i)
+                if rng is not None:
+                    self._domain.append(z <= rng[1])
+            elif a.kind in ("param", "value"):
                 rng = self.tab.ranges.get(i)
                 if rng is not None:
                     self._domain.append(z >= rng[0])

@@ -263,3 +263,75 @@ def test_narrow_index_arithmetic_may_wrap():
     ids[0] = 127
     res = run(k, (1,), [X, O, ids], provenance=True)
     assert any(x.code == "AVE301" and "X[-128, 0]" in x.message for x in res.diagnostics)
+
+
+# ----------------------------------------------------------------------------- round 3
+# (tests/analysis/review_cases/r10_*.py)
+
+def test_an_unmasked_gather_checks_the_lower_side_of_a_computed_index():
+    # idx = Ids - 1 with no mask: a dimension indexed by a loaded value is trusted to the
+    # tables, but the form was trusted whole -- X[-1] for Ids[r] = 0 went unreported.
+    # The lower side of a form not >= 0 by its atoms is checked now.
+    k, a = _analyze("r10_f9_minus")
+    (d,) = a.diagnostics
+    assert d.code == "AVE208" and "X[-1, 0] (below 0)" in d.message and "Ids[0] = 0" in d.notes[0]
+    X, O = _rows()
+    res = run(k, (1,), [X, O, np.arange(16, dtype=np.int32)], provenance=True)
+    assert any(x.code == "AVE301" and "X[-1, 0]" in x.message for x in res.diagnostics)
+
+
+def test_a_clamped_index_is_followed():
+    # ave.maximum(ids - 1, 0): >= 0 (min/max were not followed: any sign, a false AVE208)
+    k, a = _analyze("r10_f5_clamp")
+    assert a.diagnostics == []
+
+
+def test_the_low_half_of_an_index_table_entry_is_not_the_entry():
+    # an i16 view of an i32 table: its low half of 65535 is -1 (it was taken for the
+    # entry, >= 0: clean)
+    k, a = _analyze("r10_f1_lowhalf")
+    (d,) = a.diagnostics
+    assert d.code == "AVE208" and "below 0" in d.message
+
+
+def test_narrow_scalar_arithmetic_wraps():
+    # an i8 n + 100 < 0 for n = 28 (128 wraps to -128): the witness is that n, exactly
+    k, a = _analyze("r10_f4_i8")
+    (d,) = a.diagnostics
+    assert d.code == "AVE208" and "X[-32] (below 0)" in d.message
+    n = int(re.search(r"\bn = (-?\d+)", d.notes[0]).group(1))
+    assert 28 <= n <= 127 and ((n + 100 + 128) % 256) - 128 < 0
+    X = np.arange(64, dtype=np.float32)
+    res = run(k, (1,), [X, np.zeros(32, np.float32), np.int8(n)], provenance=True)
+    assert any(x.code == "AVE301" and "X[-32]" in x.message for x in res.diagnostics)
+
+
+def test_an_index_buffer_refilled_in_a_uniform_branch_is_one_value():
+    # if n > 0: sI = Ids[0:16] else: sI = Ids[16:32]; Out[sI[r]] = X[sI[r]]: correct
+    # (a false AVE201 whose witness gave sI[0] two values)
+    k, a = _analyze("r10_f3_branch")
+    assert a.diagnostics == [] and [r.status for r in a.assertions] == ["proved"]
+    for n in (0, 1):
+        X = np.random.default_rng(n).standard_normal((40, 32)).astype(np.float32)
+        O = np.zeros((40, 32), np.float32)
+        ids = np.random.default_rng(7).permutation(40)[:32].astype(np.int32)
+        assert run(k, (1,), [X, ids, O, n], provenance=True).diagnostics == []
+        sel = ids[:16] if n > 0 else ids[16:]
+        np.testing.assert_array_equal(O[sel], X[sel])
+
+
+def test_split_k_with_an_accumulator_started_from_c():
+    # D = (C + A[:, :32] B[:32]) + A[:, 32:] B[32:]: the C-initialized accumulator's MMAs
+    # are not followed, so the other term's chain was checked alone ("never accumulates
+    # k=0", a false AVE206); the interpreter computes D = C + A B.
+    k, a = _analyze("r10_splitk")
+    assert a.diagnostics == []
+    rng = np.random.default_rng(3)
+    A = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
+    C = rng.standard_normal((64, 64)).astype(np.float32)
+    D = np.zeros((64, 64), np.float32)
+    assert run(k, (1,), [A, B, C, D], provenance=True).diagnostics == []
+    ref = C.astype(np.float64) + NUM.from_storage(bf16, A).astype(np.float64) @ \
+        NUM.from_storage(bf16, B).astype(np.float64)
+    np.testing.assert_allclose(D, ref, rtol=1e-4, atol=1e-3)

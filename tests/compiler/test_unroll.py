@@ -228,7 +228,7 @@ def test_a_loop_too_long_to_unroll_is_refused_before_it_is_unrolled(monkeypatch)
     monkeypatch.setattr(unroll_mod, "_clone_block", counting)
     with pytest.raises(UnrollError, match=r"loop `i` runs 1000000 times over at least 2 "
                                           r"ops each: the unrolled kernel would have more "
-                                          r"than 100000 ops"):
+                                          r"than 50000 ops"):
         unroll(k)
     assert len(cloned) == 1                  # the kernel's body only, no iteration
     # a nest of two loops of 1000 (the inner one fits alone): refused at the outer loop,

@@ -1,0 +1,9 @@
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], Out: ave.Tensor[ave.f32, 2], Ids: ave.Tensor[ave.i32, 1]):
+    L = ave.tv_layout(ave.layout((8, 16), (64, 1)), ave.layout(4, 16), (16, 32))
+    IDX = ave.tv_layout(ave.layout(128, 0), ave.layout(16, 1), (16,))
+    idx = ave.load(Ids[0:16], IDX) - 1               # the previous row: -1 for Ids[r] = 0
+    x = ave.load(ave.gather(X, idx, 0)[0:16, 0:32], L)
+    ave.store(Out[0:16, 0:32], x)
