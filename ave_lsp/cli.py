@@ -356,6 +356,8 @@ class Checker:
         self.options = options
         self.overrides = overrides
         self.use_baseline = use_baseline
+        #: per baseline file, per checked path: the entries its findings absorbed
+        self._baseline_books: dict = {}
         self.warn = warn
         self._warned: set[str] = set()
         #: per path: {"baselined": n, "skipped": 0|1}
@@ -426,7 +428,19 @@ class Checker:
                 if err is not None:
                     self._warn(err)
                 else:
-                    hits = baseline.matches([d.to_json() for d in fr.diagnostics])
+                    # (one budget per baseline for the run: a file's entries absorbed by
+                    # the other files are not there for it; a re-checked file -- --watch
+                    # -- gives back what it took before)
+                    books = self._baseline_books.setdefault(cfg.baseline, {})
+                    books.pop(path, None)
+                    taken: dict = {}
+                    for other in books.values():
+                        for k, n in other.items():
+                            taken[k] = taken.get(k, 0) + n
+                    used: dict = {}
+                    hits = baseline.matches([d.to_json() for d in fr.diagnostics],
+                                            taken=taken, used=used)
+                    books[path] = used
                     fr.diagnostics = [d for d, h in zip(fr.diagnostics, hits) if not h]
                     baselined = sum(hits)
             self.extra[path] = {"baselined": baselined, "skipped": 0}

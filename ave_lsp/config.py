@@ -336,26 +336,47 @@ class Baseline:
                              "the strings code, file and fingerprint)")
         return cls(path, data["findings"])
 
-    def matches(self, diagnostics: list[dict], reader: Any = None) -> list[bool]:
+    def matches(self, diagnostics: list[dict], reader: Any = None,
+                taken: dict | None = None, used: dict | None = None) -> list[bool]:
         """For each report diagnostic (a dict), whether the baseline accepts it; each
         baseline entry absorbs one matching finding. ``reader(path)`` gives a file's text
-        (an editor buffer), default: read it from disk."""
+        (an editor buffer), default: read it from disk. ``taken``: entries other files of
+        the same run absorbed already (a finding in a helper has one fingerprint whatever
+        kernel reaches it: one entry absorbed it in every file, a new kernel's race too; a
+        review helper); ``used`` receives the entries these absorb.
+
+        Entries match by the fingerprint first, every diagnostic; then, for those left, by
+        the legacy fingerprint (the whole line, comment included: a baseline written
+        before the comment was left out -- matched in one pass, a commented line took an
+        uncommented line's entry and that line's finding came back; review helpers)."""
         from ave_lsp.sarif import Sources
 
         sources = Sources(reader)
         left = dict(self.keys)
-        out = []
-        for d in diagnostics:
-            k = _baseline_key(d, self.dir, sources)
-            if left.get(k, 0) <= 0:
-                # (a baseline written before fingerprints left the line's comment out
-                # hashed the whole line: its entries still match -- an upgrade turned CI
-                # red on every commented flagged line; a review helper)
-                k = _baseline_key(d, self.dir, sources, legacy=True)
-            hit = left.get(k, 0) > 0
-            if hit:
+        for k, n in (taken or {}).items():
+            if k in left:
+                left[k] -= n
+        out = [False] * len(diagnostics)
+        keys = [(_baseline_key(d, self.dir, sources),
+                 _baseline_key(d, self.dir, sources, legacy=True)) for d in diagnostics]
+
+        def take(i: int, k: tuple) -> bool:
+            if left.get(k, 0) > 0:
                 left[k] -= 1
-            out.append(hit)
+                out[i] = True
+                if used is not None:
+                    used[k] = used.get(k, 0) + 1
+                return True
+            return False
+        # a commented line's legacy entry (its whole text) first: it names that line only;
+        # then every fingerprint; then the legacy ones left
+        for i, (new, old) in enumerate(keys):
+            if old != new:
+                take(i, old)
+        for legacy in (False, True):
+            for i, pair in enumerate(keys):
+                if not out[i]:
+                    take(i, pair[legacy])
         return out
 
     def filter(self, diagnostics: list[dict], reader: Any = None) -> tuple[list[dict], int]:

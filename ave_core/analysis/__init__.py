@@ -203,6 +203,9 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             r.covered += chk.covered
             if chk.violation is not None and r.witness is None:
                 r.status = "violated"
+                # (the copy that fails: a helper called twice reported the first call,
+                # whose comment hid it; a review helper)
+                r.loc = chk.op.loc
                 w = _refined(chk.violation)
                 w["trip_counts"] = trips
                 w["occurrence"] = chk.occurrence
@@ -210,6 +213,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             elif chk.unknown is not None and r.status == "proved":
                 r.status = "unknown"
                 r.reason = chk.unknown
+                r.loc = chk.op.loc
         for op, loops, thread, byte, inflight, landing in list(eng.uninit):
             key = (op.loc.file, op.loc.range)
             if landing is not None:

@@ -705,6 +705,30 @@ def test_a_finding_in_a_helper_called_twice_is_at_the_call_that_races(tmp_path, 
     assert "k5.py:15:9: related: the call of the helper it is in" in p.stdout, p.stdout
 
 
+@pytest.mark.parametrize("comment_on", [None, 7, 8])
+def test_a_violated_assertion_in_a_helper_called_twice(tmp_path, comment_on):
+    # chk(s[0], s[1]) holds, chk(s[1], s[1]) fails: the assertion was reported at the
+    # first call (the result kept the first copy's location), whose comment hid it (a
+    # review helper)
+    (tmp_path / "hchk.py").write_text("import ave_core.lang as ave\n\n\ndef chk(a, b):\n"
+                                      "    ave.assert_disjoint(a, b)\n", "utf-8")
+    lines = ["import ave_core.lang as ave", "from hchk import chk", "", "",
+             "@ave.kernel(threads=64)",
+             "def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):",
+             '    s = ave.alloc((2, 64), ave.f32, space="shared")',
+             "    chk(s[0], s[1])", "    chk(s[1], s[1])"]
+    if comment_on is not None:
+        lines[comment_on] += "  # ave: ignore[AVE202]"
+    k = tmp_path / "kchk.py"
+    k.write_text("\n".join(lines) + "\n", "utf-8")
+    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", str(k), "-j1"],
+                       capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+    if comment_on == 8:
+        assert "1 suppressed" in p.stdout and "0 errors" in p.stdout, p.stdout
+    else:
+        assert "kchk.py:9:5: related: the call of the helper it is in" in p.stdout, p.stdout
+
+
 _READER = """import ave_core.lang as ave
 
 
