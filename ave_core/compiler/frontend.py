@@ -265,8 +265,12 @@ class ModuleContext:
 class ModuleLoader:
     """Reads workspace files as text (never imports them) and caches their contexts."""
 
-    def __init__(self, workspace: str | None, overlay: dict[str, str] | None = None) -> None:
+    def __init__(self, workspace: str | None, overlay: dict[str, str] | None = None,
+                 extra_roots: Sequence[str] = ()) -> None:
         self.workspace = os.path.abspath(workspace) if workspace else None
+        #: more directories absolute imports are looked up in, last (a launch: the
+        #: program's own sys.path entries, see :func:`launch_roots`)
+        self.extra_roots = [os.path.abspath(r) for r in extra_roots]
         self.overlay = overlay or {}
         self.cache: dict[str, ModuleContext | None] = {}
         #: Results of pure computations on compile-time facts (layout checks by layout,
@@ -324,13 +328,18 @@ class ModuleLoader:
             roots.append(d)
         else:
             roots.append(base)
-            if self.workspace:
-                roots.append(self.workspace)
             # the projects the file lies in (directories with a pyproject.toml, nearest
-            # first): the editor looked in its workspace folder, `--check` in the nearest
-            # project -- in a repository of several projects each rejected imports the
-            # other resolved (a review helper); both look in all of them now
-            roots += [r for r in self._projects(base) if r not in roots]
+            # first, and their src/ layouts), then the workspace: the editor looked in its
+            # workspace folder, `--check` in the nearest project -- in a repository of
+            # several projects each rejected imports the other resolved, or took another
+            # file of the same name (review helpers); both look in the same order now
+            for r in self._projects(base):
+                for c in (r, os.path.join(r, "src")):
+                    if c not in roots and (c == r or os.path.isdir(c)):
+                        roots.append(c)
+            if self.workspace and self.workspace not in roots:
+                roots.append(self.workspace)
+            roots += [r for r in self.extra_roots if r not in roots]
         parts = module.split(".") if module else []
         out = []
         for r in roots:
@@ -3895,6 +3904,32 @@ class SpecializationError(Exception):
         super().__init__("\n".join(d.format_text() for d in diagnostics) or "no such kernel")
 
 
+def launch_roots() -> list[str]:
+    """The directories of this program's ``sys.path`` a launch looks helper imports up in
+    besides the kernel's project: where Python found the kernel's own package (the
+    working directory, a ``src/`` on the path, an editable install's source) -- not the
+    standard library or installed packages (site-packages), whose modules stay libraries.
+    The launch had only the kernel file's directory: a helper Python imported from the
+    package root was "an installed library" that "cannot be called inside a kernel" (a
+    review helper)."""
+    import sys
+    import sysconfig
+    skip = set()
+    for k in ("stdlib", "platstdlib", "purelib", "platlib"):
+        try:
+            skip.add(os.path.abspath(sysconfig.get_paths()[k]))
+        except KeyError:
+            pass
+    out = []
+    for p in sys.path:
+        d = os.path.abspath(p or os.getcwd())
+        if d in skip or "site-packages" in d or "dist-packages" in d or \
+                not os.path.isdir(d) or d in out:
+            continue
+        out.append(d)
+    return out
+
+
 def specialize(text: str, path: str, kernel_name: str, constexprs: dict | None = None, *,
                workspace: str | None = None) -> KernelIR:
     """Compile one kernel of a file for the given constexpr values (defaults for the rest).
@@ -3910,7 +3945,8 @@ def specialize(text: str, path: str, kernel_name: str, constexprs: dict | None =
         tree = parse_source(text, path)
     except SyntaxError:
         raise SpecializationError(compile_source(text, path).diagnostics) from None
-    loader = ModuleLoader(workspace or os.path.dirname(os.path.abspath(path)))
+    loader = ModuleLoader(workspace or os.path.dirname(os.path.abspath(path)),
+                          extra_roots=launch_roots())
     module = ModuleContext(path, text, tree, loader)
     loader.cache[os.path.abspath(path)] = module
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == kernel_name

@@ -839,3 +839,72 @@ def test_a_legacy_baseline_with_a_commented_line_and_its_twin(tmp_path):
     p = _python("-m", "ave_lsp", "--check", "k.py", "--baseline", "legacy.json", "-j1",
                 cwd=tmp_path)
     assert p.returncode == 0 and "3 baselined" in p.stdout, p.stdout
+
+
+_DOUBLE = "import ave_core.lang as ave\n\n\ndef double(x):\n    return x + x\n"
+_TWICE_K = """import ave_core.lang as ave
+from mylib.helpers import double
+
+
+@ave.kernel(threads=32)
+def twice(X: ave.Tensor[ave.f32, 1], Y: ave.Tensor[ave.f32, 1]):
+    L = ave.tv_layout(ave.layout(32, 1), ave.layout(1, 1), (32,))
+    x = ave.load(X[0:32], L)
+    ave.store(Y[0:32], double(x))
+"""
+_RUN = """import numpy as np
+from mylib.kernels.k import twice
+X = np.arange(32, dtype=np.float32); Y = np.zeros(32, np.float32)
+twice[(1,)](X, Y)
+print("ok", float(Y[3]))
+"""
+
+
+@pytest.mark.parametrize("layout", ["flat", "src"])
+def test_a_package_helper_resolves_at_launch_and_in_check(tmp_path, layout):
+    # app/mylib/{helpers.py, kernels/k.py} imported as a package: --check was clean but the
+    # launch searched only the kernel's directory -- `mylib.helpers` was an installed
+    # library: AVE101 (a review helper); a src/ layout failed in --check (AVE113) and at
+    # launch. Now the launch also looks in the program's sys.path, --check in the
+    # projects' src/.
+    root = tmp_path / "app"
+    pkg = root / ("src" if layout == "src" else "") / "mylib"
+    (pkg / "kernels").mkdir(parents=True)
+    for f in (pkg / "__init__.py", pkg / "kernels" / "__init__.py"):
+        f.write_text("", "utf-8")
+    (pkg / "helpers.py").write_text(_DOUBLE, "utf-8")
+    (pkg / "kernels" / "k.py").write_text(_TWICE_K, "utf-8")
+    (root / "run.py").write_text(_RUN, "utf-8")
+    if layout == "src":
+        (root / "pyproject.toml").write_text("[project]\nname = 'mylib'\n", "utf-8")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(root / "src")] * (layout == "src") + [str(ROOT)]))
+    p = subprocess.run([sys.executable, "run.py"], capture_output=True, text=True, cwd=root,
+                       env=env, timeout=120)
+    assert p.returncode == 0 and "ok 6.0" in p.stdout, p.stdout + p.stderr
+    p = _python("-m", "ave_lsp", "--check", str(pkg), "-j1", cwd=root)
+    assert p.returncode == 0 and "AVE1" not in p.stdout, p.stdout
+
+
+def test_the_nearest_project_wins_in_the_editor_and_in_check(tmp_path):
+    # mono/mylib/helpers.py (with a barrier) and mono/proj/mylib/helpers.py (without):
+    # proj/kernels/k.py's `from mylib.helpers import fill` was mono's in the editor (the
+    # workspace folder first: clean) and proj's in --check (a race) -- a review helper.
+    # The projects the file lies in come first, nearest first, in both: proj's, a race.
+    from ave_lsp.server.server import _check_in_worker
+    from ave_lsp.server.settings import Settings
+
+    mono = tmp_path / "mono"
+    for d in ("mylib", "proj/mylib", "proj/kernels"):
+        (mono / d).mkdir(parents=True)
+    for d in ("", "proj"):
+        (mono / d / "pyproject.toml").write_text("[project]\nname = 'x'\n", "utf-8")
+    (mono / "mylib" / "helpers.py").write_text(
+        _PKG_HELPER + "    ave.barrier()\n", "utf-8")
+    (mono / "proj" / "mylib" / "helpers.py").write_text(_PKG_HELPER, "utf-8")
+    k = mono / "proj" / "kernels" / "k.py"
+    k.write_text(_PKG_KERNEL.replace("mylib_ab.helpers", "mylib.helpers"), "utf-8")
+    out = _check_in_worker(k.as_uri(), str(k), k.read_text("utf-8"), str(mono), Settings())
+    assert [d.code for d in out.items] == ["AVE207"], out.items
+    p = _python("-m", "ave_lsp", "--check", str(k), "-j1", cwd=mono)
+    assert re.search(r"k\.py:9:5: error AVE207 ", p.stdout), p.stdout
