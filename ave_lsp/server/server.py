@@ -582,10 +582,11 @@ class AveLanguageServer(LanguageServer):
                         if not self.path_of(u).startswith("<")) if c}
                 if _norm(path) in configs:
                     deps.update(self.docs)
-                elif not os.path.exists(path):
-                    # deleted: the documents it configured are under its directory (their
-                    # nearest pyproject is another one now: they kept its settings until
-                    # the next save; a review helper)
+                else:
+                    # deleted (the documents it configured are under its directory, their
+                    # nearest pyproject another one now: they kept its settings until the
+                    # next save) or created above another one (a project root where
+                    # imports are looked up: a stale AVE113 stayed; review helpers)
                     top = _norm(os.path.dirname(path)) + os.sep
                     deps.update(u for u in self.docs if not self.path_of(u).startswith("<")
                                 and _norm(self.path_of(u)).startswith(top))

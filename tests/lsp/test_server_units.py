@@ -387,6 +387,19 @@ def test_watched_file_events_recheck_only_what_depends_on_them(tmp_path, monkeyp
     del scheduled[:]
     ls.files_changed([(sub / "pyproject.toml").as_uri()], watched=True)
     assert scheduled == [k3.as_uri()]
+    # one created above a nearer one (an import root now): the documents under it (k4's
+    # nearest is inner/pyproject.toml, no event names it)
+    deeper = sub / "inner"
+    deeper.mkdir()
+    (deeper / "pyproject.toml").write_text("[project]\nname = 'i'\n", "utf-8")
+    k4 = deeper / "k4.py"
+    ls.docs[k4.as_uri()] = _Doc(k4.as_uri())
+    ls.docs[k4.as_uri()].files = [str(k4)]
+    del ls.docs[k3.as_uri()]            # (then it is no open document's nearest one)
+    (sub / "pyproject.toml").write_text("[project]\nname = 's'\n", "utf-8")
+    del scheduled[:]
+    ls.files_changed([(sub / "pyproject.toml").as_uri()], watched=True)
+    assert scheduled == [k4.as_uri()]
 
 
 def test_hover_bindings_follow_the_text_and_the_scopes(tmp_path):
