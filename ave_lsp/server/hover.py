@@ -322,8 +322,9 @@ class HoverIndex:
         # helper)
         chains = [tuple(getattr(getattr(c.op, "loc", None), "inlined_from", ()) or ())
                   for c in copies]
-        level = next((i for i in range(max(map(len, chains), default=0))
-                      if len({ch[i] if i < len(ch) else None for ch in chains}) > 1), None)
+        parts_at = [i for i in range(max(map(len, chains), default=0))
+                    if len({ch[i] if i < len(ch) else None for ch in chains}) > 1]
+        level = (parts_at[0], parts_at[-1]) if parts_at else None
         head = (f"**{word}**: {n} copies of this definition (a helper called {n} times, or "
                 f"a `static_range` loop), {len(groups)} different:")
         parts = [head]
@@ -342,17 +343,23 @@ class HoverIndex:
         return "\n\n---\n\n".join(parts)
 
     def _copy_name(self, c: _Cand, i: int, n: int, by_line: bool,
-                   level: int | None = None) -> str:
-        """``copy i+1 of n`` and, for an op inlined from a call, ``, the call at line L``:
-        the call at ``level`` of its inlining chain (where the copies part) when it is in
-        this file; else with ``by_line``, ``, the value of line L`` (the op that made the
-        value)."""
+                   level: tuple[int, int] | None = None) -> str:
+        """``copy i+1 of n`` and, for an op inlined from calls, ``, the call at line L`` --
+        the calls of its inlining chain at the levels ``level`` (first, last) where the
+        copies part, those in this file (``the calls at lines 15 → 11``); else with
+        ``by_line``, ``, the value of line L`` (the op that made the value)."""
         out = f"copy {i + 1} of {n}"
         loc = getattr(c.op, "loc", None)
         chain = getattr(loc, "inlined_from", ()) or ()
-        call = chain[level] if level is not None and level < len(chain) else None
-        if call is not None and call.file == self.path:
-            out += f", the call at line {call.range.start.line + 1}"
+        # the calls from there down (a helper called twice by a helper called twice: the
+        # outer calls alone did not say which inner call gave the value; a review helper)
+        calls = [x for x in chain[level[0]:level[1] + 1] if x.file == self.path] \
+            if level is not None else []
+        if len(calls) == 1:
+            out += f", the call at line {calls[0].range.start.line + 1}"
+        elif calls:
+            out += ", the calls at lines " + " → ".join(
+                str(x.range.start.line + 1) for x in calls)
         elif by_line and loc is not None and loc.file == self.path:
             out += f", the value of line {loc.range.start.line + 1}"
         return out

@@ -567,4 +567,21 @@ def test_hover_copies_name_the_calls_where_they_part_and_are_capped(tmp_path):
     assert "*copy 1 of 2, the call at line 13*" in h and "*copy 2 of 2, the call at line 14*" in h
     h = idx.hover(16, lines[16].index("z"))[0]
     assert h.count("*copy ") == MAX_COPIES_SHOWN and len(h) < 5000
+    # copies that part at two levels (outer() at 14 and 15 calls inner() at 11 and 12)
+    # name both calls: "15 → 11"
+    two = head + (
+        "    def inner(r, n):\n"                                            # 5
+        "        t = A[r, 0:n]\n"                                           # 6
+        "        return t\n"                                                # 7
+        "    def outer(r):\n"                                               # 8
+        "        a = inner(r, 8)\n"                                         # 9
+        "        b = inner(r, 16)\n"                                        # 10
+        "        return a\n"                                                # 11
+        "    outer(0)\n"                                                    # 12
+        "    outer(1)\n")                                                   # 13
+    idx2 = build_index(two, str(tmp_path / "k2.py"), str(tmp_path))
+    h2 = idx2.hover(6, two.splitlines()[6].index("t"))[0]
+    assert "copy 1 of 4, the calls at lines 13 → 10, copy 3 of 4, the calls at lines 14 → 10" \
+        in h2
+    assert "copy 2 of 4, the calls at lines 13 → 11" in h2
     assert f"… and {2048 - MAX_COPIES_SHOWN} more different answers" in h
