@@ -498,21 +498,18 @@ def decode_source(data: bytes) -> str:
     Raises:
         UnicodeDecodeError: the bytes are not text in that encoding.
     """
+    import io
+    import tokenize
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        import io
-        import tokenize
-        try:
-            enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-        except (SyntaxError, LookupError):
-            raise
-        if enc in ("utf-8", "utf-8-sig"):
-            raise
-        try:
-            return data.decode(enc)
-        except LookupError as e:
-            raise UnicodeDecodeError(enc, data, 0, 1, str(e)) from None
+        # (the declared encoding first, as Python: a latin-1 file whose bytes also read as
+        # UTF-8 was read as UTF-8; a review helper)
+        enc, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except (SyntaxError, LookupError):
+        enc = "utf-8-sig"
+    try:
+        return data.decode(enc)
+    except LookupError as e:
+        raise UnicodeDecodeError(enc, data, 0, 1, str(e)) from None
 
 
 def parse_source(text: str, path: str | None = None) -> ast.Module:

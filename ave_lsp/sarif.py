@@ -158,11 +158,16 @@ class Sources:
 
 
 def _read_text(path: str) -> str | None:
+    from ave_core.diagnostics import decode_source
     try:
         with open(path, "rb") as f:
-            return f.read().decode("utf-8-sig", errors="replace")
+            data = f.read()
     except OSError:
         return None
+    try:
+        return decode_source(data)          # (as the checker read it: a coding line)
+    except (UnicodeDecodeError, SyntaxError, LookupError):
+        return data.decode("utf-8-sig", errors="replace")
 
 
 def _top_level_defs(text: str) -> list[tuple[int, int, str]]:

@@ -19,6 +19,7 @@ error of a specialization stops that specialization only.
 from __future__ import annotations
 
 import ast
+import json
 import math
 import os
 from collections import deque
@@ -3823,6 +3824,17 @@ def _compile_kernel(module: ModuleContext, fn: ast.FunctionDef, deco: ast.AST,
             continue
         built.append(idx)
         result.kernels.append(k)
+    by_range: dict = {}
+    for diag in fixed:
+        by_range.setdefault(json.dumps(diag.fix["range"], sort_keys=True), set()).add(
+            diag.fix["new"])
+    for diag in fixed:
+        if len(by_range[json.dumps(diag.fix["range"], sort_keys=True)]) > 1:
+            # specializations that want other texts there (W // 4 and W // 2): either
+            # breaks the other (a review helper)
+            diag.fix = None
+            diag.notes.append("no quick fix: the specializations want different shapes here")
+    fixed = [d for d in fixed if d.fix is not None]
     if built and fixed:
         # A fix edits text every specialization compiles: where some compile as it is,
         # it would break them (a view right for configs[1] and not for configs[0]: the

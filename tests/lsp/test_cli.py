@@ -908,3 +908,14 @@ def test_the_nearest_project_wins_in_the_editor_and_in_check(tmp_path):
     assert [d.code for d in out.items] == ["AVE207"], out.items
     p = _python("-m", "ave_lsp", "--check", str(k), "-j1", cwd=mono)
     assert re.search(r"k\.py:9:5: error AVE207 ", p.stdout), p.stdout
+
+
+def test_a_declared_encoding_wins_over_utf8():
+    # b'\xc3\xa9' in a latin-1 file is two characters, as Python reads it (it was read as
+    # UTF-8: one character, other columns; a review helper)
+    from ave_core.diagnostics import decode_source
+    assert decode_source(b'# -*- coding: latin-1 -*-\nNAME = "\xc3\xa9"\n').endswith(
+        'NAME = "\u00c3\u00a9"\n')
+    assert decode_source(b"\xef\xbb\xbfx = 1\n") == "x = 1\n"
+    with pytest.raises(UnicodeDecodeError):
+        decode_source(b"x = '\xff'\n")

@@ -441,3 +441,17 @@ def test_view_shape_fix_not_offered_for_a_repeated_statement(body):
             "def k(X: ave.Tensor[ave.f32, 1]):\n" + body)
     (d,) = compile_source(text, "/w/k.py").diagnostics
     assert d.code == "AVE106" and d.fix is None
+
+
+def test_view_shape_fix_not_offered_when_specializations_want_different_texts():
+    # configs[0] wants W // 4, configs[1] W // 2 at the same place: both were offered (the
+    # JSON report and SARIF carried both; a review helper)
+    text = ("import ave_core.lang as ave\n\n\n"
+            "@ave.kernel(threads=32, configs=[dict(BK=32, W=64), dict(BK=64, W=64)])\n"
+            "def k(X: ave.Tensor[ave.f32, 2], BK: ave.constexpr = 32, W: ave.constexpr = 64):\n"
+            "    s = ave.alloc((16, BK), ave.bf16, space=\"shared\")\n"
+            "    v = ave.view(s, (16, W), dtype=ave.f32)\n")
+    ds = compile_source(text, "/w/k.py").diagnostics
+    assert [d.code for d in ds] == ["AVE106", "AVE106"] and all(d.fix is None for d in ds)
+    assert all("no quick fix: the specializations want different shapes here" in d.notes
+               for d in ds)
