@@ -189,21 +189,32 @@ class BoundsChecker:
             # batch, a head) stays trusted
             tiled = d in tile.dims
             keys = _distinct_keys(c.key)
-            lower = False
-            if d not in used and not (masked and tiled) and \
-                    any(self._runtime_index(int(k)) for k in keys) and \
-                    not any(self._negative_fill(int(k)) for k in keys):
-                # trusted to the launch and to well-formed tables (entries >= 0, within the
-                # tensor) -- but an index computed from them may be below 0 (`Ids - 1`, a
-                # cast from floats: they were trusted whole; a review helper): that side is
-                # checked, unless the form is >= 0 by its atoms
-                if bool((conc >= 0).all()) and all(k == 0 or self._nonneg(int(k))
-                                                   for k in keys):
+            trusted = d not in used and not (masked and tiled)
+            # per element (an index fragment mixing table entries and constant rows: one
+            # entry trusted the constant row 100000 too; a review helper): elements whose
+            # index mentions a program id or a loaded value are trusted to the launch and
+            # to well-formed tables (entries >= 0, within the tensor) -- but an index
+            # computed from them may be below 0 (`Ids - 1`, a cast from floats: they were
+            # trusted whole; a review helper): that side is checked, unless the form is
+            # >= 0 by its atoms; a masked load's negative fill is checked whole
+            rt_keys = {int(k) for k in keys if trusted and self._runtime_index(int(k))
+                       and not self._negative_fill(int(k))}
+            if rt_keys:
+                kk = np.asarray(key, np.int64)
+                rt = np.isin(kk, np.fromiter(rt_keys, np.int64))
+                low = rt & ~((conc >= 0) & np.isin(kk, np.fromiter(
+                    [k for k in rt_keys if self._nonneg(k)] or [-1], np.int64)))
+                parts = [(live & ~rt, False), (live & low, True)]
+            else:
+                parts = [(live, False)]
+            thr = np.asarray(threads)
+            for sub, lower in parts:
+                if not sub.any():
                     continue
-                lower = True
-            self._push(self.obligations, (op, eng.loops, tile.tensor.name, d, key[live].copy(),
-                                          conc[live].copy(), guard[live].copy(),
-                                          np.asarray(threads)[live].copy(), gc, live, lower))
+                self._push(self.obligations, (op, eng.loops, tile.tensor.name, d,
+                                              key[sub].copy(), conc[sub].copy(),
+                                              guard[sub].copy(), thr[sub].copy(), gc, sub,
+                                              lower))
 
     def _negative_fill(self, key: int, depth: int = 0) -> bool:
         """The linear form holds a masked load's negative ``other`` where its mask fails (a

@@ -182,6 +182,7 @@ _DATUM_GLOBAL, _DATUM_MASKED, _DATUM_COMPUTED, _DATUM_CONSTANT, _DATUM_PART = (
     0x6A09E667F3BCC908, 0x3C6EF372FE94F82B, 0xA54FF53A5F1D36F1, 0x510E527FADE682D1,
     0x9B05688C2B3E6C1F)
 _DATUM_WHOLE, _DATUM_SELECT = 0x1F83D9ABFB41BD6B, 0x5BE0CD19137E2179
+_DATUM_JOINED = 0x428A2F98D728AE22
 
 
 def constant_bytes(value: Any, dtype: Any) -> bytes | None:
@@ -629,6 +630,11 @@ class Engine:
         #: objects whose id() names an atom (kept alive: an id is unique only while its
         #: object lives)
         self._keep_alive: list = []
+        #: data a uniform branch's two paths left in shared bytes: datum -> (the
+        #: condition's ids, the then-path's datum, the else-path's) (see _fork_join)
+        self._joined_parts: dict = {}
+        #: large integer reads not registered element by element (_register_int_elements)
+        self._int_reads: list = []
         #: the data of masked reads of integer elements the sizes leave open: datum ->
         #: (the guard's condition ids, the element's datum, `other`, its bytes) (see
         #: _masked_data)
@@ -820,7 +826,8 @@ class Engine:
             self.journal.extend(reversed(kept))
         return ub, tags, wr, writer, rg, rows, epoch
 
-    def _fork_join(self, arms: list, uniform: bool, e0: int) -> None:
+    def _fork_join(self, arms: list, uniform: bool, e0: int, cond: tuple | None = None
+                   ) -> None:
         """Join the two arms of a forked branch (:meth:`_fork_arm`'s results; the state is
         the one before the branch again). Shared memory, per byte either arm wrote: the
         join of the two paths' tags; under a condition that differs across threads a byte
@@ -839,6 +846,23 @@ class Engine:
             wA, wB = w0.copy(), w0.copy()
             wA[pa], wB[pb] = wa_, wb_
             out = join(A, B, self.conds)
+            if cond is not None and A.data is not None and B.data is not None:
+                # other known data on the two paths of a uniform branch (a buffer refilled
+                # from one table or another, a one-arm refill over -1 padding): a datum of
+                # its own, If(condition, then-data, else-data) -- what an index read from
+                # these bytes is (_datum_value: it was -1, an unknown; a review helper)
+                da, db = A.data, B.data
+                both = (da != db) & (da != 0) & (da != -1) & (db != 0) & (db != -1)
+                if both.any():
+                    op_, cids = cond
+                    serial = self._select_ops.setdefault(op_, len(self._select_ops) + 1)
+                    i = np.nonzero(both)[0]
+                    jd = data_ids(_DATUM_JOINED, [np.int64(serial), da[i], db[i]], len(i))
+                    data = out.data.copy()
+                    data[i] = jd
+                    out.data = data
+                    for x, a_, b_ in zip(jd.tolist(), da[i].tolist(), db[i].tolist()):
+                        self._joined_parts.setdefault(x, (cids, a_, b_))
             written = wA & wB
             # (the granules' landings from before the branch stay, except where both
             # paths wrote: what either wrote is there for certain)
@@ -1516,7 +1540,7 @@ class Engine:
                 ident = (tuple(g.tolist()), tuple(self.races.w_at[g].tolist()),
                          tuple(self.races.w_oat[g].tolist()), eb)
                 name = name_of(r) if name_of is not None else f"{tile.name or 'index'}[{r}]"
-                keys[r] = self.tab.atom(Atom("load", ("bytes",) + ident), name=name)
+                keys[r] = self.tab.atom(Atom("value", ("bytes",) + ident), name=name)
                 continue
             hit = memo.get(datum)
             if hit is None:
@@ -1525,12 +1549,20 @@ class Engine:
             keys[r], conc[r] = hit
         return SymInt(keys, conc)
 
-    def _datum_value(self, datum: int, eb: int, signed: bool, name: str) -> tuple[int, int]:
+    def _datum_value(self, datum: int, eb: int, signed: bool, name: str, depth: int = 0
+                     ) -> tuple[int, int]:
         """(key, conc) of an integer element of ``eb`` bytes holding ``datum`` (see
         :meth:`_shared_int_values`)."""
         raw = self._bytes.get(datum)
         if raw is not None and len(raw) == eb:
             return 0, int.from_bytes(raw, "little", signed=signed)
+        joined = self._joined_parts.get(datum)
+        if joined is not None and depth < 16:
+            # a uniform branch's two paths: If(condition, then-value, else-value)
+            cids, da, db = joined
+            a = self._datum_value(da, eb, signed, name, depth + 1)
+            b = self._datum_value(db, eb, signed, name, depth + 1)
+            return self.tab.atom(Atom("select", (cids, a, b, name))), 0
         masked = self._masked_parts.get(datum)
         if masked is not None and masked[3] == eb:
             # the element where its guard holds, the fill value where it fails
@@ -1545,7 +1577,7 @@ class Engine:
         else -- computed and stored from registers, or a part of a wider element (the low
         i16 half of an i32 entry is the entry's first granule: it was taken for the whole
         entry, >= 0; a review helper) -- an unknown of that datum and size, of any sign."""
-        src = self._int_elements.get(datum)
+        src = self._lookup_int_element(datum)
         if src is not None and src[2] == eb:
             k = self.tab.atom(Atom("load", src[0]), name=src[1])
             if src[3] is not None:
@@ -1908,9 +1940,11 @@ class Engine:
         reg = self._int_elements
         u, first = np.unique(data, return_index=True)
         if len(u) > INDEX_ELEMENTS:
-            # (an integer tile of data, not an index table: an i8 GEMM's A tile -- a Python
-            # loop per element of every copy; an index read from its bytes later is an
-            # unknown of any sign)
+            # (a large read -- an i8 GEMM's tile, a routing table staged whole: not a
+            # Python loop per element of every copy; kept, looked up when an index is read
+            # from its bytes: _lookup_int_element. A table of 2,048 entries became unknowns
+            # of any sign; a review helper)
+            self._int_reads.append((tensor, gc, data, ver, dtype))
             return
         for i in first.tolist():
             d = int(data[i])
@@ -1922,6 +1956,27 @@ class Engine:
                 at += (("written", ver),)
                 name += f" after write {ver}"
             reg[d] = (at, name, dtype.bytes, dtype.int_range)
+
+    def _lookup_int_element(self, datum: int) -> tuple | None:
+        """:attr:`_int_elements`' entry of ``datum``, found in the large reads kept by
+        :meth:`_register_int_elements` when it is not registered yet (then registered)."""
+        hit = self._int_elements.get(datum)
+        if hit is not None or not self._int_reads:
+            return hit
+        for tensor, gc, data, ver, dtype in reversed(self._int_reads):
+            pos = np.nonzero(data == datum)[0]
+            if len(pos):
+                i = int(pos[0])
+                at = (tensor,) + tuple((int(np.broadcast_to(c.key, data.shape)[i]),
+                                        int(np.broadcast_to(c.conc, data.shape)[i]))
+                                       for c in gc)
+                name = self.tab.element_name(tensor, at[1:])
+                if ver:
+                    at += (("written", ver),)
+                    name += f" after write {ver}"
+                hit = self._int_elements[datum] = (at, name, dtype.bytes, dtype.int_range)
+                return hit
+        return None
 
     def _global_written(self, tile: TileVal) -> None:
         """A write into a global tensor ran (or may have: an arm of a branch): its elements
@@ -4229,7 +4284,9 @@ class Engine:
             self.open_group = list(g_then[0]) + list(self.open_group)
             self.commits = np.maximum(self.commits, g_then[2])
         if tags_fork and len(arms) == 2:
-            self._fork_join(arms, fork, e0)
+            self._fork_join(arms, fork, e0,
+                            cond=(op, self._cond_ids(rows)) if uniform and rows is not None
+                            else None)
         for i, r in enumerate(op.results):
             tv = outs[0][i] if outs[0] is not None else None
             ev = outs[1][i] if outs[1] is not None else None

@@ -253,12 +253,15 @@ class Solver:
         if a.kind == "op":
             name, (ka, ca), (kb, cb) = a.args
             x, y = self.lin(ka, ca), self.lin(kb, cb)
-            if name == "floordiv":
-                z = z3.If(y == 0, 0, x / y)
-                self._domain.append(y != 0)
-            elif name == "mod":
-                z = z3.If(y == 0, 0, x % y)
-                self._domain.append(y != 0)
+            if name in ("floordiv", "mod"):
+                # floor division, as the GPU (arith.floordivsi), numpy and the interpreter
+                # do -- z3's Int / and % are Euclidean (the remainder >= 0): 1 % -2 was 1,
+                # not -1, and a read at X[n % d] below 0 was proved (a review helper).
+                # Division by 0: 0, and nothing assumed of y elsewhere (y != 0 was added to
+                # every query: a path that never divides was analysed only for y != 0)
+                qe, re_ = x / y, x % y
+                qf = z3.If(z3.And(y < 0, re_ != 0), qe - 1, qe)
+                z = z3.If(y == 0, 0, qf if name == "floordiv" else x - y * qf)
             elif name == "mul":
                 z = x * y
             elif name in ("and", "or", "xor", "shl", "shr"):

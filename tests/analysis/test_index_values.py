@@ -335,3 +335,55 @@ def test_split_k_with_an_accumulator_started_from_c():
     ref = C.astype(np.float64) + NUM.from_storage(bf16, A).astype(np.float64) @ \
         NUM.from_storage(bf16, B).astype(np.float64)
     np.testing.assert_allclose(D, ref, rtol=1e-4, atol=1e-3)
+
+
+# ----------------------------------------------------------------------------- round 4
+# (tests/analysis/review_cases/r11_*.py)
+
+@pytest.mark.parametrize("name, args, where", [
+    # a division under `if d > 0` made every query assume d != 0: the read at d = 0 proved
+    ("r11_z3k", lambda: [np.arange(64, dtype=np.float32), np.zeros(64, np.float32),
+                         np.arange(64, dtype=np.float32), 0], "X[-32]"),
+    # z3's % is Euclidean (1 % -2 = 1), the GPU's and numpy's floor (-1)
+    ("r11_m1", lambda: [np.arange(64, dtype=np.float32), np.zeros(32, np.float32), 1, -2],
+     "X[-1]"),
+])
+def test_division_is_floor_division_and_assumes_nothing_elsewhere(name, args, where):
+    k, a = _analyze(name)
+    (d,) = a.diagnostics
+    assert d.code == "AVE208" and f"{where} (below 0)" in d.message, d.message
+    res = run(k, (1,), args(), provenance=True)
+    assert any(x.code == "AVE301" and where in x.message for x in res.diagnostics)
+
+
+@pytest.mark.parametrize("name", ["r11_s2", "r11_ub1"])
+def test_shared_index_bytes_of_two_writers_are_not_table_entries(name):
+    # s2: a masked store of coord - 1 over zeros (row 0: -1 for n >= 1); ub1: -1 padding
+    # refilled from Ids only when n > 0. Both were taken for table entries (>= 0): clean.
+    k, a = _analyze(name)
+    (d,) = a.diagnostics
+    assert d.code == "AVE208" and "X[-1, 0] (below 0)" in d.message
+    X, O = _rows()
+    args = [X, O, 4] if name == "r11_s2" else [X, np.arange(16, dtype=np.int32), O, 0]
+    res = run(k, (1,), args, provenance=True)
+    assert any(x.code == "AVE301" and "X[-1, 0]" in x.message for x in res.diagnostics)
+    if name == "r11_ub1":
+        assert "n = 0" in d.notes[0]          # the witness takes the path without the copy
+
+
+def test_a_constant_row_among_table_entries_is_checked():
+    # where(coord < 8, ids, 100000): one table entry in the fragment trusted the whole
+    # dimension -- the constant rows past X went unreported; thread 64 reads X[100000]
+    k, a = _analyze("r11_g1")
+    (d,) = a.diagnostics
+    assert d.code == "AVE208" and "X[100000, 0]" in d.message and "thread 64" in d.message
+    X, O = _rows()
+    res = run(k, (1,), [X, O, np.arange(16, dtype=np.int32)], provenance=True)
+    assert any(x.code == "AVE301" and "X[100000, 0]" in x.message for x in res.diagnostics)
+
+
+def test_a_large_index_table_staged_in_shared_memory_keeps_the_table_contract():
+    # 2,048 entries copied into sI: past the per-element registration they were unknowns
+    # of any sign (a false AVE208, "sI[0] = -1"); they are table entries, >= 0
+    k, a = _analyze("r11_b1")
+    assert a.diagnostics == [] and [r.status for r in a.assertions] == ["proved"]
