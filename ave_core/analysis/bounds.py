@@ -197,24 +197,70 @@ class BoundsChecker:
             # computed from them may be below 0 (`Ids - 1`, a cast from floats: they were
             # trusted whole; a review helper): that side is checked, unless the form is
             # >= 0 by its atoms; a masked load's negative fill is checked whole
-            rt_keys = {int(k) for k in keys if trusted and self._runtime_index(int(k))
-                       and not self._negative_fill(int(k))}
-            if rt_keys:
-                kk = np.asarray(key, np.int64)
-                rt = np.isin(kk, np.fromiter(rt_keys, np.int64))
-                low = rt & ~((conc >= 0) & np.isin(kk, np.fromiter(
-                    [k for k in rt_keys if self._nonneg(k)] or [-1], np.int64)))
-                parts = [(live & ~rt, False), (live & low, True)]
-            else:
-                parts = [(live, False)]
+            # Per distinct linear form of a trusted dimension: a program id's (the grid
+            # covers the tensor) is trusted, its lower side checked unless >= 0 by its
+            # atoms; a form of table entries (or untracked values) is checked whole under
+            # the table contract -- each entry lies in [0, extent) -- so `Ids[r] + 100000`
+            # and `ave.where(..., ids, 100000)` are found (review helpers) and a bare entry
+            # `Ids[r]` costs nothing (proved by the contract, skipped); a masked load's
+            # negative fill is checked the same way (its table arm under the contract: a
+            # refill guarded like its use was a false AVE208 past the end).
+            kk = np.asarray(key, np.int64)
+            cat = {}            # key -> "table" | "bare" | "grid" | "grid_low"
+            for k in (int(k) for k in keys):
+                if not trusted or not self._runtime_index(k):
+                    continue
+                if self._mentions_table(k):
+                    cat[k] = "bare" if self._bare_entry(k) else "table"
+                else:
+                    cat[k] = "grid" if self._nonneg(k) else "grid_low"
+
+            def isin(kind: str) -> np.ndarray:
+                ks = [k for k, v in cat.items() if v == kind]
+                return np.isin(kk, np.fromiter(ks, np.int64)) if ks else \
+                    np.zeros(len(kk), bool)
+            bare, table, grid, grid_low = (isin(x) for x in ("bare", "table", "grid",
+                                                             "grid_low"))
+            skip = (bare & (conc == 0)) | (grid & (conc >= 0))
+            low = grid_low | (grid & (conc < 0))
+            con = table | (bare & (conc != 0))
+            full = ~(skip | low | con)
             thr = np.asarray(threads)
-            for sub, lower in parts:
+            for sub, lower, contract in ((live & full, False, False),
+                                         (live & low, True, False),
+                                         (live & con, False, True)):
                 if not sub.any():
                     continue
                 self._push(self.obligations, (op, eng.loops, tile.tensor.name, d,
                                               key[sub].copy(), conc[sub].copy(),
                                               guard[sub].copy(), thr[sub].copy(), gc, sub,
-                                              lower))
+                                              (lower, contract)))
+
+    def _mentions_table(self, key: int) -> bool:
+        """The form mentions a value loaded from a table (or an index the analysis does
+        not follow), directly or inside an opaque term."""
+        return mentions(self.eng.tab, key, ("load", "value"))
+
+    def _bare_entry(self, key: int) -> bool:
+        """The form is one table entry, ``1 * Ids[r]``."""
+        terms = self.eng.tab.lins[key]
+        return len(terms) == 1 and terms[0][1] == 1 and \
+            self.eng.tab.atoms[terms[0][0]].kind == "load"
+
+    def _table_atoms(self, key: int, out: set | None = None, depth: int = 0) -> set:
+        """The "load" atoms of a form, also inside opaque terms (their z3 terms get the
+        table contract: in [0, extent))."""
+        out = set() if out is None else out
+        tab = self.eng.tab
+        for a, _ in tab.lins[key]:
+            at = tab.atoms[a]
+            if at.kind == "load":
+                out.add(a)
+            elif at.kind in ("op", "select") and depth < 16:
+                (ka, _), (kb, _) = at.args[1:3]
+                self._table_atoms(ka, out, depth + 1)
+                self._table_atoms(kb, out, depth + 1)
+        return out
 
     def _negative_fill(self, key: int, depth: int = 0) -> bool:
         """The linear form holds a masked load's negative ``other`` where its mask fails (a
@@ -307,14 +353,17 @@ class BoundsChecker:
         return out
 
     def _check_one(self, op, loops, name, d, key, conc, guard, threads, gc, live,
-                   lower=False):
-        # (lower: only `index < 0` is asked -- a trusted dimension's computed index)
-        self._lower = lower
+                   how=(False, False)):
+        # (how: (lower, contract) -- lower: only `index < 0` is asked, a trusted grid
+        # dimension's computed index; contract: the table entries in the form lie in
+        # [0, extent), a trusted dimension indexed by a table)
+        lower, contract = how
+        self._lower, self._contract = lower, contract
         try:
             return self._check_one_side(op, loops, name, d, key, conc, guard, threads, gc,
-                                        live, lower)
+                                        live, how)
         finally:
-            self._lower = False
+            self._lower = self._contract = False
 
     def _check_one_side(self, op, loops, name, d, key, conc, guard, threads, gc, live,
                         lower):
@@ -511,6 +560,9 @@ class BoundsChecker:
         cons.append(sv.cond(guard) if guard else z3.BoolVal(True, sv.ctx))
         for (t, dd, bk, bc) in self.assumptions:
             cons.append(sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0) == sv.lin(bk, bc))
+        if getattr(self, "_contract", False):
+            for a in sorted(self._table_atoms(k)):
+                cons.append(sv.atom(a) < size)
         return x, size, cons
 
     def _never_out(self, name: str, d: int, ordered: list, conc: np.ndarray) -> bool:
@@ -547,7 +599,8 @@ class BoundsChecker:
             # what the guards imply and the variant's trip counts
             from ave_core.analysis.accumulation import _trip_forms
             lower = getattr(self, "_lower", False)
-            base = (name, d, k, lo, hi, tuple(self.assumptions), lower)
+            base = (name, d, k, lo, hi, tuple(self.assumptions), lower,
+                    getattr(self, "_contract", False))
             for mk in (base, base + (common, tuple(_trip_forms(eng)))):
                 r = self._never_memo.get(mk)
                 if r is None:

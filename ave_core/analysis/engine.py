@@ -633,8 +633,10 @@ class Engine:
         #: data a uniform branch's two paths left in shared bytes: datum -> (the
         #: condition's ids, the then-path's datum, the else-path's) (see _fork_join)
         self._joined_parts: dict = {}
-        #: large integer reads not registered element by element (_register_int_elements)
+        #: large integer reads not registered element by element (_register_int_elements,
+        #: _masked_data)
         self._int_reads: list = []
+        self._masked_reads: list = []
         #: the data of masked reads of integer elements the sizes leave open: datum ->
         #: (the guard's condition ids, the element's datum, `other`, its bytes) (see
         #: _masked_data)
@@ -1564,6 +1566,14 @@ class Engine:
             b = self._datum_value(db, eb, signed, name, depth + 1)
             return self.tab.atom(Atom("select", (cids, a, b, name))), 0
         masked = self._masked_parts.get(datum)
+        if masked is None and self._masked_reads:
+            for ms, ds, rs, ov, nb in reversed(self._masked_reads):
+                pos = np.nonzero(ms == datum)[0]
+                if len(pos):
+                    i = int(pos[0])
+                    masked = self._masked_parts[datum] = (self._cond_ids(rs[i]), int(ds[i]),
+                                                          ov, nb)
+                    break
         if masked is not None and masked[3] == eb:
             # the element where its guard holds, the fill value where it fails
             cids, ed, other, _ = masked
@@ -2028,12 +2038,16 @@ class Engine:
                 reg = self._masked_parts
                 ms = out[sym]
                 u, first = np.unique(ms, return_index=True)
+                ds, rs = data[sym], rows[sym]
                 if len(u) <= INDEX_ELEMENTS:        # (as _register_int_elements)
-                    ds, rs = data[sym], rows[sym]
                     for i in first.tolist():
                         md = int(ms[i])
                         if md not in reg:
                             reg[md] = (self._cond_ids(rs[i]), int(ds[i]), ov, dtype.bytes)
+                else:
+                    # (kept, looked up on demand: a masked copy of a 2,048-entry table
+                    # padded with -1 was unknowns of any sign; a review helper)
+                    self._masked_reads.append((ms, ds, rs, ov, dtype.bytes))
         return out
 
     def constant_datum(self, value: Any, dtype: Any) -> int | None:
@@ -4408,10 +4422,11 @@ def _i32(v: int) -> int:
 
 def _eval_opaque(name: str, x: int, y: int) -> int | None:
     """An opaque integer operation on concrete operands, with the solver's definition:
-    floor division and modulo (0 for a zero divisor), bitwise ops on 32-bit two's
-    complement, logical right shift."""
+    floor division and modulo (a zero divisor divides by 1, as the interpreter and the
+    concrete path do: x // 0 = x, x % 0 = 0), bitwise ops on 32-bit two's complement,
+    arithmetic right shift."""
     if name == "floordiv":
-        return 0 if y == 0 else x // y
+        return x if y == 0 else x // y
     if name == "mod":
         return 0 if y == 0 else x % y
     if name == "mul":
@@ -4430,7 +4445,9 @@ def _eval_opaque(name: str, x: int, y: int) -> int | None:
     if name == "shl":
         return _i32(ux << uy) if uy < 32 else 0
     if name == "shr":
-        return _i32(ux >> uy) if uy < 32 else 0
+        # (arithmetic, as the solver's bvashr and the GPU's shr.s32)
+        sx = _i32(ux)
+        return sx >> uy if uy < 32 else (-1 if sx < 0 else 0)
     return None
 
 

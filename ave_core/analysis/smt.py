@@ -257,11 +257,15 @@ class Solver:
                 # floor division, as the GPU (arith.floordivsi), numpy and the interpreter
                 # do -- z3's Int / and % are Euclidean (the remainder >= 0): 1 % -2 was 1,
                 # not -1, and a read at X[n % d] below 0 was proved (a review helper).
-                # Division by 0: 0, and nothing assumed of y elsewhere (y != 0 was added to
-                # every query: a path that never divides was analysed only for y != 0)
+                # Division by 0 divides by 1, as the interpreter and the engine's concrete
+                # path (x // 0 = x, x % 0 = 0; it was 0 here: a read at X[n // d] for
+                # d = 0 was proved), and nothing is assumed of y elsewhere (y != 0 was
+                # added to every query: a path that never divides was analysed only for
+                # y != 0; review helpers)
                 qe, re_ = x / y, x % y
                 qf = z3.If(z3.And(y < 0, re_ != 0), qe - 1, qe)
-                z = z3.If(y == 0, 0, qf if name == "floordiv" else x - y * qf)
+                z = z3.If(y == 0, x if name == "floordiv" else 0,
+                          qf if name == "floordiv" else x - y * qf)
             elif name == "mul":
                 z = x * y
             elif name in ("and", "or", "xor", "shl", "shr"):

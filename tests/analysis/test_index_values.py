@@ -387,3 +387,48 @@ def test_a_large_index_table_staged_in_shared_memory_keeps_the_table_contract():
     # of any sign (a false AVE208, "sI[0] = -1"); they are table entries, >= 0
     k, a = _analyze("r11_b1")
     assert a.diagnostics == [] and [r.status for r in a.assertions] == ["proved"]
+
+
+# ----------------------------------------------------------------------------- round 5
+# (tests/analysis/review_cases/r12_*.py)
+
+def test_division_by_zero_is_division_by_one_everywhere():
+    # n // d with d = 0: the interpreter (and the engine's concrete path) divide by 1,
+    # z3 made it 0 -- a read at X[n // 0] = X[n] < 0 was proved (a review helper)
+    k, a = _analyze("r12_d1")
+    (d,) = a.diagnostics
+    assert d.code == "AVE208" and "below 0" in d.message and "d = 0" in d.notes[0]
+    n = int(re.search(r"\bn = (-?\d+)", d.notes[0]).group(1))
+    res = run(k, (1,), [np.arange(64, dtype=np.float32), np.zeros(32, np.float32), n, 0],
+              provenance=True)
+    assert any(x.code == "AVE301" and f"X[{n}]" in x.message for x in res.diagnostics)
+
+
+@pytest.mark.parametrize("name", ["r12_u1", "r12_b2048"])
+def test_table_arms_of_a_fill_keep_the_table_contract(name):
+    # u1: If(n > 0, Ids[r], -1) read only under n > 0 (its negative arm made the whole
+    # form checked: Ids[0] = 1 "past X.shape[0] = 1"); b2048: a masked copy of 2,048
+    # entries padded with -1, read where E >= 16 (unknowns of any sign: "sI[0] = -1").
+    k, a = _analyze(name)
+    assert a.diagnostics == [], [d.format_text() for d in a.diagnostics]
+    X = np.random.default_rng(2).standard_normal((20, 32)).astype(np.float32)
+    O = np.zeros((20, 32), np.float32)
+    if name == "r12_u1":
+        ids = (np.arange(32) * 7 % 20).astype(np.int32)
+        for n in (1, 0, -3):
+            assert run(k, (1,), [X, ids, O, n], provenance=True).diagnostics == []
+    else:
+        ids = (np.arange(40) * 3 % 20).astype(np.int32)
+        assert run(k, (1,), [X, ids, O], provenance=True).diagnostics == []
+        np.testing.assert_array_equal(O[:16], X[ids[:16]])
+
+
+def test_a_table_entry_plus_a_constant_is_checked_past_the_end():
+    # where(coord < 8, ids, ids + 100000): the upper side of forms of table entries was
+    # trusted (only a bare entry is, by the table contract): thread 64 reads X[100008]
+    k, a = _analyze("r12_g2")
+    (d,) = a.diagnostics
+    assert d.code == "AVE208" and "past X.shape[0]" in d.message and "thread 64" in d.message
+    X, O = _rows()
+    res = run(k, (1,), [X, O, np.arange(16, dtype=np.int32)], provenance=True)
+    assert any(x.code == "AVE301" and "X[100008, 0]" in x.message for x in res.diagnostics)
