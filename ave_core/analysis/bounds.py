@@ -210,7 +210,10 @@ class BoundsChecker:
             for k in (int(k) for k in keys):
                 if not trusted or not self._runtime_index(k):
                     continue
-                if self._mentions_table(k):
+                # (a form with a program id keeps the grid trust, tables in it or not: the
+                # contract bounds the entries only, and max(Ids[r], pid) was reported past
+                # the end for a grid not covering the tensor; a review helper)
+                if self._mentions_table(k) and not mentions(self.eng.tab, k, ("pid",)):
                     cat[k] = "bare" if self._bare_entry(k) else "table"
                 else:
                     cat[k] = "grid" if self._nonneg(k) else "grid_low"

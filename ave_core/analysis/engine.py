@@ -1589,7 +1589,8 @@ class Engine:
         entry, >= 0; a review helper) -- an unknown of that datum and size, of any sign."""
         src = self._lookup_int_element(datum)
         if src is not None and src[2] == eb:
-            k = self.tab.atom(Atom("load", src[0]), name=src[1])
+            written = any(isinstance(x, tuple) and x and x[0] == "written" for x in src[0])
+            k = self.tab.atom(Atom("value" if written else "load", src[0]), name=src[1])
             if src[3] is not None:
                 self.tab.ranges[self.tab.lins[k][0][0]] = src[3]
             return k
@@ -1627,7 +1628,10 @@ class Engine:
             name = self.tab.element_name(at[0], at[1:])
             if extra:
                 name += f" after write {ver}"
-            ek = self.tab.atom(Atom("load", at + extra), name=name)
+            # (read after the kernel wrote the tensor: what it wrote, not a table entry the
+            # launcher made -- an unknown of any sign, no table contract: a table the
+            # kernel shifted by one was trusted when read back; a review helper)
+            ek = self.tab.atom(Atom("value" if extra else "load", at + extra), name=name)
             if rng is not None:
                 # (its dtype's range: an i8 table's entry is at most 127)
                 self.tab.ranges[self.tab.lins[ek][0][0]] = rng
