@@ -81,6 +81,7 @@ import os
 import shutil
 import sys
 import traceback
+from collections import Counter
 from typing import Any, Callable, Sequence, TextIO
 
 PROG = "ave-lsp"
@@ -356,13 +357,13 @@ class Checker:
         self.options = options
         self.overrides = overrides
         self.use_baseline = use_baseline
-        #: per baseline file, per checked path: the entries its findings absorbed
+        #: per baseline file: (per checked path, the entries its findings absorbed; all
+        #: of them together)
         self._baseline_books: dict = {}
         self.warn = warn
         self._warned: set[str] = set()
         #: per path: {"baselined": n, "skipped": 0|1}
         self.extra: dict[str, dict[str, int]] = {}
-
 
     def workspace_for(self, path: str) -> str:
         """Where a file's ``from pkg.helpers import f`` is looked up: ``--workspace``;
@@ -376,6 +377,7 @@ class Checker:
 
         pp = find_pyproject(path)
         return os.path.dirname(pp) if pp is not None else os.getcwd()
+
     def _warn(self, message: str) -> None:
         if self.warn is not None and message not in self._warned:
             self._warned.add(message)
@@ -431,16 +433,14 @@ class Checker:
                     # (one budget per baseline for the run: a file's entries absorbed by
                     # the other files are not there for it; a re-checked file -- --watch
                     # -- gives back what it took before)
-                    books = self._baseline_books.setdefault(cfg.baseline, {})
-                    books.pop(path, None)
-                    taken: dict = {}
-                    for other in books.values():
-                        for k, n in other.items():
-                            taken[k] = taken.get(k, 0) + n
+                    books, total = self._baseline_books.setdefault(
+                        cfg.baseline, ({}, Counter()))
+                    total.subtract(books.pop(path, {}))
                     used: dict = {}
                     hits = baseline.matches([d.to_json() for d in fr.diagnostics],
-                                            taken=taken, used=used)
+                                            taken=total, used=used)
                     books[path] = used
+                    total.update(used)
                     fr.diagnostics = [d for d, h in zip(fr.diagnostics, hits) if not h]
                     baselined = sum(hits)
             self.extra[path] = {"baselined": baselined, "skipped": 0}

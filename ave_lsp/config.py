@@ -345,10 +345,11 @@ class Baseline:
         kernel reaches it: one entry absorbed it in every file, a new kernel's race too; a
         review helper); ``used`` receives the entries these absorb.
 
-        Entries match by the fingerprint first, every diagnostic; then, for those left, by
-        the legacy fingerprint (the whole line, comment included: a baseline written
-        before the comment was left out -- matched in one pass, a commented line took an
-        uncommented line's entry and that line's finding came back; review helpers)."""
+        A baseline written before the fingerprint left the line's comment out holds the
+        legacy fingerprint (the whole line): a diagnostic on a commented line takes such
+        an entry first -- it names that line only -- then every diagnostic its
+        fingerprint's (matched in one pass, a commented line took an uncommented twin's
+        entry and the twin's finding came back; review helpers)."""
         from ave_lsp.sarif import Sources
 
         sources = Sources(reader)
@@ -359,24 +360,15 @@ class Baseline:
         out = [False] * len(diagnostics)
         keys = [(_baseline_key(d, self.dir, sources),
                  _baseline_key(d, self.dir, sources, legacy=True)) for d in diagnostics]
-
-        def take(i: int, k: tuple) -> bool:
-            if left.get(k, 0) > 0:
-                left[k] -= 1
-                out[i] = True
-                if used is not None:
-                    used[k] = used.get(k, 0) + 1
-                return True
-            return False
-        # a commented line's legacy entry (its whole text) first: it names that line only;
-        # then every fingerprint; then the legacy ones left
-        for i, (new, old) in enumerate(keys):
-            if old != new:
-                take(i, old)
-        for legacy in (False, True):
+        # (an uncommented line's legacy key is its key: two passes cover both)
+        for pick in (1, 0):
             for i, pair in enumerate(keys):
-                if not out[i]:
-                    take(i, pair[legacy])
+                k = pair[pick]
+                if not out[i] and left.get(k, 0) > 0:
+                    left[k] -= 1
+                    out[i] = True
+                    if used is not None:
+                        used[k] = used.get(k, 0) + 1
         return out
 
     def filter(self, diagnostics: list[dict], reader: Any = None) -> tuple[list[dict], int]:

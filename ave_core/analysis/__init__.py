@@ -297,46 +297,46 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             r.status = "vacuous"
     out.assertions = sorted(results.values(), key=lambda r: (r.loc.range.start, r.kind))
     out.diagnostics = []
+    #: per diagnostic (by id), the location of the op copy it reports (_add_call_sites)
+    sites: dict = {}
+
+    def emit(d: Diagnostic, loc: Loc) -> None:
+        out.diagnostics.append(d)
+        sites[id(d)] = loc
     for r in out.assertions:
         for d in _diagnose(kernel, r):
-            d._loc = r.loc              # (the copy reported: see _add_call_sites)
-            out.diagnostics.append(d)
+            emit(d, r.loc)
     for (f, rng), (op, loops, thread, byte, trips, inflight, landing, bm) in sorted(
             uninit.items(), key=lambda kv: kv[0][1].start):
         if landing is not None:
-            out.diagnostics.append(_landing_diagnostic(kernel, op, loops, thread, byte,
-                                                       trips, landing))
-            out.diagnostics[-1]._loc = op.loc
+            emit(_landing_diagnostic(kernel, op, loops, thread, byte, trips, landing),
+                 op.loc)
             continue
         where = ", ".join(f"{k}={v}" for k, v in loops)
         what = ("that nothing wrote yet: an asynchronous copy into it is still in flight"
                 if inflight else "that nothing wrote")
-        out.diagnostics.append(Diagnostic(
+        emit(Diagnostic(
             "AVE203", f"reads shared byte {byte} {what} (thread {thread}"
             + (f", {where}" if where else "") + ")", f, rng,
             witness={"block": [int((bm or {}).get(f"program_id({a})", 0)) for a in range(3)],
                      "threads": [_thr(thread, kernel.warp_size)],
                      "loop_indices": dict(loops), "byte": byte, "trip_counts": trips,
-                     "program_points": [], **({"model": bm} if bm else {})}))
-        out.diagnostics[-1]._loc = op.loc
+                     "program_points": [], **({"model": bm} if bm else {})}), op.loc)
     for (f, rng), (op, loops, reach, miss, branch, model, trips) in sorted(
             divergent.items(), key=lambda kv: kv[0][1].start):
-        out.diagnostics.append(_divergent_diagnostic(kernel, op, loops, reach, miss, branch,
-                                                     trips, model))
-        out.diagnostics[-1]._loc = op.loc
+        emit(_divergent_diagnostic(kernel, op, loops, reach, miss, branch, trips, model),
+             op.loc)
     for (f, rng), (rf, w) in sorted(races.items(), key=lambda kv: kv[0][1].start):
         fix = w.get("fix")
         if fix is not None and fix["kind"] == "insert_wait" and (f, rng) in waits:
             n, commit = waits[(f, rng)]
             # (fewer where the fix goes before an outer call: races.witness)
             fix["count"], fix["commit"] = min(n, fix["count"]), commit
-        out.diagnostics.append(_race_diagnostic(rf, w))
-        out.diagnostics[-1]._loc = rf["op"].loc
+        emit(_race_diagnostic(rf, w), rf["op"].loc)
     for (f, rng), w in sorted(oob.items(), key=lambda kv: kv[0][1].start):
         op = w["op"]
-        out.diagnostics.append(_oob_diagnostic(w, kernel))
-        out.diagnostics[-1]._loc = op.loc
-    _add_call_sites(kernel, out.diagnostics)
+        emit(_oob_diagnostic(w, kernel), op.loc)
+    _add_call_sites(kernel, out.diagnostics, sites)
     solver.close()
     # propagate_s: the engine (tag propagation and checks) without the time in z3;
     # solve_s: every z3 query (the engine's, the bounds search's, the canonical witnesses')
@@ -347,30 +347,21 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
 
 
 
-def _add_call_sites(kernel: KernelIR, diags: list[Diagnostic]) -> None:
+def _add_call_sites(kernel: KernelIR, diags: list[Diagnostic], sites: dict) -> None:
     """A finding inside a helper inlined from another file gets, as its first related
     location, the call in the kernel's file (the outermost call of the chain): the editor
     shows it there and a ``# ave: ignore`` there suppresses it (docs/lsp.md). Without it
     the editor showed the finding at its first related location in the file -- the
     ``ave.tag`` line, or the top of the file -- and the call site's comment did nothing
-    (a review helper)."""
-    calls: dict = {}
-    for op in kernel.walk():
-        chain = getattr(op.loc, "inlined_from", ()) or ()
-        if chain:
-            calls.setdefault((op.loc.file, op.loc.range), chain[0])
-    if not calls:
-        return
+    (a review helper). ``sites``: per diagnostic (by id), the location of the op copy it
+    reports -- the call of that copy (a helper called twice: the finding in the second
+    copy was shown, and suppressed, at the first call; a review helper)."""
     for d in diags:
-        if d.file == kernel.file:
+        loc = sites.get(id(d))
+        if d.file == kernel.file or loc is None:
             continue
-        # the call of the copy reported (a helper called twice: the finding in the second
-        # copy was shown, and suppressed, at the first call; a review helper), else the
-        # first call of a helper op at that place
-        loc = getattr(d, "_loc", None)
-        chain = getattr(loc, "inlined_from", ()) or () if loc is not None and \
-            (loc.file, loc.range) == (d.file, d.range) else ()
-        site = chain[0] if chain else calls.get((d.file, d.range))
+        chain = getattr(loc, "inlined_from", ()) or ()
+        site = chain[0] if chain else None
         if site is None or site.file == d.file:
             continue
         if not any(r.location.file == site.file and r.location.range == site.range

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from ave_core.analysis.symbolic import (Atom, SymInt, _uniform, _unique_1d, _unique_rows,
-                                        any_last, mentions)
+                                        any_last, atoms_in, mentions)
 
 _NONNEG = ("pid", "nprog", "dim", "stride", "load")
 
@@ -109,6 +109,8 @@ class BoundsChecker:
     def __init__(self, eng: Any) -> None:
         self.eng = eng
         self.obligations: list = []
+        #: the side(s) the obligation being decided asks about (see :meth:`_check_one`)
+        self._lower = self._contract = False
         self.assumptions: list = []          # (tensor, dim, key, conc): shape == LIN + conc
         self._nonneg_memo: dict = {}
         self._memo: dict = {}
@@ -190,21 +192,14 @@ class BoundsChecker:
             tiled = d in tile.dims
             keys = _distinct_keys(c.key)
             trusted = d not in used and not (masked and tiled)
-            # per element (an index fragment mixing table entries and constant rows: one
-            # entry trusted the constant row 100000 too; a review helper): elements whose
-            # index mentions a program id or a loaded value are trusted to the launch and
-            # to well-formed tables (entries >= 0, within the tensor) -- but an index
-            # computed from them may be below 0 (`Ids - 1`, a cast from floats: they were
-            # trusted whole; a review helper): that side is checked, unless the form is
-            # >= 0 by its atoms; a masked load's negative fill is checked whole
-            # Per distinct linear form of a trusted dimension: a program id's (the grid
-            # covers the tensor) is trusted, its lower side checked unless >= 0 by its
-            # atoms; a form of table entries (or untracked values) is checked whole under
-            # the table contract -- each entry lies in [0, extent) -- so `Ids[r] + 100000`
-            # and `ave.where(..., ids, 100000)` are found (review helpers) and a bare entry
-            # `Ids[r]` costs nothing (proved by the contract, skipped); a masked load's
-            # negative fill is checked the same way (its table arm under the contract: a
-            # refill guarded like its use was a false AVE208 past the end).
+            # Per element, by its distinct linear form (one table entry in a fragment
+            # trusted its constant rows too; review helpers): a form with a program id is
+            # trusted to the grid above, its lower side checked unless >= 0 by its atoms;
+            # a form of table entries (or untracked values) is checked whole under the
+            # table contract -- each entry lies in [0, extent) -- so `Ids[r] - 1`,
+            # `Ids[r] + 100000`, a masked load's If(mask, Ids[r], -1) are checked (they were
+            # trusted whole) and a bare entry `Ids[r]` costs nothing (skipped: in bounds by
+            # the contract).
             kk = np.asarray(key, np.int64)
             cat = {}            # key -> "table" | "bare" | "grid" | "grid_low"
             for k in (int(k) for k in keys):
@@ -249,36 +244,6 @@ class BoundsChecker:
         terms = self.eng.tab.lins[key]
         return len(terms) == 1 and terms[0][1] == 1 and \
             self.eng.tab.atoms[terms[0][0]].kind == "load"
-
-    def _table_atoms(self, key: int, out: set | None = None, depth: int = 0) -> set:
-        """The "load" atoms of a form, also inside opaque terms (their z3 terms get the
-        table contract: in [0, extent))."""
-        out = set() if out is None else out
-        tab = self.eng.tab
-        for a, _ in tab.lins[key]:
-            at = tab.atoms[a]
-            if at.kind == "load":
-                out.add(a)
-            elif at.kind in ("op", "select") and depth < 16:
-                (ka, _), (kb, _) = at.args[1:3]
-                self._table_atoms(ka, out, depth + 1)
-                self._table_atoms(kb, out, depth + 1)
-        return out
-
-    def _negative_fill(self, key: int, depth: int = 0) -> bool:
-        """The linear form holds a masked load's negative ``other`` where its mask fails (a
-        select with a negative constant arm): such an index is checked even where loaded
-        indices are trusted (AVE208.md; a padding -1 read X[-1])."""
-        tab = self.eng.tab
-        for a, _ in tab.lins[key]:
-            at = tab.atoms[a]
-            if at.kind in ("op", "select") and depth < 16:
-                (ka, ca), (kb, cb) = at.args[1:3]
-                if at.kind == "select" and ((ka == 0 and ca < 0) or (kb == 0 and cb < 0)):
-                    return True
-                if self._negative_fill(ka, depth + 1) or self._negative_fill(kb, depth + 1):
-                    return True
-        return False
 
     def _runtime_index(self, key: int) -> bool:
         """The linear form mentions a program id or a loaded value -- an index table's
@@ -369,14 +334,14 @@ class BoundsChecker:
             self._lower = self._contract = False
 
     def _check_one_side(self, op, loops, name, d, key, conc, guard, threads, gc, live,
-                        lower):
+                        how):
         # the fast paths (syntactic guards, nonnegative forms) do not depend on the
         # variant's trip counts: an obligation of the prefix a variant shares with the
         # previous one reuses them under the same assumptions; z3 runs again (the trip-count
         # preconditions differ per variant)
         # (the bounds, the assumed extents included, are part of the key: a variant can
         # assume other ones for the same obligation)
-        ob_id = (id(key), id(guard), lower)
+        ob_id = (id(key), id(guard), how)
         bounds = tuple(self._bounds_of(name, d))
         memo = self._memo.get(ob_id)
         if memo is not None and memo[0] is key and memo[1] == bounds:
@@ -435,7 +400,7 @@ class BoundsChecker:
                 ce[miss] = eng.conds.find_atomic_many("le", ks[miss], cs[miss] + 1)
             ce = ce[inv]
             ok_hi[sel] |= (ce >= 0) & any_last(guard.take(sel, axis=0) == ce[:, None])
-        if getattr(self, "_lower", False):
+        if self._lower:
             ok_hi[:] = True             # (only the lower side is asked)
         nn = np.array([k == 0 or self._nonneg(int(k)) for k in uk], bool)
         ok_lo = (conc >= 0) & (nn[0] if kinv is None else nn[kinv])
@@ -536,7 +501,7 @@ class BoundsChecker:
                     s.add(sv._atoms[i] == 0)
                 else:
                     s.add_soft(sv._atoms[i] == 0)
-        s.add(x < 0 if getattr(self, "_lower", False) else z3.Or(x < 0, x >= size))
+        s.add(x < 0 if self._lower else z3.Or(x < 0, x >= size))
         r = s.check()
         if r == z3.unsat:
             return None
@@ -563,8 +528,8 @@ class BoundsChecker:
         cons.append(sv.cond(guard) if guard else z3.BoolVal(True, sv.ctx))
         for (t, dd, bk, bc) in self.assumptions:
             cons.append(sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0) == sv.lin(bk, bc))
-        if getattr(self, "_contract", False):
-            for a in sorted(self._table_atoms(k)):
+        if self._contract:
+            for a in sorted(atoms_in(eng.tab, k, ("load",))):
                 cons.append(sv.atom(a) < size)
         return x, size, cons
 
@@ -601,9 +566,9 @@ class BoundsChecker:
             # first the range alone (kept for every iteration and variant), then under
             # what the guards imply and the variant's trip counts
             from ave_core.analysis.accumulation import _trip_forms
-            lower = getattr(self, "_lower", False)
+            lower = self._lower
             base = (name, d, k, lo, hi, tuple(self.assumptions), lower,
-                    getattr(self, "_contract", False))
+                    self._contract)
             for mk in (base, base + (common, tuple(_trip_forms(eng)))):
                 r = self._never_memo.get(mk)
                 if r is None:

@@ -622,25 +622,20 @@ class Engine:
         #: per op with regions (a mask): the scalars they use from outside (_scalars_vary)
         self._region_outer: dict = {}
         self._tensor_ids: dict = {}
-        #: the data of elements read from global integer tensors (index tables): datum ->
-        #: (the "load" atom's args of that element, its name, its bytes), so that indices read from
-        #: shared bytes a table was copied into are that element's unknown
-        #: (:meth:`_shared_index_values`)
+        #: integer data read from global tensors (index tables) and by masked reads, kept
+        #: to tell what an index read from shared bytes holding one of their data is
+        #: (:meth:`_int_element`, :meth:`_masked_element`; looked up on demand -- not a
+        #: Python loop per element of every read), and those found, by datum
+        self._int_reads: list = []
+        self._masked_reads: list = []
         self._int_elements: dict = {}
+        self._masked_parts: dict = {}
         #: objects whose id() names an atom (kept alive: an id is unique only while its
         #: object lives)
         self._keep_alive: list = []
         #: data a uniform branch's two paths left in shared bytes: datum -> (the
         #: condition's ids, the then-path's datum, the else-path's) (see _fork_join)
         self._joined_parts: dict = {}
-        #: large integer reads not registered element by element (_register_int_elements,
-        #: _masked_data)
-        self._int_reads: list = []
-        self._masked_reads: list = []
-        #: the data of masked reads of integer elements the sizes leave open: datum ->
-        #: (the guard's condition ids, the element's datum, `other`, its bytes) (see
-        #: _masked_data)
-        self._masked_parts: dict = {}
         #: per global tensor, how many writes into it ran so far (its elements' data
         #: before and after one differ: see _global_written)
         self._gversion: dict = {}
@@ -1522,32 +1517,31 @@ class Engine:
         keys = np.zeros(n, np.int32)
         conc = np.zeros(n, np.int64)
         signed = not tile.dtype.name.startswith("u")
+        if name_of is None:
+            label = tile.name or "index"
+            name_of = lambda r: f"{label}[{r}]"  # noqa: E731
         memo: dict = {}
         for r in range(n):
             datum = int(data[r])
             if not wr[r]:
                 # (read as unwritten: AVE203 there)
-                name = name_of(r) if name_of is not None else f"{tile.name or 'index'}[{r}]"
-                keys[r] = self.tab.atom(Atom("value", ("shared", id(op), r)), name=name)
+                keys[r] = self.tab.atom(Atom("value", ("shared", id(op), r)), name=name_of(r))
                 self._keep_alive.append(op)
                 continue
             if datum in (0, -1):
-                # other data on two paths (a uniform branch refilled the buffer): an unknown
-                # of these bytes as their last writes left them -- the same for every read
-                # until they are written again (an unknown per op: a gather and a scatter
-                # through it got two values of one element; a review helper) -- taken to
-                # be an index table's entry, >= 0 (which path's data is not followed; a
-                # documented limit: AVE208.md)
+                # writers merged otherwise than by a uniform branch (a masked store, a branch
+                # on the thread id): an unknown of any sign of these bytes as their last
+                # writes left them -- the same for every read until they are written again
+                # (an unknown per op: a gather and a scatter through them got two values of
+                # one element; a review helper)
                 g = byts[r]
                 ident = (tuple(g.tolist()), tuple(self.races.w_at[g].tolist()),
                          tuple(self.races.w_oat[g].tolist()), eb)
-                name = name_of(r) if name_of is not None else f"{tile.name or 'index'}[{r}]"
-                keys[r] = self.tab.atom(Atom("value", ("bytes",) + ident), name=name)
+                keys[r] = self.tab.atom(Atom("value", ("bytes",) + ident), name=name_of(r))
                 continue
             hit = memo.get(datum)
             if hit is None:
-                name = name_of(r) if name_of is not None else f"{tile.name or 'index'}[{r}]"
-                hit = memo[datum] = self._datum_value(datum, eb, signed, name)
+                hit = memo[datum] = self._datum_value(datum, eb, signed, name_of(r))
             keys[r], conc[r] = hit
         return SymInt(keys, conc)
 
@@ -1565,15 +1559,7 @@ class Engine:
             a = self._datum_value(da, eb, signed, name, depth + 1)
             b = self._datum_value(db, eb, signed, name, depth + 1)
             return self.tab.atom(Atom("select", (cids, a, b, name))), 0
-        masked = self._masked_parts.get(datum)
-        if masked is None and self._masked_reads:
-            for ms, ds, rs, ov, nb in reversed(self._masked_reads):
-                pos = np.nonzero(ms == datum)[0]
-                if len(pos):
-                    i = int(pos[0])
-                    masked = self._masked_parts[datum] = (self._cond_ids(rs[i]), int(ds[i]),
-                                                          ov, nb)
-                    break
+        masked = self._masked_element(datum)
         if masked is not None and masked[3] == eb:
             # the element where its guard holds, the fill value where it fails
             cids, ed, other, _ = masked
@@ -1587,14 +1573,25 @@ class Engine:
         else -- computed and stored from registers, or a part of a wider element (the low
         i16 half of an i32 entry is the entry's first granule: it was taken for the whole
         entry, >= 0; a review helper) -- an unknown of that datum and size, of any sign."""
-        src = self._lookup_int_element(datum)
-        if src is not None and src[2] == eb:
-            written = any(isinstance(x, tuple) and x and x[0] == "written" for x in src[0])
-            k = self.tab.atom(Atom("value" if written else "load", src[0]), name=src[1])
-            if src[3] is not None:
-                self.tab.ranges[self.tab.lins[k][0][0]] = src[3]
-            return k
+        src = self._int_element(datum)
+        if src is not None and src[3].bytes == eb:
+            return self._element_atom(*src)
         return self.tab.atom(Atom("value", ("shared", datum, eb)), name=name)
+
+    def _element_atom(self, tensor: str, coords: tuple, ver: int, dtype: Any) -> int:
+        """The key of the value of integer tensor ``tensor``'s element at ``coords``
+        (``(key, conc)`` per dimension) read after the kernel's ``ver``-th write into it:
+        a table entry (``Ids[r]``, >= 0, within ``dtype``) -- or, after a write, what the
+        kernel wrote, an unknown of any sign (``Ids[r] after write 1``; global writes are
+        not tracked: a table the kernel shifted by one was trusted when read back, a
+        review helper). The same atom wherever the element is read."""
+        at = (tensor,) + tuple(coords) + ((("written", ver),) if ver else ())
+        name = self.tab.element_name(tensor, coords) + (f" after write {ver}" if ver else "")
+        k = self.tab.atom(Atom("value" if ver else "load", at), name=name)
+        if dtype.int_range is not None:
+            # (its dtype's range: an i8 table's entry is at most 127)
+            self.tab.ranges[self.tab.lins[k][0][0]] = dtype.int_range
+        return k
 
     def _loaded_values(self, tile: TileVal, coords: list[np.ndarray], op: Op,
                        guard: np.ndarray | None = None) -> SymInt:
@@ -1611,11 +1608,9 @@ class Engine:
             # unmasked access was a false AVE208 for every masked integer load)
             self.bounds.access(op, tile, coords, np.zeros(n, np.int32), np.zeros(n, np.int64))
         ver = self._gversion.get(tile.tensor.name, 0)
-        extra = (("written", ver),) if ver else ()
         truth = self.conds.truth(guard) if guard is not None else np.zeros(n, np.int64)
         keys = np.zeros(n, np.int32)
         conc = np.zeros(n, np.int64)
-        rng = tile.dtype.int_range
         raw = constant_bytes(op.attrs.get("other", 0) or 0, tile.dtype)
         # ('other' as the register holds it: wrapped to the dtype)
         other = int.from_bytes(raw, "little", signed=not tile.dtype.name.startswith("u")) \
@@ -1624,25 +1619,17 @@ class Engine:
             if truth[i] == 1:
                 conc[i] = other
                 continue
-            at = (tile.tensor.name,) + tuple((int(c.key[i]), int(c.conc[i])) for c in tc)
-            name = self.tab.element_name(at[0], at[1:])
-            if extra:
-                name += f" after write {ver}"
-            # (read after the kernel wrote the tensor: what it wrote, not a table entry the
-            # launcher made -- an unknown of any sign, no table contract: a table the
-            # kernel shifted by one was trusted when read back; a review helper)
-            ek = self.tab.atom(Atom("value" if extra else "load", at + extra), name=name)
-            if rng is not None:
-                # (its dtype's range: an i8 table's entry is at most 127)
-                self.tab.ranges[self.tab.lins[ek][0][0]] = rng
+            ek = self._element_atom(tile.tensor.name,
+                                    tuple((int(c.key[i]), int(c.conc[i])) for c in tc), ver,
+                                    tile.dtype)
             if truth[i] > 1:
                 # the element where the mask holds, 'other' where it fails (the sizes
                 # decide): If(guard, element, other) -- not a table entry >= 0 when 'other'
                 # is negative (a missed AVE208), and the same value as the element copied
                 # under that mask into shared memory (a false AVE201; review helpers)
-                keys[i] = self.tab.atom(Atom("select", (self._cond_ids(guard[i]), (ek, 0),
-                                                        (0, other),
-                                                        f"the masked load of {name}")))
+                keys[i] = self.tab.atom(Atom("select", (
+                    self._cond_ids(guard[i]), (ek, 0), (0, other),
+                    f"the masked load of {self.tab.names[self.tab.lins[ek][0][0]]}")))
                 continue
             keys[i] = ek
         return SymInt(keys, conc)
@@ -1887,7 +1874,7 @@ class Engine:
             raw = data_ids(_DATUM_GLOBAL, [tid, ver] + [(c.key.astype(np.int64) << 40) + c.conc
                                                        for c in gc], n)
             if tile.dtype.is_int and tile.dtype.name != "i1":
-                self._register_int_elements(tile.tensor.name, gc, raw, ver, tile.dtype)
+                self._int_reads.append((tile.tensor.name, gc, raw, ver, tile.dtype))
             tags.data = self._masked_data(raw, tags.cond, op, tile.dtype)
             return tags
         addr = self.shared_addresses(tile, coords)
@@ -1946,51 +1933,38 @@ class Engine:
                 self._check_landings(op, marks, threads, first)
         return tags
 
-    def _register_int_elements(self, tensor: str, gc: list[SymInt], data: np.ndarray,
-                               ver: int, dtype: Any) -> None:
-        """Remember which element of an integer tensor each datum of a read is (see
-        :attr:`_int_elements`): the same atom args and name as :meth:`_loaded_values`
-        gives that element read unmasked."""
-        reg = self._int_elements
-        u, first = np.unique(data, return_index=True)
-        if len(u) > INDEX_ELEMENTS:
-            # (a large read -- an i8 GEMM's tile, a routing table staged whole: not a
-            # Python loop per element of every copy; kept, looked up when an index is read
-            # from its bytes: _lookup_int_element. A table of 2,048 entries became unknowns
-            # of any sign; a review helper)
-            self._int_reads.append((tensor, gc, data, ver, dtype))
-            return
-        for i in first.tolist():
-            d = int(data[i])
-            if d in reg:
-                continue
-            at = (tensor,) + tuple((int(c.key[i]), int(c.conc[i])) for c in gc)
-            name = self.tab.element_name(tensor, at[1:])
-            if ver:
-                at += (("written", ver),)
-                name += f" after write {ver}"
-            reg[d] = (at, name, dtype.bytes, dtype.int_range)
-
-    def _lookup_int_element(self, datum: int) -> tuple | None:
-        """:attr:`_int_elements`' entry of ``datum``, found in the large reads kept by
-        :meth:`_register_int_elements` when it is not registered yet (then registered)."""
+    def _int_element(self, datum: int) -> tuple | None:
+        """``(tensor, coords, ver, dtype)`` of the global integer element whose datum is
+        ``datum`` (an index table's entry copied into shared memory), from the integer
+        reads kept in :attr:`_int_reads` (found once, then remembered); None: not one."""
         hit = self._int_elements.get(datum)
-        if hit is not None or not self._int_reads:
+        if hit is not None or datum in self._int_elements:
             return hit
         for tensor, gc, data, ver, dtype in reversed(self._int_reads):
             pos = np.nonzero(data == datum)[0]
             if len(pos):
                 i = int(pos[0])
-                at = (tensor,) + tuple((int(np.broadcast_to(c.key, data.shape)[i]),
-                                        int(np.broadcast_to(c.conc, data.shape)[i]))
-                                       for c in gc)
-                name = self.tab.element_name(tensor, at[1:])
-                if ver:
-                    at += (("written", ver),)
-                    name += f" after write {ver}"
-                hit = self._int_elements[datum] = (at, name, dtype.bytes, dtype.int_range)
-                return hit
-        return None
+                coords = tuple((int(np.broadcast_to(c.key, data.shape)[i]),
+                                int(np.broadcast_to(c.conc, data.shape)[i])) for c in gc)
+                hit = (tensor, coords, ver, dtype)
+                break
+        self._int_elements[datum] = hit
+        return hit
+
+    def _masked_element(self, datum: int) -> tuple | None:
+        """``(guard's condition ids, element's datum, other, bytes)`` of a masked integer
+        read's datum (see :meth:`_masked_data`); None: not one."""
+        hit = self._masked_parts.get(datum)
+        if hit is not None or datum in self._masked_parts:
+            return hit
+        for ms, ds, rs, ov, nb in reversed(self._masked_reads):
+            pos = np.nonzero(ms == datum)[0]
+            if len(pos):
+                i = int(pos[0])
+                hit = (self._cond_ids(rs[i]), int(ds[i]), ov, nb)
+                break
+        self._masked_parts[datum] = hit
+        return hit
 
     def _global_written(self, tile: TileVal) -> None:
         """A write into a global tensor ran (or may have: an arm of a branch): its elements
@@ -2039,19 +2013,7 @@ class Engine:
                 raw = constant_bytes(other, dtype)
                 ov = int.from_bytes(raw, "little", signed=not dtype.name.startswith("u")) \
                     if raw is not None else int(other)
-                reg = self._masked_parts
-                ms = out[sym]
-                u, first = np.unique(ms, return_index=True)
-                ds, rs = data[sym], rows[sym]
-                if len(u) <= INDEX_ELEMENTS:        # (as _register_int_elements)
-                    for i in first.tolist():
-                        md = int(ms[i])
-                        if md not in reg:
-                            reg[md] = (self._cond_ids(rs[i]), int(ds[i]), ov, dtype.bytes)
-                else:
-                    # (kept, looked up on demand: a masked copy of a 2,048-entry table
-                    # padded with -1 was unknowns of any sign; a review helper)
-                    self._masked_reads.append((ms, ds, rs, ov, dtype.bytes))
+                self._masked_reads.append((out[sym], data[sym], rows[sym], ov, dtype.bytes))
         return out
 
     def constant_datum(self, value: Any, dtype: Any) -> int | None:
@@ -3199,13 +3161,9 @@ class Engine:
                                           "max"):
             # (min/max too: an index clamped with ave.maximum(ids - 1, 0) was of any sign,
             # a false AVE208; a review helper)
-            vals = []
-            for x in xs:
-                if isinstance(x, FragVal):
-                    vals.append(x.ival)
-                else:
-                    vals.append(SymInt(np.repeat(x.key, V), np.repeat(x.conc, V)))
-            ival = sym_binop(self.tab, name, vals[0], vals[1])
+            vals = [self._int_values(x, V) for x in xs]
+            ival = sym_binop(self.tab, name, vals[0], vals[1]) \
+                if vals[0] is not None and vals[1] is not None else None
         rdt = op.result.type.dtype
         if ival is not None and getattr(rdt, "bits", 32) < 32 and rdt.is_int and \
                 np.any(np.asarray(ival.key) != 0):
@@ -3273,9 +3231,7 @@ class Engine:
         ival = None
         if dtype.is_int and dtype.name != "i1":
             if op.operands:
-                x = self.env.get(op.operands[0])
-                if isinstance(x, SymInt) and np.shape(x.key) == (self.T,):
-                    ival = SymInt(np.repeat(x.key, V), np.repeat(x.conc, V))
+                ival = self._int_values(self.env.get(op.operands[0]), V)
             elif op.attrs.get("value") is not None:
                 ival = SymInt.const(np.full(self.T * V, int(op.attrs["value"]), np.int64))
             if ival is not None and not _fits_dtype(ival, dtype):
@@ -4606,9 +4562,9 @@ _CHECKED_OPS = frozenset({"ave.assert_conform", "ave.assert_disjoint", "ave.mma"
                           "ave.barrier"})
 
 
-#: Most distinct elements of an integer read the analysis follows as index values
-#: (an index table's rows): a larger read is data (an i8 GEMM's tile), and following each
-#: element is a Python loop per element of every copy.
+#: Most distinct elements of a shared integer tile an ``ave.load`` follows as index values
+#: (an index table's rows): a larger tile is data (an i8 GEMM's), and following each
+#: element is a Python loop per element of every load.
 INDEX_ELEMENTS = 1024
 
 

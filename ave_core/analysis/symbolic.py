@@ -720,15 +720,25 @@ _CMP = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_e
 def mentions(tab: SymTable, key: int, kinds: tuple) -> bool:
     """The linear form ``LIN[key]`` mentions an atom of one of ``kinds`` (``"pid"``,
     ``"load"``, ...), directly or inside an opaque term (an op, a select)."""
-    for a, _ in tab.lins[key]:
-        at = tab.atoms[a]
-        if at.kind in kinds:
-            return True
-        if at.kind in ("op", "select"):
-            (ka, _), (kb, _) = at.args[1:3]
-            if mentions(tab, ka, kinds) or mentions(tab, kb, kinds):
-                return True
-    return False
+    return bool(atoms_in(tab, key, kinds, first=True))
+
+
+def atoms_in(tab: SymTable, key: int, kinds: tuple, first: bool = False) -> set:
+    """The atoms of ``kinds`` the linear form ``LIN[key]`` mentions, directly or inside
+    opaque terms (``first``: stop at the first one found)."""
+    out: set = set()
+    todo = [key]
+    while todo:
+        for a, _ in tab.lins[todo.pop()]:
+            at = tab.atoms[a]
+            if at.kind in kinds:
+                out.add(a)
+                if first:
+                    return out
+            elif at.kind in ("op", "select"):
+                (ka, _), (kb, _) = at.args[1:3]
+                todo += [ka, kb]
+    return out
 
 
 def sym_compare(tab: SymTable, ct: CondTable, pred: str, a: SymInt, b: SymInt) -> np.ndarray:

@@ -19,7 +19,6 @@ error of a specialization stops that specialization only.
 from __future__ import annotations
 
 import ast
-import json
 import math
 import os
 from collections import deque
@@ -3824,12 +3823,15 @@ def _compile_kernel(module: ModuleContext, fn: ast.FunctionDef, deco: ast.AST,
             continue
         built.append(idx)
         result.kernels.append(k)
+    def where(fix: dict) -> tuple:
+        r = fix["range"]
+        return (r["start"]["line"], r["start"]["character"], r["end"]["line"],
+                r["end"]["character"])
     by_range: dict = {}
     for diag in fixed:
-        by_range.setdefault(json.dumps(diag.fix["range"], sort_keys=True), set()).add(
-            diag.fix["new"])
+        by_range.setdefault(where(diag.fix), set()).add(diag.fix["new"])
     for diag in fixed:
-        if len(by_range[json.dumps(diag.fix["range"], sort_keys=True)]) > 1:
+        if len(by_range[where(diag.fix)]) > 1:
             # specializations that want other texts there (W // 4 and W // 2): either
             # breaks the other (a review helper)
             diag.fix = None

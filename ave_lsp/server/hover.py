@@ -108,6 +108,8 @@ class HoverIndex:
     inner_defs: list[tuple[int, int]] = field(default_factory=list)
     #: per specialization (id of its KernelIR, kept alive by ``kernels``): name -> bindings
     _by_name: dict = field(default_factory=dict, repr=False)
+    #: (specialization, name, kernel lines) -> the ops' candidates (:meth:`_op_cands`)
+    _cands_memo: dict = field(default_factory=dict, repr=False)
 
     # ------------------------------------------------------------------ inlay hints
 
@@ -289,13 +291,33 @@ class HoverIndex:
                         not any(b.value is x.value for x in out):
                     out.append(b)
             return out if any(x.value is c.value for x in out) else [c]
-        out = []
-        for op in k.walk():
-            if op is c.op or (op.name == c.op.name and op.loc.file == self.path
-                              and op.loc.range == c.op.loc.range):
-                out.extend(_Cand(c.start, c.end, v, v.type, op) for v in op.results
-                           if v.name == word)
+        out = [_Cand(c.start, c.end, x.value, x.type, x.op)
+               for x in self._op_cands(k, word, span)
+               if x.op.name == c.op.name and x.op.loc.range == c.op.loc.range]
         return out if any(x.value is c.value for x in out) else [c]
+
+    def _op_cands(self, k: Any, word: str, span: tuple) -> list[_Cand]:
+        """The results named ``word`` of the ops of this file in the kernel's lines, in
+        program order (each a candidate definition, at its op's range)."""
+        key = (id(k), word, span)
+        hit = self._cands_memo.get(key)
+        if hit is not None:
+            return hit
+        first, last = span[0], span[1]
+        out: list[_Cand] = []
+        for op in k.walk():
+            if op.loc.file != self.path:
+                continue
+            r = op.loc.range
+            if not first <= r.start.line <= last:
+                continue
+            for v in op.results:
+                if v.name == word:
+                    out.append(_Cand(r.start, r.end, v, v.type, op))
+        if len(self._cands_memo) > 256:
+            self._cands_memo.clear()
+        self._cands_memo[key] = out       # (a hover walked the kernel twice)
+        return out
 
     def _describe_copies(self, word: str, copies: list[_Cand]) -> str:
         """Hover markdown of a definition's copies: one description when they agree; else
@@ -365,20 +387,11 @@ class HoverIndex:
         return out
 
     def _pick_one(self, k: Any, word: str, wrange: Range, span: tuple) -> _Cand | None:
-        first, last = span[0], span[1]
         cands: list[_Cand] = []
         for p in k.params:
             if p.name == word:
                 cands.append(_Cand(p.range.start, p.range.end, p.value, p.type))
-        for op in k.walk():
-            if op.loc.file != self.path:
-                continue
-            r = op.loc.range
-            if not first <= r.start.line <= last:
-                continue
-            for v in op.results:
-                if v.name == word:
-                    cands.append(_Cand(r.start, r.end, v, v.type, op))
+        cands += self._op_cands(k, word, span)
         bound = self._bound(k, word, span)
         exact = [c for c in bound if c.start == wrange.start and c.end == wrange.end]
         if not cands:
