@@ -14,9 +14,14 @@ the DSL, so the check holds the kernel to what it says itself:
 * a dimension whose coordinate depends on a program id or a loaded value is checked when
   the access's mask mentions it, or when the access is masked and the dimension is tiled
   (a slice ``m0:m0 + BM``: its edge is what the mask is for); otherwise (an unmasked read
-  of a routing table at ``pid * BM``, a batch or head index) the launch grid is trusted to
-  cover the tensor and routing tables to be well formed (indices ``>= 0``), as the
-  launcher guarantees; a k-tile or any other loop-driven offset is always checked;
+  of a routing table at ``pid * BM``, a batch or head index) routing tables are trusted to
+  be well formed (entries in ``[0, extent)``) and the launch grid to keep the *grid
+  contract*: an offset holding one program id once (``c * pid``, ``pid * N``) is checked
+  whole, both sides, assuming the block's own tile fits, ``(pid + 1) * |c| <= extent``
+  (``pid * BM + i`` is inside, ``X.shape[0] + pid * 16`` and a flat row's last k-tile
+  ``pid * N + t * 32 + j`` are not); other program-id offsets (two ids, a grid size, an
+  id inside min/max) are trusted above and checked below 0; a k-tile or any other
+  loop-driven offset is always checked;
 * a mask conjunct ``c_d < E`` whose bound ``E`` is a size of other tensors (``n < S_KV`` for
   V with ``S_KV = K.shape[2]``, ``p < num_valid = X.shape[0] * TOPK`` for a scattered
   output) states the kernel's precondition ``T.shape[d] == E``; it is assumed (for every
@@ -113,6 +118,8 @@ class BoundsChecker:
         self._lower = self._contract = False
         self.assumptions: list = []          # (tensor, dim, key, conc): shape == LIN + conc
         self._nonneg_memo: dict = {}
+        self._grid_memo: dict = {}
+        self._grid_fit_memo: dict = {}
         self._memo: dict = {}
         self._never_memo: dict = {}        # see _never_out
         #: when a list: every assumption a mask states is appended (Engine._xv_mark)
@@ -193,8 +200,11 @@ class BoundsChecker:
             keys = _distinct_keys(c.key)
             trusted = d not in used and not (masked and tiled)
             # Per element, by its distinct linear form (one table entry in a fragment
-            # trusted its constant rows too; review helpers): a form with a program id is
-            # trusted to the grid above, its lower side checked unless >= 0 by its atoms;
+            # trusted its constant rows too; review helpers): a form with one program id
+            # once is checked whole under the grid contract (:meth:`_grid_terms`; it was
+            # trusted above: a tile at `X.shape[0] + pid * 16` was clean; a review helper),
+            # another form with a program id is trusted to the grid above, its lower side
+            # checked unless >= 0 by its atoms;
             # a form of table entries (or untracked values) is checked whole under the
             # table contract -- each entry lies in [0, extent) -- so `Ids[r] - 1`,
             # `Ids[r] + 100000`, a masked load's If(mask, Ids[r], -1) are checked (they were
@@ -210,6 +220,8 @@ class BoundsChecker:
                 # the end for a grid not covering the tensor; a review helper)
                 if self._mentions_table(k) and not mentions(self.eng.tab, k, ("pid",)):
                     cat[k] = "bare" if self._bare_entry(k) else "table"
+                elif self._grid_terms(k) is not None:
+                    cat[k] = "gridc"
                 else:
                     cat[k] = "grid" if self._nonneg(k) else "grid_low"
 
@@ -217,16 +229,27 @@ class BoundsChecker:
                 ks = [k for k, v in cat.items() if v == kind]
                 return np.isin(kk, np.fromiter(ks, np.int64)) if ks else \
                     np.zeros(len(kk), bool)
-            bare, table, grid, grid_low = (isin(x) for x in ("bare", "table", "grid",
-                                                             "grid_low"))
-            skip = (bare & (conc == 0)) | (grid & (conc >= 0))
+            bare, table, grid, grid_low, gridc = (
+                isin(x) for x in ("bare", "table", "grid", "grid_low", "gridc"))
+            # (the contract alone keeps most such tiles inside -- `pid * BM + i`, i < BM:
+            # decided once per form and offset range, for every guard and variant alike;
+            # a search per guard took 0.2 s per access of a flash attention)
+            fits = np.zeros(len(kk), bool)
+            for k in [k for k, v in cat.items() if v == "gridc"]:
+                sel = live & (kk == k)
+                if sel.any() and self._grid_fits(tile.tensor.name, d, k,
+                                                 int(conc[sel].min()), int(conc[sel].max())):
+                    fits |= sel
+            gridc &= ~fits
+            skip = (bare & (conc == 0)) | (grid & (conc >= 0)) | fits
             low = grid_low | (grid & (conc < 0))
             con = table | (bare & (conc != 0))
-            full = ~(skip | low | con)
+            full = ~(skip | low | con | gridc)
             thr = np.asarray(threads)
             for sub, lower, contract in ((live & full, False, False),
                                          (live & low, True, False),
-                                         (live & con, False, True)):
+                                         (live & con, False, "table"),
+                                         (live & gridc, False, "grid")):
                 if not sub.any():
                     continue
                 self._push(self.obligations, (op, eng.loops, tile.tensor.name, d,
@@ -238,6 +261,79 @@ class BoundsChecker:
         """The form mentions a value loaded from a table (or an index the analysis does
         not follow), directly or inside an opaque term."""
         return mentions(self.eng.tab, key, ("load", "value"))
+
+    def _grid_terms(self, key: int) -> tuple | None:
+        """``(pid_atom, coef_key, coef_conc)`` when ``LIN[key]`` is a tile origin of one
+        program id: the id appears once, as a term ``c * pid`` or a product ``(a * pid + b)
+        * F`` with ``F`` free of program ids (``pid * N`` of a flat row-major matrix), and
+        no grid size nor table entry appears -- the coefficient ``c`` (or ``c * a * F``) is
+        the block's stride along the dimension. None otherwise (the form keeps the grid
+        trust: two program ids in one dimension, a grid-stride loop, ``max(Ids[r],
+        pid)``)."""
+        memo = self._grid_memo.get(key)
+        if memo is not None or key in self._grid_memo:
+            return memo
+        tab = self.eng.tab
+        found: list = []
+        ok = not mentions(tab, key, ("nprog", "load", "value"))
+        for a, m in tab.lins[key] if ok else ():
+            at = tab.atoms[a]
+            if at.kind == "pid":
+                found.append((a, 0, m))
+            elif at.kind in ("op", "select") and any(
+                    mentions(tab, k, ("pid",)) for k, _ in at.args[1:3]):
+                sides = at.args[1:3]
+                pidk = [i for i, (k, _) in enumerate(sides) if mentions(tab, k, ("pid",))]
+                if at.kind != "op" or at.args[0] != "mul" or len(pidk) != 1:
+                    ok = False
+                    break
+                (pk, _), (fk, fc) = sides[pidk[0]], sides[1 - pidk[0]]
+                terms = tab.lins[pk]
+                if len(terms) != 1 or tab.atoms[terms[0][0]].kind != "pid":
+                    ok = False
+                    break
+                alpha = terms[0][1] * m
+                found.append((terms[0][0], tab.scale(fk, alpha), fc * alpha))
+        out = (found[0] if ok and len(found) == 1 else None)
+        self._grid_memo[key] = out
+        return out
+
+    def _grid_fits(self, name: str, d: int, key: int, lo: int, hi: int) -> bool:
+        """``LIN[key] + c`` lies in ``[0, name.shape[d])`` for every ``c`` in ``[lo, hi]``
+        under the grid contract (:meth:`_terms`) alone -- whatever the guards and trip
+        counts (they only add constraints). Memoized per form, range and assumed extents."""
+        # without z3, the usual forms: `c * pid + [lo, hi]` fits for 0 <= lo, hi < c
+        # ((pid + 1) * c <= extent); `extent - c * pid + [lo, hi]` for -c <= lo, hi < 0
+        tab = self.eng.tab
+        terms = tab.lins[key]
+        own = tab.atom_ids.get(Atom("dim", (name, d)))
+        pids = [(a, c) for a, c in terms if tab.atoms[a].kind == "pid"]
+        if len(pids) == 1 and pids[0][1] != 0:
+            rest = [t for t in terms if t != pids[0]]
+            c = pids[0][1]
+            if not rest and c > 0 and 0 <= lo and hi < c:
+                return True
+            if rest == [(own, 1)] and c < 0 and -c <= -lo and hi < 0:
+                return True
+        mk = (name, d, key, lo, hi, tuple(self.assumptions))
+        r = self._grid_fit_memo.get(mk)
+        if r is None:
+            sv = self.eng.solver
+            z3 = sv.z3
+            with sv.timed():
+                s = z3.Solver(ctx=sv.ctx)
+                s.set("timeout", sv.timeout_ms)
+                sv.queries += 1
+                contract, self._contract = self._contract, "grid"
+                try:
+                    _, size, cons = self._terms(name, d, key, lo, [], trips=False)
+                finally:
+                    self._contract = contract
+                s.add(*cons)
+                s.add(*sv._domain)
+                s.add(z3.Or(sv.lin(key, lo) < 0, sv.lin(key, hi) >= size))
+                r = self._grid_fit_memo[mk] = s.check() == z3.unsat
+        return r
 
     def _bare_entry(self, key: int) -> bool:
         """The form is one table entry, ``1 * Ids[r]``."""
@@ -528,9 +624,16 @@ class BoundsChecker:
         cons.append(sv.cond(guard) if guard else z3.BoolVal(True, sv.ctx))
         for (t, dd, bk, bc) in self.assumptions:
             cons.append(sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0) == sv.lin(bk, bc))
-        if self._contract:
+        if self._contract == "table":
             for a in sorted(atoms_in(eng.tab, k, ("load",))):
                 cons.append(sv.atom(a) < size)
+        elif self._contract == "grid":
+            # the launch grid's contract with an unmasked access: the block's own tile
+            # fits, (pid + 1) * |stride| <= extent (the kernel reads whole tiles, so the
+            # grid has no block past the last whole one)
+            p, fk, fc = self._grid_terms(k)
+            f = sv.lin(fk, fc)
+            cons.append((sv.atom(p) + 1) * z3.If(f >= 0, f, -f) <= size)
         return x, size, cons
 
     def _never_out(self, name: str, d: int, ordered: list, conc: np.ndarray) -> bool:

@@ -418,3 +418,54 @@ def test_a_slice_past_the_gathered_rows_is_a_front_end_error():
         .replace("{MASK}", "kk < K"), "g.py")
     (d,) = res.diagnostics
     assert d.code == "AVE119"
+
+
+# The launch grid's contract with unmasked tiles (tests/analysis/review_cases/r14_*.py): an
+# unmasked access at a program id's tile was trusted whole -- whatever else its offset held
+# -- so a tile starting at X.shape[0] and a flat row's last k-tile past the row were clean
+# (a review helper). Now the block's own tile is assumed to fit, (pid + 1) * stride <=
+# extent, and the whole offset is checked under that.
+CASES = ROOT / "tests" / "analysis" / "review_cases"
+
+
+def _case(name):
+    k = compile_file(str(CASES / f"{name}.py")).kernels[0]
+    return k, analyze(k).diagnostics
+
+
+def test_a_tile_past_the_grid_contract_is_out_of_bounds():
+    # r0 = X.shape[0] + program_id(0) * 16: block 0 starts at row X.shape[0]; the smallest
+    # witness is X.shape[0] = 16 (the contract: one 16-row tile fits), thread 0 at X[16, 0]
+    k, ds = _case("r14_grid_start")
+    (d,) = ds
+    assert d.code == "AVE208" and d.witness["coordinates"] == {"X": [16, 0]}, d.message
+    assert d.witness["block"] == [0, 0, 0] and d.witness["threads"][0]["thread"] == 0
+    X = np.ones((16, 32), np.float32)
+    res = run(k, (1,), [X, np.zeros((16, 32), np.float32)])
+    assert any(x.code == "AVE301" and "X[16, 0]" in x.message for x in res.diagnostics)
+
+
+def test_a_flat_rows_last_k_tile_reads_past_the_row():
+    # X holds an (M, N) matrix flat, block b reads row b at b * N + t * 32 + j unmasked: for
+    # N = 1, M = 1 (one block) thread 1 reads X[1] -- past X's one element
+    k, ds = _case("r14_grid_flat_tail")
+    (d,) = ds
+    assert d.code == "AVE208" and d.witness["coordinates"] == {"X": [1]}, d.message
+    assert d.witness["threads"][0]["thread"] == 1 and d.witness["loop_indices"] == {"t": 0}
+    res = run(k, (1,), [np.ones(1, np.float32), np.zeros(1, np.float32)])
+    assert any(x.code == "AVE301" and "X[1]" in x.message for x in res.diagnostics)
+    # and for M = 3 rows of N = 40 (the last row's second k-tile ends at 3 * 40 + 24)
+    res = run(k, (3,), [np.ones(120, np.float32), np.zeros(40, np.float32)])
+    assert any(x.code == "AVE301" and "X[120]" in x.message for x in res.diagnostics)
+
+
+def test_whole_tiles_from_either_end_are_in_bounds():
+    # block b copies X's rows X.shape[0] - 16 * (b + 1) .. into Y's rows 16 * b ..: in
+    # bounds for every grid of whole tiles (it was a false AVE208 "below 0" on X)
+    k, ds = _case("r14_grid_ok")
+    assert ds == [], [d.message for d in ds]
+    X = np.random.default_rng(2).standard_normal((48, 32)).astype(np.float32)
+    Y = np.zeros((48, 32), np.float32)
+    res = run(k, (3,), [X, Y])
+    assert res.diagnostics == []
+    np.testing.assert_array_equal(Y, X.reshape(3, 16, 32)[::-1].reshape(48, 32))
