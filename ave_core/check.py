@@ -371,8 +371,9 @@ def _record(k: Any, spec: dict | None, summary: tuple, diags: list[Diagnostic],
         spec["trip_bound"] = trip_bound
         spec["assertions"] = assertions
     cfg = "defaults" if k.config_index is None else f"configs[{k.config_index}]"
+    from ave_core.analysis import call_site
     for d in kdiags:
-        key = (d.code, d.file, d.range)
+        key = (d.code, d.file, d.range, call_site(d))
         if key in seen:
             # (with what it found there when that differs: another field, tensor or
             # witness was dropped under "also in"; a review helper)

@@ -215,7 +215,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 r.reason = chk.unknown
                 r.loc = chk.op.loc
         for op, loops, thread, byte, inflight, landing in list(eng.uninit):
-            key = (op.loc.file, op.loc.range)
+            key = op.loc.report_key
             if landing is not None:
                 landing = dict(landing, text=_landing_text(eng, landing["when"]))
             if key not in uninit:
@@ -223,16 +223,16 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                                block_model() if landing is None else None)
         for op, loops, reach, miss, branch, model in list(eng.divergent) + \
                 eng.check_divergence(set(divergent)):
-            key = (op.loc.file, op.loc.range)
+            key = op.loc.report_key
             divergent.setdefault(key, (op, loops, reach, miss, branch, model, trips))
         for f in eng.bounds.check(known=oob):
-            key = (f["op"].loc.file, f["op"].loc.range)
+            key = f["op"].loc.report_key
             if key not in oob:
                 f = _refined(f)
                 f["trip_counts"] = dict(trips)
                 oob[key] = f
         for f in list(eng.races.findings):
-            key = (f["op"].loc.file, f["op"].loc.range)
+            key = f["op"].loc.report_key
             if key not in races:
                 w = _race_witness(eng, f, trips)
                 m = block_model()
@@ -306,8 +306,8 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     for r in out.assertions:
         for d in _diagnose(kernel, r):
             emit(d, r.loc)
-    for (f, rng), (op, loops, thread, byte, trips, inflight, landing, bm) in sorted(
-            uninit.items(), key=lambda kv: kv[0][1].start):
+    for (f, rng, _), (op, loops, thread, byte, trips, inflight, landing, bm) in sorted(
+            uninit.items(), key=_report_order):
         if landing is not None:
             emit(_landing_diagnostic(kernel, op, loops, thread, byte, trips, landing),
                  op.loc)
@@ -322,18 +322,18 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                      "threads": [_thr(thread, kernel.warp_size)],
                      "loop_indices": dict(loops), "byte": byte, "trip_counts": trips,
                      "program_points": [], **({"model": bm} if bm else {})}), op.loc)
-    for (f, rng), (op, loops, reach, miss, branch, model, trips) in sorted(
-            divergent.items(), key=lambda kv: kv[0][1].start):
+    for _, (op, loops, reach, miss, branch, model, trips) in sorted(
+            divergent.items(), key=_report_order):
         emit(_divergent_diagnostic(kernel, op, loops, reach, miss, branch, trips, model),
              op.loc)
-    for (f, rng), (rf, w) in sorted(races.items(), key=lambda kv: kv[0][1].start):
+    for key, (rf, w) in sorted(races.items(), key=_report_order):
         fix = w.get("fix")
-        if fix is not None and fix["kind"] == "insert_wait" and (f, rng) in waits:
-            n, commit = waits[(f, rng)]
+        if fix is not None and fix["kind"] == "insert_wait" and key in waits:
+            n, commit = waits[key]
             # (fewer where the fix goes before an outer call: races.witness)
             fix["count"], fix["commit"] = min(n, fix["count"]), commit
         emit(_race_diagnostic(rf, w), rf["op"].loc)
-    for (f, rng), w in sorted(oob.items(), key=lambda kv: kv[0][1].start):
+    for _, w in sorted(oob.items(), key=_report_order):
         op = w["op"]
         emit(_oob_diagnostic(w, kernel), op.loc)
     _add_call_sites(kernel, out.diagnostics, sites)
@@ -345,6 +345,28 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                    "solver_queries": solver.queries}
     return out
 
+
+
+#: the message of the related location :func:`_add_call_sites` gives a finding in a helper
+#: from another file: the kernel's call it was found in
+CALL_SITE = "the call of the helper it is in"
+
+
+def call_site(d: Diagnostic) -> tuple | None:
+    """``(file, range)`` of the call of an imported helper a finding was found in (each
+    call is a finding of its own: :attr:`ave_core.compiler.ir.Loc.report_key`), else
+    None."""
+    r = d.related[0] if d.related else None
+    if r is not None and r.message == CALL_SITE:
+        return (r.location.file, r.location.range)
+    return None
+
+
+def _report_order(item: tuple) -> tuple:
+    """Sort key of a ``(Loc.report_key, finding)`` item: the op's position, then its
+    call's (an imported helper called twice: the first call's finding first)."""
+    (_, rng, call), _ = item
+    return (rng.start, () if call is None else (call[1].start,))
 
 
 def _add_call_sites(kernel: KernelIR, diags: list[Diagnostic], sites: dict) -> None:
@@ -367,7 +389,7 @@ def _add_call_sites(kernel: KernelIR, diags: list[Diagnostic], sites: dict) -> N
         if not any(r.location.file == site.file and r.location.range == site.range
                    for r in d.related):
             d.related.insert(0, Related(Location(site.file, site.range),
-                                        "the call of the helper it is in"))
+                                        CALL_SITE))
 
 
 def _witness_notes(w: dict) -> list[str]:

@@ -383,7 +383,7 @@ class BoundsChecker:
         found: dict = {}
         for ob in self.obligations:
             op = ob[0]
-            k_op = (op.loc.file, op.loc.range)
+            k_op = op.loc.report_key
             if k_op in found or (k_op in known and self._search_knows(ob)):
                 continue
             f = self._check_one(*ob)

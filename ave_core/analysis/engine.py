@@ -427,7 +427,7 @@ class PairCheck:
     def location(self) -> tuple:
         """``(kind, file, range)``: what the analysis reports one result per (the first
         witness of each is kept)."""
-        return (self.kind, self.op.loc.file, self.op.loc.range)
+        return (self.kind,) + self.op.loc.report_key
 
 
 class _NoFingerprint(Exception):
@@ -2717,7 +2717,7 @@ class Engine:
         split branch, model)`` each."""
         out = []
         for op, loops, branches in self.may_diverge:
-            if (op.loc.file, op.loc.range) in known:
+            if op.loc.report_key in known:
                 continue
             saved = self.loops
             self.loops = loops
@@ -2727,7 +2727,7 @@ class Engine:
                 self.loops = saved
             if f is not None:
                 out.append(f)
-                known = known | {(op.loc.file, op.loc.range)}
+                known = known | {op.loc.report_key}
         return out
 
     def _may_diverge(self, op: Op, branches: tuple) -> tuple | None:

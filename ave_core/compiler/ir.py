@@ -214,6 +214,19 @@ class Loc:
     def location(self) -> Location:
         return Location(self.file, self.range)
 
+    @property
+    def report_key(self) -> tuple:
+        """What the analysis reports one finding per: ``(file, range, call)``, where
+        ``call`` is ``(file, range)`` of the outermost call (the kernel's) when the op comes
+        from a helper in another file, else None. Each call of an imported helper is its
+        own finding, shown and suppressed at that call (one finding for all of them, shown
+        at the first failing call: an ``# ave: ignore`` there hid the other calls'; a review
+        helper); a helper in the kernel's own file is shown at the op's line, once."""
+        site = self.inlined_from[0] if self.inlined_from else None
+        call = (site.file, site.range) if site is not None and site.file != self.file \
+            else None
+        return (self.file, self.range, call)
+
     def __str__(self) -> str:
         p = self.range.start
         return f"{self.file}:{p.line + 1}:{p.character + 1}"

@@ -729,6 +729,39 @@ def test_a_violated_assertion_in_a_helper_called_twice(tmp_path, comment_on):
         assert "kchk.py:9:5: related: the call of the helper it is in" in p.stdout, p.stdout
 
 
+def test_a_comment_on_one_call_of_a_helper_leaves_the_other_calls_findings(tmp_path):
+    # Both calls fail: the analysis kept one finding for the helper's op (the first
+    # call's), so `# ave: ignore` on the first call hid the second's too (a review
+    # helper). Each call of an imported helper is a finding of its own now.
+    (tmp_path / "hchk.py").write_text("import ave_core.lang as ave\n\n\ndef chk(a, b):\n"
+                                      "    ave.assert_disjoint(a, b)\n", "utf-8")
+    lines = ["import ave_core.lang as ave", "from hchk import chk", "", "",
+             "@ave.kernel(threads=64)",
+             "def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):",
+             '    s = ave.alloc((2, 64), ave.f32, space="shared")',
+             "    chk(s[0], s[0])  # ave: ignore[AVE202]", "    chk(s[1], s[1])"]
+    k = tmp_path / "kchk2.py"
+    k.write_text("\n".join(lines) + "\n", "utf-8")
+    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", str(k), "-j1",
+                        "--format", "json"],
+                       capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+    out = json.loads(p.stdout)
+    (d,) = out["diagnostics"]
+    assert d["code"] == "AVE202", d
+    rel = d["related"][0]
+    assert rel["message"] == "the call of the helper it is in"
+    assert rel["range"]["start"]["line"] == 8, d
+    # without the comment: two findings, one per call
+    lines[7] = "    chk(s[0], s[0])"
+    k.write_text("\n".join(lines) + "\n", "utf-8")
+    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", str(k), "-j1",
+                        "--format", "json"],
+                       capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+    ds = json.loads(p.stdout)["diagnostics"]
+    calls = sorted(d["related"][0]["range"]["start"]["line"] for d in ds)
+    assert calls == [7, 8], ds
+
+
 _READER = """import ave_core.lang as ave
 
 
