@@ -360,13 +360,13 @@ def on_consume(eng: Any, op: Any) -> None:
     from ave_core.analysis.engine import FragVal, PairCheck
     if op.name == "arith.add" and summed_chain(eng, op) is not None:
         return
-    if op.name == "arith.add" and any(type(x) is FragVal and x.kcov is False
-                                      for x in (eng.env.get(v) for v in op.operands)):
-        # a sum with an accumulator whose MMAs are not followed (one that started from a
-        # tagged C: split-K's `acc + acc2`): the other term's chain holds only part of
-        # the sum's k -- not checked alone (it was "never accumulates k=0", which the
-        # other term holds; a review helper). The chains end here.
-        return
+    # a sum with an accumulator whose MMAs are not followed (one that started from a
+    # tagged C: split-K's `acc + acc2`): the other term's chain holds only part of the
+    # sum's k -- checked for "at most once" only (it was "never accumulates k=0", which
+    # the other term holds; a review helper; and then not at all: a k-tile summed twice
+    # there was clean). The chains end here.
+    partial = op.name == "arith.add" and any(
+        type(x) is FragVal and x.kcov is False for x in (eng.env.get(v) for v in op.operands))
     for i, v in enumerate(op.operands):
         x = eng.env.get(v)
         if type(x) is not FragVal or not x.kcov:
@@ -375,7 +375,8 @@ def on_consume(eng: Any, op: Any) -> None:
             continue
         first = x.kcov[0][0].op if x.kcov[0] else op
         chk = PairCheck(first, "accumulate", 0)
-        r = check_chain(eng, x.kcov, op, known=chk.location in eng.known_violations)
+        r = check_chain(eng, x.kcov, op, known=chk.location in eng.known_violations,
+                        at_least=not partial)
         chk.compared, chk.covered = r["compared"], r["covered"]
         chk.violation, chk.unknown = r["violation"], r["unknown"]
         if chk.violation is not None:
@@ -584,8 +585,13 @@ def _size_upper_bound(eng: Any, atom: int, forms: list) -> int | None:
     return best
 
 
-def check_chain(eng: Any, chain_: list, consumer: Any, known: bool = False) -> dict | None:
+def check_chain(eng: Any, chain_: list, consumer: Any, known: bool = False,
+                at_least: bool = True) -> dict | None:
     """Check one ended chain; returns the check's outcome as a dict (see PairCheck).
+
+    ``at_least``: False for a chain that holds only part of a sum (the other part an
+    accumulator the analysis does not follow): each index at most once, none missing
+    is not asked.
 
     ``known``: the chain's first MMA has a violation already (an earlier execution or
     trip-count variant); the analysis reports the first one, so with one reduction field
@@ -642,7 +648,7 @@ def check_chain(eng: Any, chain_: list, consumer: Any, known: bool = False) -> d
                 continue        # another warp received the same indices: same verdict
             done.add(sig)
             v = _at_most_once(eng, items, calls, w, f)
-            if v is None:
+            if v is None and at_least:
                 v = _at_least_once(eng, items, calls, w, f, kmax)
             if v is not None:
                 if v.get("unknown"):

@@ -340,6 +340,27 @@ def test_split_k_with_an_accumulator_started_from_c():
     np.testing.assert_allclose(D, ref, rtol=1e-4, atol=1e-3)
 
 
+def test_split_k_with_a_k_tile_summed_twice_in_the_followed_term():
+    # the same, with the second accumulator's k-tile 1 added twice: D = C + A0 B0 + 2 A1
+    # B1. The followed term was not checked at all beside a C-initialized one (clean);
+    # "at most once" holds for it alone -- k=32 twice, thread 0, the first k of tile 1
+    k, a = _analyze("r15_splitk_twice")
+    (d,) = a.diagnostics
+    assert d.code == "AVE206" and "repeats k=32" in d.message and "thread 0 " in d.message
+    assert [r.location.range.start.line for r in d.related][:2] == [16, 17]
+    rng = np.random.default_rng(5)
+    A = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
+    C = rng.standard_normal((64, 64)).astype(np.float32)
+    D = np.zeros((64, 64), np.float32)
+    assert run(k, (1,), [A, B, C, D], provenance=True).diagnostics == []
+    a64, b64 = (NUM.from_storage(bf16, x).astype(np.float64) for x in (A, B))
+    right = C.astype(np.float64) + a64 @ b64
+    twice = right + a64[:, 32:] @ b64[32:]           # what the kernel computes
+    np.testing.assert_allclose(D, twice, rtol=1e-4, atol=1e-3)
+    assert np.abs(D - right).max() > 1.0
+
+
 # ----------------------------------------------------------------------------- round 4
 # (tests/analysis/review_cases/r11_*.py)
 
