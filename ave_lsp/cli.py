@@ -633,14 +633,34 @@ def _check_and_report(args: argparse.Namespace, checker: "Checker", files: list[
     text = FORMATTERS[args.format](report)
     try:
         _write(text, args.output, stdout)
+    except BrokenPipeError:
+        if args.output is not None:
+            print(f"{PROG}: error: cannot write {args.output}: broken pipe", file=stderr)
+            return EXIT_USAGE
+        # the reader went away (`ave-lsp --check . | head`): quiet, as Unix tools are, with
+        # the check's own status ("cannot write None: Broken pipe", status 2, before)
+        _detach(stdout)
+        return exit_status(report, args.fail_on)
     except OSError as e:
-        print(f"{PROG}: error: cannot write {args.output}: {e.strerror or e}", file=stderr)
+        where = args.output if args.output is not None else "the standard output"
+        print(f"{PROG}: error: cannot write {where}: {e.strerror or e}", file=stderr)
         return EXIT_USAGE
     if args.watch:
         from ave_lsp.watch import Watcher
 
         return Watcher(args.paths, checker, results, stdout, stderr).run()
     return exit_status(report, args.fail_on)
+
+
+def _detach(stream: TextIO) -> None:
+    """Point ``stream``'s descriptor at /dev/null: the interpreter's final flush of a
+    stream whose reader went away would print a BrokenPipeError at exit."""
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, stream.fileno())
+        os.close(fd)
+    except (OSError, ValueError, AttributeError):
+        pass
 
 
 def run_server(args: argparse.Namespace, parser: argparse.ArgumentParser,

@@ -919,3 +919,16 @@ def test_a_declared_encoding_wins_over_utf8():
     assert decode_source(b"\xef\xbb\xbfx = 1\n") == "x = 1\n"
     with pytest.raises(UnicodeDecodeError):
         decode_source(b"x = '\xff'\n")
+
+
+def test_a_reader_that_goes_away_is_no_error(tmp_path):
+    # `ave-lsp --check . | head -1`: the pipe closes before the report is written. It
+    # printed "cannot write None: Broken pipe" and exited 2 (a usage error); now it is
+    # quiet and exits with the check's own status (1: the broken example has errors).
+    p = subprocess.Popen([sys.executable, "-m", "ave_lsp", "--check", "-j1",
+                          str(ROOT / "examples" / "broken" / "gemm_swizzle_mismatch.py")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(tmp_path))
+    p.stdout.close()                     # (long before the check writes anything)
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 1, err
+    assert "cannot write" not in err and "BrokenPipe" not in err, err
