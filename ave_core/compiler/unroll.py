@@ -27,7 +27,8 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
 
-from ave_core.compiler.ir import Block, KernelIR, Op, ScalarType, Value
+from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Op, ScalarType, TileType,
+                                  Value)
 from ave_core.lang import dtypes as _dt
 
 #: Default cap on the number of unrolled variants of one kernel (product of trip counts).
@@ -39,6 +40,16 @@ MAX_VARIANTS = 256
 #: took 37 s to check under a cap of 100,000). (It was 2,000,000: a loop of
 #: 10**6 constant trips took 100 s and 4 GB to be refused; a review helper.)
 MAX_UNROLLED_OPS = 50_000
+#: An op moving data (a copy, load, store, ldmatrix, MMA, an op on register fragments)
+#: counts one more op toward :data:`MAX_UNROLLED_OPS` per this many elements of its
+#: largest tile or fragment: the analysis' time per op grows with the tile (~0.15 ms for
+#: a 32x32 f32 copy, ~0.9 ms for 128x128), and 25,000 copies of 128x128 tiles with as
+#: many barriers fit the plain cap and took ~45 s to check. The examples' big ops count 3
+#: to 9; they unroll to at most ~4,600 weighted ops (flash attention, trip bound 16).
+ELEMENTS_PER_OP = 2048
+#: ops that move or compute data (their weight grows with the tile; see ELEMENTS_PER_OP)
+_DATA_OPS = frozenset({"ave.copy", "ave.copy_async", "ave.load", "ave.store",
+                       "ave.ldmatrix", "ave.mma"})
 
 
 class UnrollError(Exception):
@@ -331,14 +342,34 @@ def _emit_const(out: Block, value: Any, dtype: Any, loc: Any, ctx: _Ctx) -> Valu
     return r
 
 
+def op_weight(op: Op) -> int:
+    """What ``op`` counts toward :data:`MAX_UNROLLED_OPS`: 1, plus for an op moving data
+    one per :data:`ELEMENTS_PER_OP` elements of its largest tile or fragment."""
+    n = 0
+    if op.name in _DATA_OPS or any(isinstance(r.type, FragmentType) for r in op.results):
+        for v in (*op.operands, *op.results):
+            t = getattr(v, "type", None)
+            if isinstance(t, (TileType, FragmentType)):
+                e = 1
+                for d in t.shape:
+                    e *= d
+                n = max(n, e)
+    return 1 + n // ELEMENTS_PER_OP
+
+
+def _limit_error() -> UnrollError:
+    return UnrollError(f"the unrolled kernel has more than {MAX_UNROLLED_OPS} ops (an op "
+                       f"moving a tile counts one more per {ELEMENTS_PER_OP} elements)")
+
+
 def _clone_block(src: Block, out: Block, ctx: _Ctx) -> list[Value] | None:
     """Clone ``src``'s ops into ``out``; returns the mapped operands of its terminator."""
     for op in src.ops:
         if op.name in ("scf.yield", "ave.yield"):
             return [_val(ctx, v) for v in op.operands]
-        ctx.n_ops += 1
+        ctx.n_ops += op_weight(op)
         if ctx.n_ops > MAX_UNROLLED_OPS:
-            raise UnrollError(f"the unrolled kernel has more than {MAX_UNROLLED_OPS} ops")
+            raise _limit_error()
         if op.name == "scf.for":
             _unroll_for(op, out, ctx)
             continue
@@ -513,7 +544,7 @@ def _min_ops(block: Block, ctx: _Ctx, depth: int = 0) -> int:
     for o in block.ops:
         if o.name in ("scf.yield", "ave.yield"):
             continue
-        total += 1
+        total += op_weight(o)
         if depth >= 8 or not o.regions:
             continue
         if o.name == "scf.for":
@@ -553,7 +584,9 @@ def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
     per = _min_ops(body, ctx)
     if ctx.n_ops + n * max(per, 1) > MAX_UNROLLED_OPS:
         raise UnrollError(f"loop `{name}` runs {n} times over at least {per} ops each: the "
-                          f"unrolled kernel would have more than {MAX_UNROLLED_OPS} ops")
+                          f"unrolled kernel would have more than {MAX_UNROLLED_OPS} ops "
+                          f"(an op moving a tile counts one more per {ELEMENTS_PER_OP} "
+                          "elements)")
     cur = inits
     for i in range(n):
         saved = ctx.loop_stack
@@ -581,7 +614,7 @@ def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
             ops, ys, consts, n_ops, _ = hit
             ctx.n_ops += n_ops
             if ctx.n_ops > MAX_UNROLLED_OPS:
-                raise UnrollError(f"the unrolled kernel has more than {MAX_UNROLLED_OPS} ops")
+                raise _limit_error()
             out.ops.extend(ops)
             ctx.consts.update(consts)
             cur = list(ys)

@@ -244,6 +244,34 @@ def test_a_loop_too_long_to_unroll_is_refused_before_it_is_unrolled(monkeypatch)
     assert len(cloned) == 1
 
 
+def test_an_op_moving_a_big_tile_counts_more_toward_the_cap():
+    # 6 ops per iteration: two copies of 128 x 128 f32 tiles (16,384 elements: 1 + 8
+    # each), two barriers and the two views of X and Y (1 each; a view moves nothing): 22
+    # per iteration. 3,000 iterations (66,000) are refused before the first one; under
+    # the plain op count (18,000) they took ~60 s to check
+    from ave_core.compiler.unroll import ELEMENTS_PER_OP, op_weight
+    src = textwrap.dedent('''
+        import ave_core.lang as ave
+        @ave.kernel(threads=128)
+        def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+            s = ave.alloc((128, 128), ave.f32, space="shared")
+            for i in range(3000):
+                ave.copy(X[0:128, 0:128], s, vector_bytes=16)
+                ave.barrier()
+                ave.copy(s, Y[0:128, 0:128], vector_bytes=16)
+                ave.barrier()
+    ''')
+    k = compile_source(src, "k.py").kernels[0]
+    copies = [o for o in k.walk() if o.name == "ave.copy"]
+    assert [op_weight(o) for o in copies] == [1 + 128 * 128 // ELEMENTS_PER_OP] * 2 == [9, 9]
+    assert all(op_weight(o) == 1 for o in k.walk() if o.name == "ave.barrier")
+    with pytest.raises(UnrollError, match=r"loop `i` runs 3000 times over at least 22 ops "
+                                          r"each: .* counts one more per 2048 elements"):
+        unroll(k)
+    k = compile_source(src.replace("range(3000)", "range(2000)"), "k.py").kernels[0]
+    assert sum(1 for o in unroll(k).walk() if o.name == "ave.copy") == 4000
+
+
 def test_nested_compile_time_loops_have_a_budget_in_all():
     # two nested static_range(4096), each within its own limit: 16.7 million iterations,
     # 81 s in the front end (a review helper); now AVE121 past 65,536 in all
