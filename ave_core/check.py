@@ -26,6 +26,7 @@ from ave_core.diagnostics import (
     ZERO_RANGE,
     AveError,
     Diagnostic,
+    call_site,
     Range,
     SourceText,
     decode_source,
@@ -311,7 +312,8 @@ def summarize(ka: Any) -> tuple[str, int, list[dict], list[Diagnostic]]:
     statuses = [a.status for a in ka.assertions]
     status = max(statuses, key=_STATUS_ORDER.get) if statuses else "proved"
     trip_bound = next((a.trip_bound for a in ka.assertions if a.trip_bound), None) or 1
-    return status, trip_bound, [a.to_json() for a in ka.assertions], list(ka.diagnostics)
+    return status, trip_bound, [a.to_json(ka.kernel.file) for a in ka.assertions], \
+        list(ka.diagnostics)
 
 
 def analyze_plain(kernel: Any, options: Any) -> dict:
@@ -371,7 +373,6 @@ def _record(k: Any, spec: dict | None, summary: tuple, diags: list[Diagnostic],
         spec["trip_bound"] = trip_bound
         spec["assertions"] = assertions
     cfg = "defaults" if k.config_index is None else f"configs[{k.config_index}]"
-    from ave_core.analysis import call_site
     for d in kdiags:
         key = (d.code, d.file, d.range, call_site(d))
         if key in seen:
@@ -379,7 +380,7 @@ def _record(k: Any, spec: dict | None, summary: tuple, diags: list[Diagnostic],
             # witness was dropped under "also in"; a review helper)
             seen[key].notes.append(f"also in the specialization {cfg}" + (
                 f", there: {d.message}" if d.message != seen[key].message else ""))
-            if d.fix is not None:
+            if d.fix is not None or (isinstance(d.witness, dict) and "advice" in d.witness):
                 from ave_core.analysis import merge_wait_fixes
                 merge_wait_fixes(seen[key], d)
             continue

@@ -31,7 +31,7 @@ from importlib import resources
 from typing import Any, Iterable, Sequence
 
 #: Version of the JSON output schema (``"version"`` in the report).
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 
 
 class Severity(enum.IntEnum):
@@ -294,7 +294,31 @@ class Diagnostic:
         return f"{self.file}:{p.line + 1}:{p.character + 1}: {self.severity.label} {self.code} {self.message}"
 
     def sort_key(self) -> tuple:
-        return (self.file, self.range.start, self.code, self.message)
+        # (a helper's findings, one per call of it: in call order)
+        call = call_site(self)
+        return (self.file, self.range.start, self.code,
+                () if call is None else (call[0], call[1].start), self.message)
+
+
+#: The message of the first related location of a finding in a helper from another file:
+#: the kernel's call it was found in (each call is a finding of its own:
+#: :attr:`ave_core.compiler.ir.Loc.report_key`; set by the analysis)
+CALL_SITE = "the call of the helper it is in"
+
+
+def call_site(d: "Diagnostic | dict") -> tuple | None:
+    """``(file, range)`` of the call of an imported helper a finding was found in, else
+    None; ``d`` a :class:`Diagnostic` or its JSON form (``range`` then a dict)."""
+    if isinstance(d, dict):
+        rel = d.get("related") or []
+        r = rel[0] if rel else None
+        if isinstance(r, dict) and r.get("message") == CALL_SITE:
+            return (r.get("file"), r.get("range"))
+        return None
+    r = d.related[0] if d.related else None
+    if r is not None and r.message == CALL_SITE:
+        return (r.location.file, r.location.range)
+    return None
 
 
 class SourceText:

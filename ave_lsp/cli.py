@@ -241,6 +241,7 @@ def github_escape_property(s: str) -> str:
 
 def github_line(d: dict) -> str:
     """``::error file=F,line=L,col=C,endLine=L2,endColumn=C2,title=CODE::message``."""
+    from ave_core.diagnostics import call_site
     from ave_lsp.sarif import display_path
 
     s, e = d["range"]["start"], d["range"]["end"]
@@ -256,7 +257,13 @@ def github_line(d: dict) -> str:
     props.append(("title", d["code"]))
     command = GITHUB_COMMANDS.get(d["severity"], "notice")
     head = ",".join(f"{k}={github_escape_property(str(v))}" for k, v in props)
-    return f"::{command} {head}::{github_escape_data(d['message'])}"
+    msg = d["message"]
+    site = call_site(d)
+    if site is not None and isinstance(site[1], dict):
+        # (one annotation per call of a helper from another file: which call it is; they
+        # were identical lines; a review helper)
+        msg += f" (in the call at {display_path(site[0])}:{site[1]['start']['line'] + 1})"
+    return f"::{command} {head}::{github_escape_data(msg)}"
 
 
 def format_github(report: dict) -> str:

@@ -266,16 +266,17 @@ def too_long_message(lines: int, limit: int) -> str:
 BASELINE_VERSION = 1
 
 
-def _baseline_key(d: dict, base_dir: str, sources: Any, legacy: bool = False
-                  ) -> tuple[str, str, str]:
+def _baseline_key(d: dict, base_dir: str, sources: Any, legacy: bool = False,
+                  call: bool = True) -> tuple[str, str, str]:
     """``(code, file relative to base_dir, line-independent fingerprint)`` of a report
     diagnostic (a dict), the fingerprint being SARIF's ``aveFingerprint/v1`` base
     (:func:`ave_lsp.sarif.fingerprint_base`) computed relative to ``base_dir``
-    (``legacy``: as it was computed before the line's comment was left out)."""
+    (``legacy``: as it was computed before the line's comment was left out; ``call``
+    False: before each call of a helper from another file was a finding)."""
     from ave_lsp.sarif import display_path, fingerprint_base
 
     return (d["code"], display_path(d["file"], base_dir),
-            fingerprint_base(d, sources, base_dir, legacy=legacy))
+            fingerprint_base(d, sources, base_dir, legacy=legacy, call=call))
 
 
 def baseline_entries(diagnostics: list[dict], baseline_path: str,
@@ -349,7 +350,12 @@ class Baseline:
         legacy fingerprint (the whole line): a diagnostic on a commented line takes such
         an entry first -- it names that line only -- then every diagnostic its
         fingerprint's (matched in one pass, a commented line took an uncommented twin's
-        entry and the twin's finding came back; review helpers)."""
+        entry and the twin's finding came back; review helpers). A finding in a helper
+        from another file is one per call of the helper, its fingerprint naming the call;
+        an entry written before (the helper's line alone, or the whole line) stood for
+        every call's finding, and still does: it absorbs them all (an upgrade does not
+        turn accepted findings into new ones)."""
+        from ave_core.diagnostics import call_site
         from ave_lsp.sarif import Sources
 
         sources = Sources(reader)
@@ -358,15 +364,28 @@ class Baseline:
             if k in left:
                 left[k] -= n
         out = [False] * len(diagnostics)
+        calls = [call_site(d) is not None for d in diagnostics]
         keys = [(_baseline_key(d, self.dir, sources),
-                 _baseline_key(d, self.dir, sources, legacy=True)) for d in diagnostics]
-        # (an uncommented line's legacy key is its key: two passes cover both)
-        for pick in (1, 0):
-            for i, pair in enumerate(keys):
-                k = pair[pick]
-                if not out[i] and left.get(k, 0) > 0:
+                 _baseline_key(d, self.dir, sources, legacy=True),
+                 _baseline_key(d, self.dir, sources, call=False) if c else None)
+                for d, c in zip(diagnostics, calls)]
+        # (an uncommented line's legacy key is its key: the passes cover both; a call's
+        # legacy entry, once taken, absorbs the other calls' findings -- after every
+        # current key, so that it takes no entry of a finding without a call on the same
+        # helper line: the helper's file's own kernel)
+        absorbing: set = set()
+        for pick, with_call in ((1, False), (0, None), (1, True), (2, True)):
+            for i, ks in enumerate(keys):
+                k = ks[pick]
+                if out[i] or k is None or (with_call is not None and calls[i] != with_call):
+                    continue
+                if pick != 0 and calls[i] and k in absorbing:
+                    out[i] = True
+                elif left.get(k, 0) > 0:
                     left[k] -= 1
                     out[i] = True
+                    if pick != 0 and calls[i]:
+                        absorbing.add(k)
                     if used is not None:
                         used[k] = used.get(k, 0) + 1
         return out

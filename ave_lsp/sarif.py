@@ -30,10 +30,11 @@ character, as SARIF defines it. Columns count **UTF-16 code units** (``run.colum
 ``utf16CodeUnits``, SARIF's default and the unit of Ave's LSP ranges).
 
 ``partialFingerprints["aveFingerprint/v1"]`` is stable across edits elsewhere in the
-file: a SHA-256 over the code, the file (relative to the working directory), the text of
-the flagged line stripped of surrounding blanks and the name of the top-level function
-(the kernel) around it — no line numbers — followed by ``:N``, the index of the result
-among those with the same hash.
+file: a SHA-256 over the code, the file (relative to the working directory), the code of
+the flagged line (stripped, its comment left out) and the name of the top-level function
+(the kernel) around it -- and for a finding in a helper from another file the same of the
+kernel's call it was found in -- no line numbers, followed by ``:N``, the index of the
+result among those with the same hash.
 
 Imports the standard library, :mod:`ave_core.diagnostics` and the server's
 :mod:`ave_lsp.server.convert` (for the code pages' URIs) and, for fixes,
@@ -44,13 +45,14 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import os
 import re
 from pathlib import Path
 from typing import Any, Callable, Iterable
 from urllib.parse import quote
 
-from ave_core.diagnostics import parse_source
+from ave_core.diagnostics import call_site, parse_source
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA_URI = ("https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/"
@@ -184,17 +186,28 @@ def _top_level_defs(text: str) -> list[tuple[int, int, str]]:
 
 
 def fingerprint_base(diag: dict, sources: Sources, cwd: str | None = None,
-                     legacy: bool = False) -> str:
+                     legacy: bool = False, call: bool = True) -> str:
     """SHA-256 (hex) of code, file, flagged line's code (stripped, its comment left out:
-    :func:`line_code`) and enclosing kernel. A file name that is no UTF-8 (a surrogate
-    escape of its bytes) hashes its escapes (it raised UnicodeEncodeError: the whole SARIF
-    log and ``--write-baseline`` failed; a review helper). ``legacy``: the line's whole
-    stripped text, comment included (baselines written before; they are still read)."""
+    :func:`line_code`) and enclosing kernel; for a finding in a helper from another file,
+    also the file, line code and enclosing function of the kernel's call it was found in
+    (each call is a finding of its own: with the helper's line alone, every call had one
+    hash, told apart by its rank, so editing one call renumbered the others and a baseline
+    entry hid whichever call came first; a review helper). A file name that is no UTF-8 (a
+    surrogate escape of its bytes) hashes its escapes (it raised UnicodeEncodeError: the
+    whole SARIF log and ``--write-baseline`` failed; a review helper). ``legacy``: the
+    line's whole stripped text, comment included, and no call (baselines written before
+    the comment was left out); ``call=False``: no call (baselines written before each
+    call was a finding). Both are still read."""
     line0 = diag["range"]["start"]["line"]
     text = sources.line(diag["file"], line0)
     parts = [diag["code"], display_path(diag["file"], cwd),
              text.strip() if legacy else line_code(text),
              sources.enclosing_function(diag["file"], line0)]
+    site = call_site(diag) if call and not legacy else None
+    if site is not None and isinstance(site[1], dict):
+        cfile, cl = site[0], site[1]["start"]["line"]
+        parts += [display_path(cfile, cwd), line_code(sources.line(cfile, cl)),
+                  sources.enclosing_function(cfile, cl)]
     return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -462,8 +475,6 @@ def dump_json(obj: Any) -> str:
     where a string holds a lone surrogate (the escape of a file name's bytes that are no
     UTF-8), every non-ASCII character is escaped instead (the raw byte made the output
     unreadable as JSON; a review helper)."""
-    import json
-
     text = json.dumps(obj, indent=2, ensure_ascii=False) + "\n"
     try:
         text.encode("utf-8")

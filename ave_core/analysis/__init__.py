@@ -23,7 +23,7 @@ from typing import Any
 
 from ave_core.compiler.ir import KernelIR, Loc
 from ave_core.compiler.unroll import UnrollError, default_trip_bound, unrolled_variants
-from ave_core.diagnostics import Diagnostic, Location, Related
+from ave_core.diagnostics import CALL_SITE, Diagnostic, Location, Related
 
 __all__ = ["analyze", "AssertionResult", "KernelAnalysis", "AnalysisOptions"]
 
@@ -68,11 +68,19 @@ class AssertionResult:
     def coverage(self) -> float:
         return self.covered / self.compared if self.compared else 0.0
 
-    def to_json(self) -> dict:
-        return {"kind": self.kind, "line": self.loc.range.start.line,
-                "range": self.loc.range.to_json(), "status": self.status,
-                "coverage": round(self.coverage, 4), "compared": self.compared,
-                "trip_bound": self.trip_bound}
+    def to_json(self, kernel_file: str | None = None) -> dict:
+        """The report's entry (schema ``assertion``); ``kernel_file``: the kernel's file,
+        for ``file`` and ``call`` of an assertion in a helper from another file."""
+        out = {"kind": self.kind, "line": self.loc.range.start.line,
+               "range": self.loc.range.to_json(), "status": self.status,
+               "coverage": round(self.coverage, 4), "compared": self.compared,
+               "trip_bound": self.trip_bound}
+        if kernel_file is not None and self.loc.file != kernel_file:
+            out["file"] = self.loc.file
+            call = self.loc.report_key[2]
+            if call is not None:
+                out["call"] = {"file": call[0], "range": call[1].to_json()}
+        return out
 
 
 @dataclass
@@ -347,21 +355,6 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
 
 
 
-#: the message of the related location :func:`_add_call_sites` gives a finding in a helper
-#: from another file: the kernel's call it was found in
-CALL_SITE = "the call of the helper it is in"
-
-
-def call_site(d: Diagnostic) -> tuple | None:
-    """``(file, range)`` of the call of an imported helper a finding was found in (each
-    call is a finding of its own: :attr:`ave_core.compiler.ir.Loc.report_key`), else
-    None."""
-    r = d.related[0] if d.related else None
-    if r is not None and r.message == CALL_SITE:
-        return (r.location.file, r.location.range)
-    return None
-
-
 def _report_order(item: tuple) -> tuple:
     """Sort key of a ``(Loc.report_key, finding)`` item: the op's position, then its
     call's (an imported helper called twice: the first call's finding first)."""
@@ -631,19 +624,36 @@ def wait_fix_note(fix: dict) -> str:
     return f"insert {', '.join(calls)} before line {fix['line'] + 1} (quick fix)"
 
 
+def _advice_note(fix: dict) -> str:
+    """The note of a fix that goes into another file than the diagnostic's (before the
+    call of the helper the access is in): advice, not a quick fix."""
+    text = (wait_fix_note(fix).removesuffix(" (quick fix)") if fix["kind"] == "insert_wait"
+            else f"insert ave.barrier() before line {fix['line'] + 1}")
+    return f"{text} of {fix['file']} (the helper's call)"
+
+
 def merge_wait_fixes(d: Any, other: Any) -> None:
     """Diagnostic ``d`` is also reported by another specialization as ``other``: an
     ``insert_wait`` fix at the same line must hold for both -- the fewer groups left in
-    flight, a commit if either needs one (it kept the first specialization's count)."""
-    a, b = d.fix, other.fix
-    if not (a and b and a.get("kind") == b.get("kind") == "insert_wait" and
-            a.get("line") == b.get("line")):
-        return
-    merged = {**a, "count": min(a["count"], b["count"]), "commit": a["commit"] or b["commit"]}
-    if merged == a:
-        return
-    d.notes = [wait_fix_note(merged) if n == wait_fix_note(a) else n for n in d.notes]
-    d.fix = merged
+    flight, a commit if either needs one (it kept the first specialization's count). The
+    same for the advice of a finding in a helper from another file (the witness'
+    ``advice``; it kept the first specialization's count, a review helper)."""
+    def merge(a: Any, b: Any) -> Any:
+        if not (a and b and a.get("kind") == b.get("kind") == "insert_wait" and
+                a.get("line") == b.get("line") and a.get("file") == b.get("file")):
+            return None
+        m = {**a, "count": min(a["count"], b["count"]), "commit": a["commit"] or b["commit"]}
+        return None if m == a else m
+    merged = merge(d.fix, other.fix)
+    if merged is not None:
+        d.notes = [wait_fix_note(merged) if n == wait_fix_note(d.fix) else n for n in d.notes]
+        d.fix = merged
+    wa, wb = (x.witness if isinstance(x.witness, dict) else {} for x in (d, other))
+    merged = merge(wa.get("advice"), wb.get("advice"))
+    if merged is not None:
+        old = _advice_note(wa["advice"])
+        d.notes = [_advice_note(merged) if n == old else n for n in d.notes]
+        wa["advice"] = merged
 
 
 def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
@@ -681,10 +691,9 @@ def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
         # the helper's call, in the kernel's file -- a fix's lines are in the diagnostic's
         # file (the JSON schema), so this is advice, not a quick fix (a review helper: the
         # SARIF fix edited the helper's file at the call's line)
-        text = (wait_fix_note(fix).removesuffix(" (quick fix)")
-                if fix["kind"] == "insert_wait" else
-                f"insert ave.barrier() before line {fix['line'] + 1}")
-        notes.append(f"{text} of {fix_file} (the helper's call)")
+        # (kept in the witness as "advice": specializations merge it as they merge fixes)
+        w["advice"] = {**fix, "file": fix_file}
+        notes.append(_advice_note(w["advice"]))
         fix = None
     if fix is not None and fix["kind"] == "insert_wait":
         notes.append(wait_fix_note(fix))

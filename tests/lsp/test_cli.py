@@ -364,7 +364,7 @@ def test_json_output_validates(fake_frontend, tmp_path, capsys):
     jsonschema.validate(report, report_schema())
     assert report["summary"]["errors"] == 1 and report["summary"]["warnings"] == 1
     assert [d["code"] for d in report["diagnostics"]] == ["AVE106", "AVE105"]
-    assert out.startswith('{\n  "version": "1.3"')
+    assert out.startswith('{\n  "version": "1.4"')
 
 
 def test_fail_on_warning(fake_frontend, tmp_path, capsys):
@@ -932,3 +932,129 @@ def test_a_reader_that_goes_away_is_no_error(tmp_path):
     err = p.stderr.read().decode()
     assert p.wait(timeout=120) == 1, err
     assert "cannot write" not in err and "BrokenPipe" not in err, err
+
+
+# Findings in a helper from another file, one per call of it (a review helper's round):
+# baselines, SARIF fingerprints, GitHub annotations, the JSON assertions and the wait
+# advice of several specializations follow the call.
+_CHK = "import ave_core.lang as ave\n\n\ndef chk(a, b):\n    ave.assert_disjoint(a, b)\n"
+
+
+def _calls(tmp_path, *calls, name="k.py"):
+    (tmp_path / "hchk.py").write_text(_CHK, "utf-8")
+    (tmp_path / name).write_text(
+        "import ave_core.lang as ave\nfrom hchk import chk\n\n\n@ave.kernel(threads=64)\n"
+        "def k(X: ave.Tensor[ave.f32, 2]):\n"
+        '    s = ave.alloc((4, 64), ave.f32, space="shared")\n'
+        + "".join(f"    {c}\n" for c in calls), "utf-8")
+
+
+def _related_call_lines(rep):
+    return [d["related"][0]["range"]["start"]["line"] for d in rep["diagnostics"]]
+
+
+def test_a_baseline_entry_of_one_call_accepts_that_call_only(tmp_path):
+    # baselined with one failing call (line 8); a failing call added below it is the new
+    # finding -- it took the entry before (the calls had one fingerprint, the new one's
+    # message sorted first) and the old call was reported
+    _calls(tmp_path, "chk(s[2], s[2])")
+    assert _python("-m", "ave_lsp", "--check", "k.py", "--write-baseline", "b.json", "-j1",
+                   cwd=tmp_path).returncode == 0
+    _calls(tmp_path, "chk(s[2], s[2])", "chk(s[1], s[1])")
+    p = _python("-m", "ave_lsp", "--check", "k.py", "--baseline", "b.json", "-j1",
+                "--format", "json", cwd=tmp_path)
+    rep = json.loads(p.stdout)
+    assert rep["summary"]["baselined"] == 1 and _related_call_lines(rep) == [8], p.stdout
+    # a new call above both: the two old ones (lines 9, 10 now) stay accepted
+    _calls(tmp_path, "chk(s[3], s[3])", "chk(s[2], s[2])", "chk(s[1], s[1])")
+    rep = json.loads(_python("-m", "ave_lsp", "--check", "k.py", "--baseline", "b.json",
+                             "-j1", "--format", "json", cwd=tmp_path).stdout)
+    assert sorted(_related_call_lines(rep)) == [7, 9]
+
+
+def test_a_baseline_from_before_each_call_was_a_finding_accepts_every_call(tmp_path):
+    # an entry of the helper's line alone (how baselines were written before) stood for
+    # the finding at every call: an upgrade keeps them accepted
+    from ave_lsp.config import _baseline_key
+    from ave_lsp.sarif import Sources
+    _calls(tmp_path, "chk(s[2], s[2])", "chk(s[1], s[1])", "chk(s[3], s[3])")
+    rep = json.loads(_python("-m", "ave_lsp", "--check", "k.py", "--format", "json", "-j1",
+                             cwd=tmp_path).stdout)
+    assert len(rep["diagnostics"]) == 3
+    code, f, fp = _baseline_key(rep["diagnostics"][0], str(tmp_path), Sources(), call=False)
+    assert fp != _baseline_key(rep["diagnostics"][0], str(tmp_path), Sources())[2]
+    (tmp_path / "old.json").write_text(json.dumps(
+        {"version": 1, "tool": "ave-lsp",
+         "findings": [{"code": code, "file": f, "fingerprint": fp}]}), "utf-8")
+    p = _python("-m", "ave_lsp", "--check", "k.py", "--baseline", "old.json", "-j1",
+                cwd=tmp_path)
+    assert p.returncode == 0 and "3 baselined" in p.stdout, p.stdout
+
+
+def test_sarif_fingerprints_of_a_helpers_calls_are_their_own(tmp_path):
+    # editing one call's line leaves the other call's fingerprint as it was (they had one
+    # hash told apart by rank: the untouched call became ":1")
+    def fps():
+        log = json.loads(_python("-m", "ave_lsp", "--check", "k.py", "--format", "sarif",
+                                 "-j1", cwd=tmp_path).stdout)
+        out = {}
+        for r in log["runs"][0]["results"]:
+            line = r["relatedLocations"][0]["physicalLocation"]["region"]["startLine"]
+            out[line] = r["partialFingerprints"]["aveFingerprint/v1"]
+        return out
+    _calls(tmp_path, "chk(s[2], s[2])", "chk(s[1], s[1])")
+    before = fps()
+    _calls(tmp_path, "chk(s[2], s[2])", "chk(s[3], s[3])")
+    after = fps()
+    assert before[8] == after[8] and before[9] != after[9]
+    assert all(v.endswith(":0") for v in (*before.values(), *after.values()))
+
+
+def test_github_annotations_name_the_call(tmp_path):
+    _calls(tmp_path, "chk(s[2], s[2])", "chk(s[2], s[2])")
+    out = _python("-m", "ave_lsp", "--check", "k.py", "--format", "github", "-j1",
+                  cwd=tmp_path).stdout.splitlines()
+    assert out[0].endswith("(in the call at k.py:8)") and \
+        out[1].endswith("(in the call at k.py:9)"), out
+
+
+def test_json_assertions_of_a_helpers_calls_name_file_and_call(tmp_path):
+    _calls(tmp_path, "chk(s[2], s[2])", "chk(s[1], s[2])")
+    rep = json.loads(_python("-m", "ave_lsp", "--check", "k.py", "--format", "json", "-j1",
+                             cwd=tmp_path).stdout)
+    (spec,) = rep["files"][0]["kernels"][0]["specializations"]
+    got = [(a["status"], os.path.basename(a["file"]), a["call"]["file"],
+            a["call"]["range"]["start"]["line"]) for a in spec["assertions"]]
+    assert got == [("violated", "hchk.py", "k.py", 7), ("proved", "hchk.py", "k.py", 8)]
+
+
+def test_wait_advice_for_a_helper_holds_for_every_specialization(tmp_path):
+    # configs N=2 needs wait_async(2), N=1 wait_async(1): the advice (the fix goes before
+    # the call, in the kernel's file) kept the first specialization's count, which leaves
+    # the race in the second
+    (tmp_path / "h5.py").write_text(
+        "import ave_core.lang as ave\n\n\ndef read(s, tiled):\n"
+        "    a = ave.ldmatrix(s, tiled.a)\n    return a\n", "utf-8")
+    (tmp_path / "kw.py").write_text('''import ave_core.lang as ave
+from h5 import read
+
+
+@ave.kernel(threads=128, configs=[dict(N=2), dict(N=1)])
+def kern(A: ave.Tensor[ave.bf16, 2], N: ave.constexpr = 1):
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 32))
+    s = ave.alloc((3, 64, 32), ave.bf16, space="shared")
+    ave.copy_async(A[0:64, 0:32], s[0], vector_bytes=16)
+    ave.commit_async()
+    for i in ave.static_range(N):
+        ave.copy_async(A[0:64, 0:32], s[i + 1], vector_bytes=16)
+        ave.commit_async()
+    a = read(s[0], tiled)
+''', "utf-8")
+    rep = json.loads(_python("-m", "ave_lsp", "--check", "kw.py", "--format", "json", "-j1",
+                             cwd=tmp_path).stdout)
+    (d,) = [d for d in rep["diagnostics"] if d["code"] == "AVE207" and
+            d["file"].endswith("h5.py")]
+    assert "insert ave.wait_async(1), ave.barrier() before line 15 of kw.py " \
+           "(the helper's call)" in d["notes"], d["notes"]
+    assert d["witness"]["advice"]["count"] == 1 and "fix" not in d
