@@ -120,6 +120,9 @@ class BoundsChecker:
         self._nonneg_memo: dict = {}
         self._grid_memo: dict = {}
         self._grid_fit_memo: dict = {}
+        #: the grid contracts of the variant's unmasked program-id accesses: (pid atom,
+        #: stride key, stride conc, tensor, dim) -- (pid + 1) * |stride| <= extent
+        self.contracts: list = []
         self._memo: dict = {}
         self._never_memo: dict = {}        # see _never_out
         #: when a list: every assumption a mask states is appended (Engine._xv_mark)
@@ -231,14 +234,21 @@ class BoundsChecker:
                     np.zeros(len(kk), bool)
             bare, table, grid, grid_low, gridc = (
                 isin(x) for x in ("bare", "table", "grid", "grid_low", "gridc"))
-            # (the contract alone keeps most such tiles inside -- `pid * BM + i`, i < BM:
-            # decided once per form and offset range, for every guard and variant alike;
-            # a search per guard took 0.2 s per access of a flash attention)
+            # (its own contract keeps most such tiles inside -- `pid * BM + i`, i < BM:
+            # decided here without z3; the others at the end of the variant, under every
+            # access's contract (:meth:`check`); a search per guard took 0.2 s per access
+            # of a flash attention)
             fits = np.zeros(len(kk), bool)
             for k in [k for k, v in cat.items() if v == "gridc"]:
                 sel = live & (kk == k)
-                if sel.any() and self._grid_fits(tile.tensor.name, d, k,
-                                                 int(conc[sel].min()), int(conc[sel].max())):
+                if not sel.any():
+                    continue
+                p, fk, fc = self._grid_terms(k)
+                item = (p, fk, fc, tile.tensor.name, d)
+                if item not in self.contracts:
+                    self._push(self.contracts, item)
+                if self._grid_fast(tile.tensor.name, d, k, int(conc[sel].min()),
+                                   int(conc[sel].max())):
                     fits |= sel
             gridc &= ~fits
             skip = (bare & (conc == 0)) | (grid & (conc >= 0)) | fits
@@ -264,12 +274,12 @@ class BoundsChecker:
 
     def _grid_terms(self, key: int) -> tuple | None:
         """``(pid_atom, coef_key, coef_conc)`` when ``LIN[key]`` is a tile origin of one
-        program id: the id appears once, as a term ``c * pid`` or a product ``(a * pid + b)
-        * F`` with ``F`` free of program ids (``pid * N`` of a flat row-major matrix), and
-        no grid size nor table entry appears -- the coefficient ``c`` (or ``c * a * F``) is
-        the block's stride along the dimension. None otherwise (the form keeps the grid
-        trust: two program ids in one dimension, a grid-stride loop, ``max(Ids[r],
-        pid)``)."""
+        program id: the id appears once, as a term ``c * pid`` or a product of it with
+        factors free of program ids (``pid * N`` of a flat row-major matrix, ``pid * S *
+        D``), and no grid size nor table entry appears -- the coefficient (``c``, ``N``,
+        ``S * D``) is the block's stride along the dimension. None otherwise (the form
+        keeps the grid trust: two program ids in one dimension, a grid-stride loop,
+        ``max(Ids[r], pid)``)."""
         memo = self._grid_memo.get(key)
         if memo is not None or key in self._grid_memo:
             return memo
@@ -277,63 +287,137 @@ class BoundsChecker:
         found: list = []
         ok = not mentions(tab, key, ("nprog", "load", "value"))
         for a, m in tab.lins[key] if ok else ():
-            at = tab.atoms[a]
-            if at.kind == "pid":
-                found.append((a, 0, m))
-            elif at.kind in ("op", "select") and any(
-                    mentions(tab, k, ("pid",)) for k, _ in at.args[1:3]):
-                sides = at.args[1:3]
-                pidk = [i for i, (k, _) in enumerate(sides) if mentions(tab, k, ("pid",))]
-                if at.kind != "op" or at.args[0] != "mul" or len(pidk) != 1:
-                    ok = False
-                    break
-                (pk, _), (fk, fc) = sides[pidk[0]], sides[1 - pidk[0]]
-                terms = tab.lins[pk]
-                if len(terms) != 1 or tab.atoms[terms[0][0]].kind != "pid":
-                    ok = False
-                    break
-                alpha = terms[0][1] * m
-                found.append((terms[0][0], tab.scale(fk, alpha), fc * alpha))
+            if tab.atoms[a].kind != "pid" and not mentions(tab, tab.lin(((a, 1),)), ("pid",)):
+                continue
+            f = self._pid_factor(a, m)
+            if f is None:
+                ok = False
+                break
+            found.append(f)
         out = (found[0] if ok and len(found) == 1 else None)
         self._grid_memo[key] = out
         return out
 
-    def _grid_fits(self, name: str, d: int, key: int, lo: int, hi: int) -> bool:
-        """``LIN[key] + c`` lies in ``[0, name.shape[d])`` for every ``c`` in ``[lo, hi]``
-        under the grid contract (:meth:`_terms`) alone -- whatever the guards and trip
-        counts (they only add constraints). Memoized per form, range and assumed extents."""
-        # without z3, the usual forms: `c * pid + [lo, hi]` fits for 0 <= lo, hi < c
-        # ((pid + 1) * c <= extent); `extent - c * pid + [lo, hi]` for -c <= lo, hi < 0
+    def _pid_factor(self, a: int, m: int) -> tuple | None:
+        """``(pid_atom, coef_key, coef_conc)`` when the term ``m * atom a`` is a program id
+        times factors free of program ids (nested products: ``pid * S * D`` is ``(pid *
+        S) * D``; it was trusted while ``pid * (S * D)`` was checked; a review helper),
+        else None."""
+        tab = self.eng.tab
+        at = tab.atoms[a]
+        if at.kind == "pid":
+            return (a, 0, m)
+        if at.kind != "op" or at.args[0] != "mul":
+            return None
+        sides = at.args[1:3]
+        pidk = [i for i, (k, _) in enumerate(sides) if mentions(tab, k, ("pid",))]
+        if len(pidk) != 1:
+            return None
+        # (the pid side's constant adds a pid-free multiple of the other side)
+        (pk, _), (fk, fc) = sides[pidk[0]], sides[1 - pidk[0]]
+        terms = tab.lins[pk]
+        if len(terms) != 1:
+            return None
+        inner = self._pid_factor(*terms[0])
+        if inner is None:
+            return None
+        p, ik, ic = inner
+        # the coefficient: m * (LIN[ik] + ic) * (LIN[fk] + fc)
+        if ik == 0:
+            return (p, tab.scale(fk, ic * m), fc * ic * m)
+        if fk == 0:
+            return (p, tab.scale(ik, fc * m), ic * fc * m)
+        prod = tab.atom(Atom("op", ("mul", (ik, ic), (fk, fc))))
+        return (p, tab.scale(prod, m), 0)
+
+    def _grid_fast(self, name: str, d: int, key: int, lo: int, hi: int) -> bool:
+        """``LIN[key] + c`` in ``[0, extent)`` for every ``c`` in ``[lo, hi]`` by the
+        access's own contract, decided without z3 for the usual forms: ``c * pid + [lo,
+        hi]`` fits for ``0 <= lo``, ``hi < c`` (``(pid + 1) * c <= extent``); ``extent - c
+        * pid + [lo, hi]`` (tiles counted from the end) for ``-c <= lo``, ``hi < 0`` (it
+        took ``lo <= -c``: a tile starting below its block's was proved; a review
+        helper). False: not decided here."""
         tab = self.eng.tab
         terms = tab.lins[key]
         own = tab.atom_ids.get(Atom("dim", (name, d)))
         pids = [(a, c) for a, c in terms if tab.atoms[a].kind == "pid"]
-        if len(pids) == 1 and pids[0][1] != 0:
-            rest = [t for t in terms if t != pids[0]]
-            c = pids[0][1]
-            if not rest and c > 0 and 0 <= lo and hi < c:
-                return True
-            if rest == [(own, 1)] and c < 0 and -c <= -lo and hi < 0:
-                return True
-        mk = (name, d, key, lo, hi, tuple(self.assumptions))
+        if len(pids) != 1 or pids[0][1] == 0:
+            return False
+        rest = [t for t in terms if t != pids[0]]
+        c = pids[0][1]
+        if not rest and c > 0:
+            return 0 <= lo and hi < c
+        if rest == [(own, 1)] and c < 0:
+            return c <= lo and hi < 0
+        return False
+
+    def _grid_items(self, ob: tuple) -> list:
+        """``(name, d, key, lo, hi)`` per linear form of a grid-contract obligation (its
+        offsets' range), those the fast path does not decide."""
+        name, d, key, conc = ob[2], ob[3], np.asarray(ob[4]), np.asarray(ob[5])
+        out = []
+        for k in _distinct_keys(key).tolist():
+            sel = key == k
+            lo, hi = int(conc[sel].min()), int(conc[sel].max())
+            if not self._grid_fast(name, d, int(k), lo, hi):
+                out.append((name, d, int(k), lo, hi))
+        return out
+
+    def _grid_fitting(self, obs: list) -> set:
+        """The ``(name, d, key, lo, hi)`` items of the obligations ``obs`` that fit under the
+        grid contract (:meth:`_grid_items`; those the fast path decides are left out). One
+        query for all, then again without the items its model puts outside (at most 8
+        rounds): usually a few queries per variant (one per form and offset range took
+        2.7 s for 128 rows of a flat matrix; a review helper)."""
+        items = sorted({it for ob in obs for it in self._grid_items(ob)})
+        if not items:
+            return set()
+        mk = (tuple(items), tuple(self.assumptions), tuple(self.contracts))
         r = self._grid_fit_memo.get(mk)
-        if r is None:
-            sv = self.eng.solver
-            z3 = sv.z3
-            with sv.timed():
+        if r is not None:
+            return r
+        sv = self.eng.solver
+        z3 = sv.z3
+        proved: set = set()
+        todo = list(items)
+        eng = self.eng
+        # (its atoms -- the contracts' extents -- are forgotten after: a variant that
+        # skipped it would list fewer in a later witness; see Solver.scratch)
+        with sv.timed(), sv.scratch():
+            contract, self._contract = self._contract, "grid"
+            try:
+                # (the constraints every item shares: the assumed extents, the contracts)
+                _, _, shared = self._terms(*items[0][:3], items[0][3], [], trips=False)
+                outs = {}
+                for name, d, k, lo, hi in items:
+                    size = sv.lin(eng.tab.atom(Atom("dim", (name, d))), 0)
+                    outs[(name, d, k, lo, hi)] = z3.Or(sv.lin(k, lo) < 0,
+                                                       sv.lin(k, hi) >= size)
+            finally:
+                self._contract = contract
+            for _ in range(8):
                 s = z3.Solver(ctx=sv.ctx)
                 s.set("timeout", sv.timeout_ms)
                 sv.queries += 1
-                contract, self._contract = self._contract, "grid"
-                try:
-                    _, size, cons = self._terms(name, d, key, lo, [], trips=False)
-                finally:
-                    self._contract = contract
-                s.add(*cons)
+                s.add(*shared)
                 s.add(*sv._domain)
-                s.add(z3.Or(sv.lin(key, lo) < 0, sv.lin(key, hi) >= size))
-                r = self._grid_fit_memo[mk] = s.check() == z3.unsat
-        return r
+                s.add(z3.Or(*[outs[it] for it in todo]))
+                res = s.check()
+                if res == z3.unsat:
+                    proved |= set(todo)
+                    break
+                if res != z3.sat:
+                    break
+                m = s.model()
+                bad = {it for it in todo
+                       if z3.is_true(m.eval(outs[it], model_completion=True))}
+                if not bad:
+                    break
+                todo = [it for it in todo if it not in bad]
+                if not todo:
+                    break
+        self._grid_fit_memo[mk] = proved
+        return proved
 
     def _bare_entry(self, key: int) -> bool:
         """The form is one table entry, ``1 * Ids[r]``."""
@@ -381,10 +465,17 @@ class BoundsChecker:
         paid it T times) -- when the search would make no new z3 atom (witness models list
         every atom the solver knew: see :meth:`_search_knows`)."""
         found: dict = {}
+        # (the grid-contract obligations the contract alone keeps inside, decided
+        # together: a few queries per variant, see _grid_fitting)
+        fit = self._grid_fitting([ob for ob in self.obligations if ob[10][1] == "grid"
+                                  and not (ob[0].loc.report_key in known and
+                                           self._search_knows(ob))])
         for ob in self.obligations:
             op = ob[0]
             k_op = op.loc.report_key
             if k_op in found or (k_op in known and self._search_knows(ob)):
+                continue
+            if ob[10][1] == "grid" and all(it in fit for it in self._grid_items(ob)):
                 continue
             f = self._check_one(*ob)
             if f is not None:
@@ -399,12 +490,19 @@ class BoundsChecker:
         from ave_core.analysis.accumulation import _trip_forms
         eng = self.eng
         sv = eng.solver
-        _, _, name, d, key, _, guard, _, _, _, _ = ob
+        _, _, name, d, key, _, guard, _, _, _, how = ob
+        grid = how[1] == "grid"
         if not all(sv.knows_dim(dim) for dim in
-                   [(name, d)] + [(t, dd) for (t, dd, _, _) in self.assumptions]):
+                   [(name, d)] + [(t, dd) for (t, dd, _, _) in self.assumptions]
+                   + ([(t, dd) for (_, _, _, t, dd) in self.contracts] if grid else [])):
             return False
         keys = set(_distinct_keys(key).tolist())
         keys |= {bk for (_, _, bk, _) in self.assumptions}
+        if grid:
+            # (the grid contracts' strides and program ids: the search makes them)
+            keys |= {fk for (_, fk, _, _, _) in self.contracts}
+            if not all(p in sv._atoms for (p, _, _, _, _) in self.contracts):
+                return False
         keys |= {k for k, _, _, _, _ in _trip_forms(eng)}
         if not all(sv.knows(k) for k in keys):
             return False
@@ -628,12 +726,16 @@ class BoundsChecker:
             for a in sorted(atoms_in(eng.tab, k, ("load",))):
                 cons.append(sv.atom(a) < size)
         elif self._contract == "grid":
-            # the launch grid's contract with an unmasked access: the block's own tile
-            # fits, (pid + 1) * |stride| <= extent (the kernel reads whole tiles, so the
-            # grid has no block past the last whole one)
-            p, fk, fc = self._grid_terms(k)
-            f = sv.lin(fk, fc)
-            cons.append((sv.atom(p) + 1) * z3.If(f >= 0, f, -f) <= size)
+            # the launch grid's contract with the kernel's unmasked program-id accesses:
+            # each block's own tile fits, (pid + 1) * |stride| <= extent, for every such
+            # access of the variant at once -- one launch (each access's alone made
+            # false positives: a halo read `X[m0 + BM:m0 + BM + 2]` with `X.shape[0] ==
+            # Y.shape[0] + 2` and the store of Y's tile; and witnesses past another
+            # access's contract; a review helper)
+            for p, fk, fc, t, dd in self.contracts:
+                f = sv.lin(fk, fc)
+                ext = sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0)
+                cons.append((sv.atom(p) + 1) * z3.If(f >= 0, f, -f) <= ext)
         return x, size, cons
 
     def _never_out(self, name: str, d: int, ordered: list, conc: np.ndarray) -> bool:
@@ -671,7 +773,8 @@ class BoundsChecker:
             from ave_core.analysis.accumulation import _trip_forms
             lower = self._lower
             base = (name, d, k, lo, hi, tuple(self.assumptions), lower,
-                    self._contract)
+                    self._contract, tuple(self.contracts) if self._contract == "grid"
+                    else ())
             for mk in (base, base + (common, tuple(_trip_forms(eng)))):
                 r = self._never_memo.get(mk)
                 if r is None:

@@ -2869,9 +2869,12 @@ class Engine:
         """The preconditions in force changed: forget the answers decided under others."""
         self._excl_memo.clear()
         self._landing_memo.clear()
-        nm = getattr(self.bounds, "_never_memo", None)
-        if nm is not None:
-            nm.clear()
+        for memo in ("_never_memo", "_grid_fit_memo"):
+            # (the grid contract's answers too: decided under one trip count's
+            # `ave.assume(KT * N >= 32)`, reused by the next variant's; a review helper)
+            nm = getattr(self.bounds, memo, None)
+            if nm is not None:
+                nm.clear()
 
     def op_ave_reset(self, op):
         t: TileVal = self.env[op.operands[0]]

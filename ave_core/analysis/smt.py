@@ -129,6 +129,21 @@ class Solver:
             self._timing -= 1
             self.time_s += time.perf_counter() - t0
 
+    @contextlib.contextmanager
+    def scratch(self):
+        """Atoms made inside are forgotten after (their domain too): a query whose terms
+        must not show in later witnesses, which list every atom the solver knew (a
+        variant that made them and one that did not -- the incremental analysis and the
+        full one -- gave different models). z3 terms made again are the same terms."""
+        known = set(self._atoms)
+        nd = len(self._domain)
+        try:
+            yield
+        finally:
+            for i in [i for i in self._atoms if i not in known]:
+                del self._atoms[i]
+            del self._domain[nd:]
+
     @property
     def ctx(self) -> Any:
         """This analysis' own z3 context (made on first use: a kernel that needs no query

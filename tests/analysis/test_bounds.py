@@ -469,3 +469,46 @@ def test_whole_tiles_from_either_end_are_in_bounds():
     res = run(k, (3,), [X, Y])
     assert res.diagnostics == []
     np.testing.assert_array_equal(Y, X.reshape(3, 16, 32)[::-1].reshape(48, 32))
+
+
+# ---- a review of the grid contract (tests/analysis/review_cases/r15_grid_*.py)
+
+def test_a_tile_counted_from_the_end_one_row_too_low():
+    # r1 = X.shape[0] - (pid + 1) * 16 - 1: below 0 for the last block. The fast path's
+    # bound was inverted (it took lo <= -16 for lo >= -16): proved
+    k, ds = _case("r15_grid_rev_low")
+    (d,) = ds
+    assert "X[-1, 0] (below 0)" in d.message, d.message
+    res = run(k, (3,), [np.ones((48, 32), np.float32), np.zeros((48, 32), np.float32)])
+    assert any(x.code == "AVE301" and "X[-1, 0]" in x.message for x in res.diagnostics)
+
+
+def test_the_contracts_answer_is_not_kept_across_trip_counts_with_assume():
+    # ave.assume(KT * N >= 32): N >= 32 at KT = 1 (the tile fits), N = 16 allowed at KT =
+    # 2 -- the answer of the first variant was reused by the second (a stale memo)
+    k, ds = _case("r15_grid_assume_variants")
+    (d,) = ds
+    assert "X[16] (past X.shape[0] = 16)" in d.message, d.message
+    assert d.witness["trip_counts"] == {"t": 2}, d.notes
+    res = run(k, (2,), [np.ones(32, np.float32), np.ones(16, np.float32),
+                        np.ones(33, np.float32)])
+    assert any(x.code == "AVE301" and "X[32]" in x.message for x in res.diagnostics)
+
+
+def test_a_program_id_times_two_sizes_is_a_stride():
+    # base = pid * S * D ((pid * S) * D): it was trusted while pid * (S * D) was checked
+    k, ds = _case("r15_grid_nested_product")
+    (d,) = ds
+    assert d.witness["coordinates"] == {"X": [1]} and d.witness["loop_indices"] == {"t": 0}
+    res = run(k, (2,), [np.ones(30, np.float32), np.zeros((3, 5), np.float32)])
+    assert any(x.code == "AVE301" and "X[30]" in x.message for x in res.diagnostics)
+
+
+def test_every_unmasked_tile_of_the_launch_fits_at_once():
+    # the halo X[m0 + BM:m0 + BM + 2] with X.shape[0] == Y.shape[0] + 2 fits because the
+    # store's tile Y[m0:m0 + BM] fits: each access under its own contract alone was a
+    # false AVE208 (a witness with Y.shape[0] = 30, outside the store's contract)
+    k, ds = _case("r15_grid_halo")
+    assert ds == [], [d.message for d in ds]
+    res = run(k, (3,), [np.ones(98, np.float32), np.zeros(96, np.float32)])
+    assert res.diagnostics == []
