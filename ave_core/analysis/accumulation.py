@@ -348,7 +348,15 @@ def summed_chain(eng: Any, op: Any) -> list | None:
                     return None
                 tiled = t
             out += x.kcov
-        elif x.kcov is False or x.tags.code.any():
+        elif x.kcov is False:
+            # an accumulator whose MMAs are not followed (started from a tagged C:
+            # split-K's `acc + acc2`): the sum continues the other terms' chains as a
+            # part of it (FragVal.partial: "at most once" only; it ended them, and a
+            # third term was held to "at least once" alone -- "never accumulates k=0" for
+            # a correct `(acc + acc2) + acc3`, a k-tile in acc2 and acc3 misreported so;
+            # a review helper)
+            continue
+        elif x.tags.code.any():
             return None
     return out
 
@@ -360,13 +368,6 @@ def on_consume(eng: Any, op: Any) -> None:
     from ave_core.analysis.engine import FragVal, PairCheck
     if op.name == "arith.add" and summed_chain(eng, op) is not None:
         return
-    # a sum with an accumulator whose MMAs are not followed (one that started from a
-    # tagged C: split-K's `acc + acc2`): the other term's chain holds only part of the
-    # sum's k -- checked for "at most once" only (it was "never accumulates k=0", which
-    # the other term holds; a review helper; and then not at all: a k-tile summed twice
-    # there was clean). The chains end here.
-    partial = op.name == "arith.add" and any(
-        type(x) is FragVal and x.kcov is False for x in (eng.env.get(v) for v in op.operands))
     for i, v in enumerate(op.operands):
         x = eng.env.get(v)
         if type(x) is not FragVal or not x.kcov:
@@ -375,8 +376,10 @@ def on_consume(eng: Any, op: Any) -> None:
             continue
         first = x.kcov[0][0].op if x.kcov[0] else op
         chk = PairCheck(first, "accumulate", 0)
+        # (a chain holding part of a sum -- see summed_chain -- is checked for "at most
+        # once" only: the rest of the sum's k is in an accumulator not followed)
         r = check_chain(eng, x.kcov, op, known=chk.location in eng.known_violations,
-                        at_least=not partial)
+                        at_least=not x.partial)
         chk.compared, chk.covered = r["compared"], r["covered"]
         chk.violation, chk.unknown = r["violation"], r["unknown"]
         if chk.violation is not None:

@@ -41,6 +41,9 @@ from ave_core.analysis.symbolic import (Atom, SymInt, _uniform, _unique_1d, _uni
                                         any_last, atoms_in, mentions)
 
 _NONNEG = ("pid", "nprog", "dim", "stride", "load")
+#: obligations checked under the grid contract: of an access every block makes ("grid",
+#: its own contract among them), of one under a runtime branch ("grid_b": the others')
+GRID = ("grid", "grid_b")
 
 
 def _lt_conjuncts(region: Any, env: dict) -> list:
@@ -120,8 +123,11 @@ class BoundsChecker:
         self._nonneg_memo: dict = {}
         self._grid_memo: dict = {}
         self._grid_fit_memo: dict = {}
+        self._possible_memo: dict = {}
         #: the grid contracts of the variant's unmasked program-id accesses: (pid atom,
-        #: stride key, stride conc, tensor, dim) -- (pid + 1) * |stride| <= extent
+        #: stride key, stride conc, tensor, dim, the runtime branches' conditions around
+        #: the access (condition ids; empty: always)) -- (pid + 1) * |stride| <= extent
+        #: where the conditions hold
         self.contracts: list = []
         self._memo: dict = {}
         self._never_memo: dict = {}        # see _never_out
@@ -180,10 +186,12 @@ class BoundsChecker:
             return
         n = len(coords[0])
         guard = eng.conds.rows(guard, n)
+        branched = np.zeros(n, bool)        # under a runtime branch (see the grid contract)
         if eng.runtime_branches:
             # (made only when the enclosing branches are taken)
-            guard = eng.conds.conj_arrays(guard, eng.branch_guard(
-                np.broadcast_to(np.asarray(threads), (n,))))
+            bg = eng.branch_guard(np.broadcast_to(np.asarray(threads), (n,)))
+            branched = (np.asarray(bg).reshape(n, -1) != 0).any(axis=1)
+            guard = eng.conds.conj_arrays(guard, bg)
         live = eng.conds.truth(guard) != 1
         if not live.any():
             return
@@ -239,18 +247,40 @@ class BoundsChecker:
             # access's contract (:meth:`check`); a search per guard took 0.2 s per access
             # of a flash attention)
             fits = np.zeros(len(kk), bool)
+            own = np.zeros(len(kk), bool)        # checked under a contract of its own
             for k in [k for k, v in cat.items() if v == "gridc"]:
                 sel = live & (kk == k)
                 if not sel.any():
                     continue
                 p, fk, fc = self._grid_terms(k)
-                item = (p, fk, fc, tile.tensor.name, d)
+                # an access under runtime branches states its contract where they are
+                # taken (taken always, an arm never taken lent its stride), and none when
+                # the branches rule it out: the contract of `X[m0 - 16:m0]` in the
+                # else-arm of `if m0 + 16 <= M:` contradicted the arm's condition, so every
+                # search there was unsat (a review helper). Elements under different
+                # conditions: none of their own.
+                when: tuple | None = ()
+                if branched[sel].any():
+                    # (threads under different conditions -- a branch on a per-thread
+                    # value, no choice of tiles: the contract holds as for an access
+                    # every block makes)
+                    rows = {tuple(sorted({int(c) for c in r if c != 0}))
+                            for r in guard[sel].tolist()}
+                    when = next(iter(rows)) if len(rows) == 1 else ()
+                    item = (p, fk, fc, tile.tensor.name, d, when)
+                    if when and not self._contract_possible(item):
+                        when = None
+                if when is None:
+                    continue
+                item = (p, fk, fc, tile.tensor.name, d, when)
                 if item not in self.contracts:
                     self._push(self.contracts, item)
+                own |= sel
                 if self._grid_fast(tile.tensor.name, d, k, int(conc[sel].min()),
                                    int(conc[sel].max())):
                     fits |= sel
             gridc &= ~fits
+            branched = branched & ~own      # ("grid_b": no contract of its own)
             skip = (bare & (conc == 0)) | (grid & (conc >= 0)) | fits
             low = grid_low | (grid & (conc < 0))
             con = table | (bare & (conc != 0))
@@ -259,7 +289,8 @@ class BoundsChecker:
             for sub, lower, contract in ((live & full, False, False),
                                          (live & low, True, False),
                                          (live & con, False, "table"),
-                                         (live & gridc, False, "grid")):
+                                         (live & gridc & ~branched, False, "grid"),
+                                         (live & gridc & branched, False, "grid_b")):
                 if not sub.any():
                     continue
                 self._push(self.obligations, (op, eng.loops, tile.tensor.name, d,
@@ -351,15 +382,44 @@ class BoundsChecker:
             return c <= lo and hi < 0
         return False
 
+    def _contract_possible(self, item: tuple) -> bool:
+        """The branch conditions of contract ``item`` and the contract itself hold together
+        for some sizes and block (z3; memoized; its atoms forgotten after)."""
+        r = self._possible_memo.get(item)
+        if r is None:
+            p, fk, fc, t, dd, when = item
+            sv = self.eng.solver
+            z3 = sv.z3
+            with sv.timed(), sv.scratch():
+                s = z3.Solver(ctx=sv.ctx)
+                s.set("timeout", sv.timeout_ms)
+                sv.queries += 1
+                f = sv.lin(fk, fc)
+                ext = sv.lin(self.eng.tab.atom(Atom("dim", (t, dd))), 0)
+                s.add((sv.atom(p) + 1) * z3.If(f >= 0, f, -f) <= ext)
+                s.add(self._when(when))
+                for (tt, ddd, bk, bc) in self.assumptions:
+                    s.add(sv.lin(self.eng.tab.atom(Atom("dim", (tt, ddd))), 0) ==
+                          sv.lin(bk, bc))
+                s.add(*sv._domain)
+                r = self._possible_memo[item] = s.check() != z3.unsat
+        return r
+
+    def _when(self, when: tuple) -> Any:
+        """The z3 term of a contract's conditions (a conjunction of condition ids)."""
+        return self.eng.solver.cond(list(when))
+
     def _grid_items(self, ob: tuple) -> list:
         """``(name, d, key, lo, hi)`` per linear form of a grid-contract obligation (its
         offsets' range), those the fast path does not decide."""
         name, d, key, conc = ob[2], ob[3], np.asarray(ob[4]), np.asarray(ob[5])
+        own = ob[10][1] == "grid"
         out = []
         for k in _distinct_keys(key).tolist():
             sel = key == k
             lo, hi = int(conc[sel].min()), int(conc[sel].max())
-            if not self._grid_fast(name, d, int(k), lo, hi):
+            # (the fast path is the access's own contract: none under a runtime branch)
+            if not own or not self._grid_fast(name, d, int(k), lo, hi):
                 out.append((name, d, int(k), lo, hi))
         return out
 
@@ -467,7 +527,7 @@ class BoundsChecker:
         found: dict = {}
         # (the grid-contract obligations the contract alone keeps inside, decided
         # together: a few queries per variant, see _grid_fitting)
-        fit = self._grid_fitting([ob for ob in self.obligations if ob[10][1] == "grid"
+        fit = self._grid_fitting([ob for ob in self.obligations if ob[10][1] in GRID
                                   and not (ob[0].loc.report_key in known and
                                            self._search_knows(ob))])
         for ob in self.obligations:
@@ -475,7 +535,7 @@ class BoundsChecker:
             k_op = op.loc.report_key
             if k_op in found or (k_op in known and self._search_knows(ob)):
                 continue
-            if ob[10][1] == "grid" and all(it in fit for it in self._grid_items(ob)):
+            if ob[10][1] in GRID and all(it in fit for it in self._grid_items(ob)):
                 continue
             f = self._check_one(*ob)
             if f is not None:
@@ -491,17 +551,19 @@ class BoundsChecker:
         eng = self.eng
         sv = eng.solver
         _, _, name, d, key, _, guard, _, _, _, how = ob
-        grid = how[1] == "grid"
+        grid = how[1] in GRID
         if not all(sv.knows_dim(dim) for dim in
                    [(name, d)] + [(t, dd) for (t, dd, _, _) in self.assumptions]
-                   + ([(t, dd) for (_, _, _, t, dd) in self.contracts] if grid else [])):
+                   + ([(t, dd) for (_, _, _, t, dd, _) in self.contracts] if grid else [])):
             return False
         keys = set(_distinct_keys(key).tolist())
         keys |= {bk for (_, _, bk, _) in self.assumptions}
         if grid:
-            # (the grid contracts' strides and program ids: the search makes them)
-            keys |= {fk for (_, fk, _, _, _) in self.contracts}
-            if not all(p in sv._atoms for (p, _, _, _, _) in self.contracts):
+            # (the grid contracts' strides, program ids and branch conditions: the search
+            # makes them)
+            keys |= {fk for (_, fk, _, _, _, _) in self.contracts}
+            if not all(p in sv._atoms and all(sv.knows_cond(c) for c in when)
+                       for (p, _, _, _, _, when) in self.contracts):
                 return False
         keys |= {k for k, _, _, _, _ in _trip_forms(eng)}
         if not all(sv.knows(k) for k in keys):
@@ -725,17 +787,18 @@ class BoundsChecker:
         if self._contract == "table":
             for a in sorted(atoms_in(eng.tab, k, ("load",))):
                 cons.append(sv.atom(a) < size)
-        elif self._contract == "grid":
+        elif self._contract in GRID:
             # the launch grid's contract with the kernel's unmasked program-id accesses:
             # each block's own tile fits, (pid + 1) * |stride| <= extent, for every such
             # access of the variant at once -- one launch (each access's alone made
             # false positives: a halo read `X[m0 + BM:m0 + BM + 2]` with `X.shape[0] ==
             # Y.shape[0] + 2` and the store of Y's tile; and witnesses past another
             # access's contract; a review helper)
-            for p, fk, fc, t, dd in self.contracts:
+            for p, fk, fc, t, dd, when in self.contracts:
                 f = sv.lin(fk, fc)
                 ext = sv.lin(eng.tab.atom(Atom("dim", (t, dd))), 0)
-                cons.append((sv.atom(p) + 1) * z3.If(f >= 0, f, -f) <= ext)
+                fit = (sv.atom(p) + 1) * z3.If(f >= 0, f, -f) <= ext
+                cons.append(z3.Implies(self._when(when), fit) if when else fit)
         return x, size, cons
 
     def _never_out(self, name: str, d: int, ordered: list, conc: np.ndarray) -> bool:
@@ -773,7 +836,7 @@ class BoundsChecker:
             from ave_core.analysis.accumulation import _trip_forms
             lower = self._lower
             base = (name, d, k, lo, hi, tuple(self.assumptions), lower,
-                    self._contract, tuple(self.contracts) if self._contract == "grid"
+                    self._contract, tuple(self.contracts) if self._contract in GRID
                     else ())
             for mk in (base, base + (common, tuple(_trip_forms(eng)))):
                 r = self._never_memo.get(mk)

@@ -363,6 +363,10 @@ class FragVal:
     V: int
     ival: SymInt | None = None          # integer values (T*V,), for index fragments
     kcov: Any = None                    # MMA chain contributions (analysis.accumulation)
+    #: the chain ``kcov`` holds part of the value's sum only: an addend's MMAs are not
+    #: followed (split-K's accumulator started from C) -- "at most once" is checked, not
+    #: "at least once" (accumulation.summed_chain)
+    partial: bool = False
     #: the copies of one element (held by several threads) may hold different values: the
     #: value comes from a scalar that differs across threads (``ave.full(shape,
     #: ave.thread_id(), ...)``, ``x * tid``) or a branch whose condition does -- their
@@ -1054,6 +1058,8 @@ class Engine:
             if name == "add":
                 # a sum of accumulators continues their MMA chains (AVE206)
                 out.kcov = accumulation.summed_chain(self, op)
+                out.partial = bool(out.kcov) and any(
+                    type(x) is FragVal and (x.kcov is False or x.partial) for x in (a, b))
             self.env[op.result] = out
             return
         if rt.dtype.name == "i1" and name in ("and", "or", "xor"):
@@ -2869,7 +2875,7 @@ class Engine:
         """The preconditions in force changed: forget the answers decided under others."""
         self._excl_memo.clear()
         self._landing_memo.clear()
-        for memo in ("_never_memo", "_grid_fit_memo"):
+        for memo in ("_never_memo", "_grid_fit_memo", "_possible_memo"):
             # (the grid contract's answers too: decided under one trip count's
             # `ave.assume(KT * N >= 32)`, reused by the next variant's; a review helper)
             nm = getattr(self.bounds, memo, None)

@@ -136,6 +136,7 @@ class Solver:
         variant that made them and one that did not -- the incremental analysis and the
         full one -- gave different models). z3 terms made again are the same terms."""
         known = set(self._atoms)
+        lins, conds = set(self._lin_memo), set(self._cond_memo)
         nd = len(self._domain)
         try:
             yield
@@ -143,6 +144,12 @@ class Solver:
             for i in [i for i in self._atoms if i not in known]:
                 del self._atoms[i]
             del self._domain[nd:]
+            # (and the terms kept over them: reused, they skipped making the atom again, so
+            # its domain -- sizes >= 1 -- was lost: "past X.shape[0] = 0"; a review helper)
+            for k in [k for k in self._lin_memo if k not in lins]:
+                del self._lin_memo[k]
+            for k in [k for k in self._cond_memo if k not in conds]:
+                del self._cond_memo[k]
 
     @property
     def ctx(self) -> Any:

@@ -512,3 +512,37 @@ def test_every_unmasked_tile_of_the_launch_fits_at_once():
     assert ds == [], [d.message for d in ds]
     res = run(k, (3,), [np.ones(98, np.float32), np.zeros(96, np.float32)])
     assert res.diagnostics == []
+
+
+# ---- a second review (tests/analysis/review_cases/r16_grid_*.py)
+
+def test_an_access_under_a_runtime_branch_states_no_contract():
+    # `if m0 + 16 <= M:` full tile, else the partial tile and X[m0 - 16:m0] unmasked:
+    # the full tile's contract, (pid + 1) * 16 <= M, contradicted the else-arm's
+    # condition, so every search there was unsat -- X[-16] for M = 8 was proved
+    k, ds = _case("r16_grid_else_arm")
+    (d,) = ds
+    assert "X[-1] (below 0)" in d.message and d.range.start.line == 14, d.message
+    res = run(k, (1,), [np.ones(8, np.float32), np.zeros(8, np.float32)])
+    assert any(x.code == "AVE301" and "X[-16]" in x.message for x in res.diagnostics)
+
+
+def test_an_arm_never_taken_lends_no_stride():
+    # a 32-wide window at stride 16 beside `if flag > 0:` a stride-32 tile: the arm's
+    # contract proved the window; for flag = 0 block 1 reads X[32] of 32. (The arm's own
+    # tile is checked under its contract where flag > 0: in bounds.)
+    k, ds = _case("r16_grid_arm_stride")
+    assert [d.range.start.line for d in ds] == [9], [d.message for d in ds]
+    res = run(k, (2,), [np.ones(32, np.float32), np.zeros((2, 32), np.float32), 0])
+    assert any(x.code == "AVE301" and "X[32]" in x.message for x in res.diagnostics)
+
+
+def test_the_joint_contract_query_leaves_the_sizes_domain():
+    # its atoms were forgotten but not the terms kept over them: a later query reused
+    # the terms without the sizes' domain (>= 1) -- "X[0] past X.shape[0] = 0" for a
+    # circular read X[n % M], in bounds for every n and M >= 1
+    k, ds = _case("r16_grid_scratch_domain")
+    assert ds == [], [d.message for d in ds]
+    for n in (-5, 0, 63, 1000):
+        res = run(k, (2,), [np.ones(64, np.float32), np.zeros(64, np.float32), n])
+        assert res.diagnostics == []

@@ -361,6 +361,32 @@ def test_split_k_with_a_k_tile_summed_twice_in_the_followed_term():
     assert np.abs(D - right).max() > 1.0
 
 
+@pytest.mark.parametrize("name, twice", [("r16_splitk_three", False),
+                                         ("r16_splitk_three_twice", True)])
+def test_split_k_with_three_accumulators(name, twice):
+    # D = (C + A0 B0 + A1 B1) + A2 B2 as (acc + acc2) + acc3, acc from C: the sum's
+    # followed part is acc2's and acc3's chains together ("at most once"). It was "never
+    # accumulates k=0" for acc3 alone -- a false AVE206 on the correct kernel, and the
+    # wrong message where acc2 and acc3 both sum k-tile 1 (k = 32 twice)
+    k, a = _analyze(name)
+    if not twice:
+        assert a.diagnostics == [], [d.message for d in a.diagnostics]
+    else:
+        (d,) = a.diagnostics
+        assert d.code == "AVE206" and "repeats k=32" in d.message, d.message
+    rng = np.random.default_rng(7)
+    A = NUM.to_storage(bf16, rng.standard_normal((64, 96)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((96, 64)).astype(np.float32))
+    C = rng.standard_normal((64, 64)).astype(np.float32)
+    D = np.zeros((64, 64), np.float32)
+    assert run(k, (1,), [A, B, C, D], provenance=True).diagnostics == []
+    a64, b64 = (NUM.from_storage(bf16, x).astype(np.float64) for x in (A, B))
+    want = C.astype(np.float64) + a64 @ b64
+    if twice:       # k-tile 1 twice, k-tile 2 never
+        want = want + a64[:, 32:64] @ b64[32:64] - a64[:, 64:] @ b64[64:]
+    np.testing.assert_allclose(D, want, rtol=1e-4, atol=1e-3)
+
+
 # ----------------------------------------------------------------------------- round 4
 # (tests/analysis/review_cases/r11_*.py)
 
