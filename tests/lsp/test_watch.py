@@ -30,6 +30,10 @@ def k(A: ave.Tensor[ave.f32, 2]):
 BROKEN = CLEAN.replace("    pass", "    x = ave.frobnicate(A)")
 
 DEADLINE_S = 30.0
+#: Ctrl-C to exit: the analysis pool's shutdown waits for its worker processes, which on a
+#: loaded 2-core machine may still be starting (importing numpy and z3): 30 s was missed
+#: in 2 of 4 runs beside other heavy jobs (a fresh user), never alone
+EXIT_DEADLINE_S = 120.0
 
 
 class Output:
@@ -105,7 +109,7 @@ def test_watch_reports_new_and_fixed_diagnostics(tmp_path):
         assert not any(".hidden" in s or "notes.txt" in s for s in out.lines)
 
         proc.send_signal(signal.SIGINT)                           # Ctrl-C
-        assert proc.wait(timeout=DEADLINE_S) == 0
+        assert proc.wait(timeout=EXIT_DEADLINE_S) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -120,7 +124,7 @@ def test_watch_terminate_exits_0_and_exit_2_for_missing_paths(tmp_path):
         out.wait_for(lambda s: s.startswith("ave-lsp: watching"), "watching message")
         assert out.lines[0].startswith("./kern.py:6:9: error AVE102")
         proc.terminate()
-        assert proc.wait(timeout=DEADLINE_S) == 0
+        assert proc.wait(timeout=EXIT_DEADLINE_S) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
