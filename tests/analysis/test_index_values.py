@@ -329,15 +329,21 @@ def test_split_k_with_an_accumulator_started_from_c():
     # k=0", a false AVE206); the interpreter computes D = C + A B.
     k, a = _analyze("r10_splitk")
     assert a.diagnostics == []
-    rng = np.random.default_rng(3)
-    A = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
-    B = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
+    D, a64, b64, c64 = _run_split_k(k, 64, 3)
+    np.testing.assert_allclose(D, c64 + a64 @ b64, rtol=1e-4, atol=1e-3)
+
+
+def _run_split_k(k, K: int, seed: int):
+    """Run a split-K kernel (A: 64 x K bf16, B: K x 64 bf16, C, D: 64 x 64 f32) in the
+    interpreter's provenance mode (no finding): D and the float64 A, B, C."""
+    rng = np.random.default_rng(seed)
+    A = NUM.to_storage(bf16, rng.standard_normal((64, K)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((K, 64)).astype(np.float32))
     C = rng.standard_normal((64, 64)).astype(np.float32)
     D = np.zeros((64, 64), np.float32)
     assert run(k, (1,), [A, B, C, D], provenance=True).diagnostics == []
-    ref = C.astype(np.float64) + NUM.from_storage(bf16, A).astype(np.float64) @ \
-        NUM.from_storage(bf16, B).astype(np.float64)
-    np.testing.assert_allclose(D, ref, rtol=1e-4, atol=1e-3)
+    a64, b64 = (NUM.from_storage(bf16, x).astype(np.float64) for x in (A, B))
+    return D, a64, b64, C.astype(np.float64)
 
 
 def test_split_k_with_a_k_tile_summed_twice_in_the_followed_term():
@@ -348,14 +354,8 @@ def test_split_k_with_a_k_tile_summed_twice_in_the_followed_term():
     (d,) = a.diagnostics
     assert d.code == "AVE206" and "repeats k=32" in d.message and "thread 0 " in d.message
     assert [r.location.range.start.line for r in d.related][:2] == [16, 17]
-    rng = np.random.default_rng(5)
-    A = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
-    B = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
-    C = rng.standard_normal((64, 64)).astype(np.float32)
-    D = np.zeros((64, 64), np.float32)
-    assert run(k, (1,), [A, B, C, D], provenance=True).diagnostics == []
-    a64, b64 = (NUM.from_storage(bf16, x).astype(np.float64) for x in (A, B))
-    right = C.astype(np.float64) + a64 @ b64
+    D, a64, b64, c64 = _run_split_k(k, 64, 5)
+    right = c64 + a64 @ b64
     twice = right + a64[:, 32:] @ b64[32:]           # what the kernel computes
     np.testing.assert_allclose(D, twice, rtol=1e-4, atol=1e-3)
     assert np.abs(D - right).max() > 1.0
@@ -374,14 +374,8 @@ def test_split_k_with_three_accumulators(name, twice):
     else:
         (d,) = a.diagnostics
         assert d.code == "AVE206" and "repeats k=32" in d.message, d.message
-    rng = np.random.default_rng(7)
-    A = NUM.to_storage(bf16, rng.standard_normal((64, 96)).astype(np.float32))
-    B = NUM.to_storage(bf16, rng.standard_normal((96, 64)).astype(np.float32))
-    C = rng.standard_normal((64, 64)).astype(np.float32)
-    D = np.zeros((64, 64), np.float32)
-    assert run(k, (1,), [A, B, C, D], provenance=True).diagnostics == []
-    a64, b64 = (NUM.from_storage(bf16, x).astype(np.float64) for x in (A, B))
-    want = C.astype(np.float64) + a64 @ b64
+    D, a64, b64, c64 = _run_split_k(k, 96, 7)
+    want = c64 + a64 @ b64
     if twice:       # k-tile 1 twice, k-tile 2 never
         want = want + a64[:, 32:64] @ b64[32:64] - a64[:, 64:] @ b64[64:]
     np.testing.assert_allclose(D, want, rtol=1e-4, atol=1e-3)
