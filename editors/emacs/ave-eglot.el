@@ -44,8 +44,10 @@ in .dir-locals.el:  ((python-mode . ((eglot-workspace-configuration
                                        . (:ave (:checkOnChange t))))))"
   :type 'plist)
 
-(defconst ave-eglot-install-command "python3 -m pip install ave"
-  "How to install the server (into the Python environment of the project).")
+(defconst ave-eglot-install-command "python3 -m pip install -e /path/to/ave"
+  "How to install the server (into the Python environment of the project): from a
+checkout of Ave, /path/to/ave standing for its path. Ave is not on PyPI (the `ave'
+there is another project).")
 
 (defun ave-eglot--contact (&optional _interactive)
   "The server command for `eglot-server-programs'; a clear error when it is missing."

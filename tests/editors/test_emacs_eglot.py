@@ -150,5 +150,5 @@ def test_missing_server_says_how_to_install(tmp_path: Path):
     # (Emacs may render `...' quotes as curved ones: text-quoting-style)
     text = r.stdout.replace("\u2018", "`").replace("\u2019", "'")
     assert text == ("ave-eglot: no-such-ave-lsp-xyz not found: install Ave's server with "
-                    "`python3 -m pip install ave', or set `ave-eglot-server-command'"), \
+                    "`python3 -m pip install -e /path/to/ave', or set `ave-eglot-server-command'"), \
         (r.stdout, r.stderr[-2000:])

@@ -12,8 +12,11 @@
  * it is Ave's server and not another program of that name.
  */
 
-/** The distribution to install (pyproject.toml `[project] name`; a test checks it). */
+/** The distribution (pyproject.toml `[project] name`; a test checks it). */
 export const DISTRIBUTION = "ave";
+/** Where the distribution is installed from: a checkout of Ave. It is not on PyPI, and the
+ *  `ave` there is another project -- `pip install ave` would install that. */
+export const INSTALL_SOURCE = "/path/to/ave";
 /** The console script (pyproject.toml `[project.scripts]`) and the module. */
 export const SERVER_SCRIPT = "ave-lsp";
 export const SERVER_MODULE = "ave_lsp";
@@ -202,7 +205,8 @@ export function quoteArg(arg: string, platform: string): string {
 }
 
 /** The install command for where the extension looks: the configured or active
- *  interpreter's pip, else the platform's python. */
+ *  interpreter's pip, else the platform's python; an editable install of a checkout of Ave
+ *  (INSTALL_SOURCE stands for its path). */
 export function installCommand(input: DiscoveryInput): string {
   const interp = input.interpreter.filter((s) => s.trim() !== "");
   const python =
@@ -211,7 +215,7 @@ export function installCommand(input: DiscoveryInput): string {
       : (input.pythonExtension ?? []).length > 0
         ? [...(input.pythonExtension as string[])]
         : [input.platform === "win32" ? "py" : "python3"];
-  return [...python, "-m", "pip", "install", DISTRIBUTION].map((a) => quoteArg(a, input.platform)).join(" ");
+  return [...python, "-m", "pip", "install", "-e", INSTALL_SOURCE].map((a) => quoteArg(a, input.platform)).join(" ");
 }
 
 /** Probe the candidates in order; the first whose `--version` says `ave-lsp X.Y.Z` wins. */
@@ -237,6 +241,6 @@ export function notFoundMessage(nf: NotFound): string {
   const reasons = nf.tried.map((t) => `${t.candidate.source}: ${t.reason}`).join("; ");
   return (
     `Ave: the language server (${SERVER_SCRIPT}) was not found (${reasons}). ` +
-    `Install it with \`${nf.installCommand}\`, or set "ave.serverPath" to the ${SERVER_SCRIPT} executable.`
+    `Install it from a checkout of Ave (${INSTALL_SOURCE}) with \`${nf.installCommand}\`, or set "ave.serverPath" to the ${SERVER_SCRIPT} executable.`
   );
 }

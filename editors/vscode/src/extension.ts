@@ -15,7 +15,7 @@ import {
 } from "vscode-languageclient/node";
 import { PythonExtension } from "@vscode/python-extension";
 import manifest from "../package.json";
-import { describe, discover, installCommand, notFoundMessage, type DiscoveryInput } from "./discovery";
+import { describe, discover, INSTALL_SOURCE, installCommand, notFoundMessage, type DiscoveryInput } from "./discovery";
 import { nodeDeps } from "./node";
 import { RESTART_SETTINGS, serverEnv, serverSection, serverSettingKeys } from "./settings";
 import { checkServerInfo } from "./version";
@@ -87,8 +87,11 @@ async function showNotFound(message: string, install: string): Promise<void> {
   if (choice === "Install in Terminal") {
     const term = vscode.window.createTerminal("Install ave-lsp");
     term.show();
-    term.sendText(install);
-    vscode.window.showInformationMessage("Ave: run \"Ave: Restart Language Server\" when the installation has finished.");
+    // (typed, not run: INSTALL_SOURCE stands for the path of the user's checkout of Ave)
+    term.sendText(install, false);
+    vscode.window.showInformationMessage(
+      `Ave: replace ${INSTALL_SOURCE} with the path of your checkout of Ave, press Enter, then run "Ave: Restart Language Server" when the installation has finished.`,
+    );
   } else if (choice === "Copy Install Command") {
     await vscode.env.clipboard.writeText(install);
   } else if (choice === "Open Settings") {

@@ -43,7 +43,8 @@ export interface VersionVerdict {
 
 /**
  * Judge the `serverInfo` of the `initialize` response against `min`.
- * `upgrade` is the command that upgrades the server (shown in the message).
+ * `upgrade` is the command that (re)installs the server from a checkout of Ave (shown in
+ * the message).
  */
 export function checkServerInfo(
   info: ServerInfo | undefined,
@@ -65,7 +66,7 @@ export function checkServerInfo(
     return {
       ok: false,
       shown: info.version as string,
-      message: `Ave: ${SERVER_NAME} ${info.version} is older than this extension needs (>= ${min}). Upgrade it with \`${upgrade} --upgrade\`.`,
+      message: `Ave: ${SERVER_NAME} ${info.version} is older than this extension needs (>= ${min}). Update your checkout of Ave and reinstall it with \`${upgrade}\`.`,
     };
   }
   return { ok: true, shown: info.version as string };

@@ -115,11 +115,11 @@ test("discover: nothing found -> every reason and the install command for the ac
   const r = await discover({ ...base, pythonExtension: ["/my venv/bin/python"] }, deps);
   assert.equal(r.found, false);
   if (!r.found) {
-    assert.equal(r.installCommand, "'/my venv/bin/python' -m pip install ave");
+    assert.equal(r.installCommand, "'/my venv/bin/python' -m pip install -e /path/to/ave");
     const msg = notFoundMessage(r);
     assert.match(msg, /Python extension: ave_lsp is not installed in \/my venv\/bin\/python/);
     assert.match(msg, /PATH: ave-lsp is not on PATH/);
-    assert.match(msg, /Install it with `'\/my venv\/bin\/python' -m pip install ave`/);
+    assert.match(msg, /Install it from a checkout of Ave \(\/path\/to\/ave\) with `'\/my venv\/bin\/python' -m pip install -e \/path\/to\/ave`/);
     assert.match(msg, /"ave\.serverPath"/);
   }
 });
@@ -134,7 +134,7 @@ test("discover: a broken explicit serverPath does not fall back", async () => {
   assert.deepEqual(calls, ["/opt/ave-lsp --version"]);
   if (!r.found) {
     assert.deepEqual(r.tried.map((t) => t.reason), ["/opt/ave-lsp is not executable"]);
-    assert.equal(r.installCommand, "python3 -m pip install ave");
+    assert.equal(r.installCommand, "python3 -m pip install -e /path/to/ave");
   }
 });
 
@@ -155,7 +155,7 @@ test("discover: a failing --version and a timeout are reported with their output
   assert.equal(r.found, false);
   if (!r.found) {
     assert.equal(r.tried[0].reason, "/py -m ave_lsp --version failed (exit 2): ImportError: z3 missing");
-    assert.equal(r.installCommand, "/py -m pip install ave");
+    assert.equal(r.installCommand, "/py -m pip install -e /path/to/ave");
   }
   const slow = fake([], { "/py -m ave_lsp --version": { code: null, stdout: "", stderr: "", error: "timed out after 20 s" } });
   const r2 = await discover({ ...base, interpreter: ["/py"] }, slow.deps);
@@ -169,5 +169,5 @@ test("install command quoting: POSIX and Windows", () => {
   assert.equal(quoteArg("/a b/python", "linux"), "'/a b/python'");
   assert.equal(quoteArg("it's", "linux"), "'it'\\''s'");
   assert.equal(quoteArg("C:\\Program Files\\Python\\python.exe", "win32"), '"C:\\Program Files\\Python\\python.exe"');
-  assert.equal(installCommand({ ...base, platform: "win32", home: "C:\\Users\\u", workspaceFolder: undefined }), "py -m pip install ave");
+  assert.equal(installCommand({ ...base, platform: "win32", home: "C:\\Users\\u", workspaceFolder: undefined }), "py -m pip install -e /path/to/ave");
 });

@@ -162,7 +162,7 @@ test("a missing server: an error naming what was tried, with the install command
     const m = state.messages[0];
     assert.equal(m.kind, "error");
     assert.match(m.text, /ave\.serverPath: \/nonexistent\/bin\/ave-lsp does not exist/);
-    assert.match(m.text, /Install it with `python3 -m pip install ave`/);
+    assert.match(m.text, /Install it from a checkout of Ave \(\/path\/to\/ave\) with `python3 -m pip install -e \/path\/to\/ave`/);
     assert.deepEqual(m.items, ["Install in Terminal", "Copy Install Command", "Open Settings"]);
   } finally {
     await ext.deactivate();

@@ -19,17 +19,17 @@ test("compareVersions orders numerically, not as text", () => {
 });
 
 test("a current server passes", () => {
-  const v = checkServerInfo({ name: "ave-lsp", version: MIN_SERVER_VERSION }, "python3 -m pip install ave");
+  const v = checkServerInfo({ name: "ave-lsp", version: MIN_SERVER_VERSION }, "python3 -m pip install -e /path/to/ave");
   assert.deepEqual(v, { ok: true, shown: MIN_SERVER_VERSION });
   assert.equal(checkServerInfo({ name: "ave-lsp", version: "0.10.0" }, "x", "0.9.0").ok, true);
 });
 
 test("an old server gets a warning with the upgrade command", () => {
-  const v = checkServerInfo({ name: "ave-lsp", version: "0.1.9" }, "/venv/bin/python -m pip install ave", "0.2.0");
+  const v = checkServerInfo({ name: "ave-lsp", version: "0.1.9" }, "/venv/bin/python -m pip install -e /src/ave", "0.2.0");
   assert.equal(v.ok, false);
   assert.equal(v.shown, "0.1.9");
   assert.match(v.message ?? "", /0\.1\.9 is older than this extension needs \(>= 0\.2\.0\)/);
-  assert.match(v.message ?? "", /`\/venv\/bin\/python -m pip install ave --upgrade`/);
+  assert.match(v.message ?? "", /Update your checkout of Ave and reinstall it with `\/venv\/bin\/python -m pip install -e \/src\/ave`/);
 });
 
 test("a foreign or silent server is reported", () => {
