@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from ave_core.analysis.symbolic import ABSENT, TOP, Atom, SymInt, any_last, code_conc, code_key
+from ave_core.analysis.symbolic import (ABSENT, TOP, Atom, SymInt, any_last, atoms_in,
+                                        code_conc, code_key)
 
 
 
@@ -326,8 +327,10 @@ def summed_chain(eng: Any, op: Any) -> list | None:
     of the add is a fragment in the same layout that is either an MMA chain (of the same
     tiled MMA) or untagged with no chain (``ave.zeros``, a bias), and at least one is a
     chain, the result continues their chains (concatenated, operands in order) and the add
-    does not end them. Anything else (a scaled or joined accumulator, a tagged value)
-    ends the chains there as any other use does."""
+    does not end them. A tagged term of global data alone (a bias ``C[m, n]`` loaded:
+    ``c + ev + od``; FragVal.global_data) sums no k and is such a term too. Anything else
+    (a scaled or joined accumulator, a value staged in shared memory) ends the chains
+    there as any other use does."""
     from ave_core.analysis.engine import FragVal
     if op.name != "arith.add" or len(op.operands) != 2:
         return None
@@ -356,7 +359,7 @@ def summed_chain(eng: Any, op: Any) -> list | None:
             # a correct `(acc + acc2) + acc3`, a k-tile in acc2 and acc3 misreported so;
             # a review helper)
             continue
-        elif x.tags.code.any():
+        elif x.tags.code.any() and not x.global_data:
             return None
     return out
 
@@ -379,7 +382,7 @@ def on_consume(eng: Any, op: Any) -> None:
         # (a chain holding part of a sum -- see summed_chain -- is checked for "at most
         # once" only: the rest of the sum's k is in an accumulator not followed)
         r = check_chain(eng, x.kcov, op, known=chk.location in eng.known_violations,
-                        at_least=not x.partial)
+                        at_least=not x.partial, out_pids=_output_pids(eng, x))
         chk.compared, chk.covered = r["compared"], r["covered"]
         chk.violation, chk.unknown = r["violation"], r["unknown"]
         if chk.violation is not None:
@@ -588,13 +591,32 @@ def _size_upper_bound(eng: Any, atom: int, forms: list) -> int | None:
     return best
 
 
+def _output_pids(eng: Any, x: Any) -> set:
+    """The program-id atoms the accumulator's own fields (its row and column
+    coordinates: ``row = m0 + i``) mention: the blocks that compute one output element
+    agree on these program ids, and may differ in the others."""
+    keys = np.unique(code_key(x.tags.code))
+    out: set = set()
+    for k in keys.tolist():
+        if k:
+            out |= atoms_in(eng.tab, k, ("pid",))
+    return out
+
+
 def check_chain(eng: Any, chain_: list, consumer: Any, known: bool = False,
-                at_least: bool = True) -> dict | None:
+                at_least: bool = True, out_pids: set | None = None) -> dict | None:
     """Check one ended chain; returns the check's outcome as a dict (see PairCheck).
 
     ``at_least``: False for a chain that holds only part of a sum (the other part an
     accumulator the analysis does not follow): each index at most once, none missing
     is not asked.
+
+    ``out_pids``: the program-id atoms the accumulator's coordinates mention (see
+    :func:`_output_pids`; None: every one). A chain whose reduction indices depend on a
+    program id they do not mention is one block's part of a sum split across blocks
+    (split-K: ``k0 = ave.program_id(2) * KS``, the partial sums added by atomics or a
+    second kernel): "at least once" is not asked of one block (each block missed the
+    other blocks' k: a false AVE206), "at most once" is.
 
     ``known``: the chain's first MMA has a violation already (an earlier execution or
     trip-count variant); the analysis reports the first one, so with one reduction field
@@ -652,7 +674,7 @@ def check_chain(eng: Any, chain_: list, consumer: Any, known: bool = False,
             done.add(sig)
             v = _at_most_once(eng, items, calls, w, f)
             if v is None and at_least:
-                v = _at_least_once(eng, items, calls, w, f, kmax)
+                v = _at_least_once(eng, items, calls, w, f, kmax, out_pids)
             if v is not None:
                 if v.get("unknown"):
                     res["unknown"] = v["unknown"]
@@ -770,12 +792,16 @@ def _at_most_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict | 
 
 
 def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int,
-                   kmax: int = -1) -> dict | None:
+                   kmax: int = -1, out_pids: set | None = None) -> dict | None:
     """``kmax``: the largest concrete index the chain's MMAs receive in any warp (the
-    extent an unmasked dimension is taken to have)."""
+    extent an unmasked dimension is taken to have). ``out_pids``: see
+    :func:`check_chain`."""
     dom = next((c.domain for c in calls if c.domain is not None), None)
     if dom is None:
         return None
+    if out_pids is not None and any(
+            atoms_in(eng.tab, it[0], ("pid",)) - out_pids for it in items if it[0] != 0):
+        return None         # a block's part of a sum split across blocks (split-K)
     bdom = next((c.bdomain for c in calls if c.bdomain is not None), None)
     if bdom == dom:
         bdom = None

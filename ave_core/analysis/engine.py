@@ -376,6 +376,18 @@ class FragVal:
     #: scalars: each element's condition as guard rows (N, GUARD) -- ``ave.where`` takes
     #: the side an element's condition picks for certain (0 true, 1 false)
     cond: np.ndarray | None = None
+    #: every tagged element is data read from global memory (a bias tile ``C[m, n]``) or
+    #: computed from such data alone -- never an MMA result nor bytes of shared memory
+    #: (which may hold one): added to an MMA chain, or its accumulator, it is a term that
+    #: sums no k (accumulation.summed_chain)
+    global_data: bool = False
+
+
+def _global_data(frs: list) -> bool:
+    """An elementwise result of ``frs`` is global data alone (FragVal.global_data): each
+    tagged operand is, and one is tagged."""
+    tagged = [f for f in frs if f.tags.code.any()]
+    return bool(tagged) and all(f.global_data for f in tagged)
 
 
 class RuntimeBranch(NamedTuple):
@@ -2936,7 +2948,8 @@ class Engine:
         # a mask (or 'other') over a scalar that differs across threads: the copies of an
         # element may differ (one thread's copy masked off, another's loaded)
         self.env[op.result] = FragVal(tags, V, ival, varies=bool(op.attrs.get("masked")) and
-                                      self._scalars_vary(op))
+                                      self._scalars_vary(op),
+                                      global_data=src.space == "global")
 
     def op_ave_store(self, op):
         dst: TileVal = self.env[op.operands[0]]
@@ -3198,7 +3211,7 @@ class Engine:
         elif name == "and" and all(isinstance(x, FragVal) and x.cond is not None for x in xs):
             cond = self.conds.conj_arrays(xs[0].cond, xs[1].cond)
         return FragVal(tags, V, ival, varies=any(f.varies for f in frs) or
-                       self._scalars_vary(op), cond=cond)
+                       self._scalars_vary(op), cond=cond, global_data=_global_data(frs))
 
     def _scalars_vary(self, op: Op) -> bool:
         """A scalar operand of a fragment op differs across threads (see FragVal.varies),
@@ -3268,7 +3281,8 @@ class Engine:
             return
         idx = broadcast_index(lay.parent, dst, op.attrs["keep"], op.result.type.shape)
         V2 = idx.shape[1]
-        self.env[op.result] = FragVal(x.tags.take(idx.reshape(-1)), V2, varies=x.varies)
+        self.env[op.result] = FragVal(x.tags.take(idx.reshape(-1)), V2, varies=x.varies,
+                                      global_data=x.global_data)
 
     def _dense_index(self, layout: Any, shape: tuple) -> np.ndarray:
         tab = self.table(layout)
@@ -3297,7 +3311,7 @@ class Engine:
         V2 = op.attrs["layout"].num_values
         self.env[op.result] = FragVal(x.tags.take(idx), V2,
                                       x.ival.take(idx) if x.ival is not None else None,
-                                      varies=x.varies)
+                                      varies=x.varies, global_data=x.global_data)
 
     def op_ave_reduce(self, op):
         x: FragVal = self.env[op.operands[0]]
@@ -3322,7 +3336,7 @@ class Engine:
         for f in range(F):
             agree_f[:, f] = np.bincount(key, weights=~ok[:, f], minlength=n) == 0
         out = Tags(np.where(agree_f[key], code, ABSENT), t.cond, t.src, t.moved, t.via)
-        self.env[op.result] = FragVal(out, V, varies=x.varies)
+        self.env[op.result] = FragVal(out, V, varies=x.varies, global_data=x.global_data)
 
     # ------------------------------------------------------------------ MMA
 
@@ -3337,9 +3351,11 @@ class Engine:
         A = self._warps_dense(a, tiled.a, at, (BM, BK), "a")
         B = self._warps_dense(b, tiled.b, at, (BK, BN), "b")
         self._pair_warps(check, A, B, None, op)
-        # a chain starts at an untagged (⊥) accumulator (ave.zeros); an accumulator with
-        # history that is not an MMA result (scaled, joined) cannot be followed
-        prev = c.kcov if c.kcov is not None else (False if c.tags.code.any() else None)
+        # a chain starts at an untagged (⊥) accumulator (ave.zeros) or one of global data
+        # alone (D = C + A B from a loaded C); an accumulator with history that is not an
+        # MMA result (scaled, joined, staged in shared memory) cannot be followed
+        prev = c.kcov if c.kcov is not None else (
+            False if c.tags.code.any() and not c.global_data else None)
         kcov = False
         if prev is not False:
             contrib = accumulation.contribution(self, op, A, B)

@@ -183,14 +183,62 @@ def test_two_accumulators_summed_at_the_end():
     assert d2.witness["what"] == "twice" and d2.witness["value"] == 0
 
 
-def test_a_sum_with_a_tagged_value_still_ends_the_chain():
-    # acc + (a tagged value): not a sum of accumulators -- the MMA chain ends at the add
-    # and is checked there, as before (a chain of one MMA lacks the other tiles)
-    k = _summed(["        acc = acc + " + MMA_OF.replace("{C}", ZEROS)
-                 + " + ave.cast(ave.load(A[0:64, 0:64], tiled.c, "
-                 "mask=lambda m, k: (m < M) & (k < K)), ave.f32)"])
+def test_a_tagged_term_of_global_data_continues_the_chain():
+    # acc + mma(a, b, 0) + (a tile loaded from global memory): the loaded term sums no k
+    # (FragVal.global_data), so the chain goes on -- each k once, no finding (it ended the
+    # chain, checked alone: a false "never accumulates")
+    term = "ave.cast(ave.load(A[0:64, 0:64], tiled.c, mask=lambda m, k: (m < M) & (k < K)), ave.f32)"
+    k = _summed(["        acc = acc + " + MMA_OF.replace("{C}", ZEROS) + " + " + term])
     a, d = _acc206(k)
-    assert d and d[0].witness["what"] == "never"
+    assert d == [] and a.diagnostics == []
+    (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+    assert r.status == "proved"
+    # the interpreter: C = A B + KT * A[:, 0:64] (K = 72: three k-tiles, each once)
+    af, bf, c = _run(k, 72)
+    ref = af @ bf + 3 * af[:, 0:64]
+    assert np.abs(c - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
+
+
+def test_a_bias_added_before_two_accumulators():
+    # bias + even + odd (the bias first): the sum continues both chains -- proved; the
+    # even tiles twice (bias + acc + acc) is "repeats k=0" (the bias ended the first chain,
+    # checked alone: a false "never accumulates", and the repeat went unseen)
+    body = ["        if kt % 2 == 0:", "            acc = " + MMA_OF.replace("{C}", "acc"),
+            "        else:", "            acc1 = " + MMA_OF.replace("{C}", "acc1")]
+    bias = "ave.cast(ave.load(A[0:64, 0:64], tiled.c, mask=lambda m, k: (m < M) & (k < K)), ave.f32)"
+    k = _summed(body, before=["    acc1 = " + ZEROS], after=[f"    acc = {bias} + acc + acc1"])
+    a, d = _acc206(k)
+    assert d == [] and a.diagnostics == []
+    af, bf, c = _run(k, 72)
+    ref = af @ bf + af[:, 0:64]
+    assert np.abs(c - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
+    k2 = _summed(body, before=["    acc1 = " + ZEROS], after=[f"    acc = {bias} + acc + acc"])
+    a2, (d2,) = _acc206(k2)
+    assert d2.witness["what"] == "twice" and d2.witness["value"] == 0
+    af, bf, c = _run(k2, 72)
+    even = af[:, 0:32] @ bf[0:32] + af[:, 64:72] @ bf[64:72]
+    ref2 = 2 * even + af[:, 0:64]
+    assert np.abs(c - ref2).max() < 1e-3 * max(1.0, np.abs(ref2).max())
+
+
+def test_an_accumulator_started_from_a_loaded_tile_is_followed():
+    # D = C + A B with acc loaded from global memory: the chain starts there (it was not
+    # followed: a tile read twice was clean)
+    k = _summed([MMA_STMT], before=[
+        "    acc = ave.cast(ave.load(A[0:64, 0:64], tiled.c, mask=lambda m, k: (m < M) & "
+        "(k < K)), ave.f32)"])
+    a, d = _acc206(k)
+    assert d == [] and a.diagnostics == []
+    (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+    assert r.status == "proved"
+    start = ("    acc = ave.cast(ave.load(A[0:64, 0:64], tiled.c, mask=lambda m, k: (m < M) & "
+             "(k < K)), ave.f32)")
+    bad = _summed([MMA_STMT, MMA_STMT], before=[start])     # each k-tile twice
+    a, (d,) = _acc206(bad)
+    assert d.witness["what"] == "twice" and d.witness["value"] == 0
+    af, bf, c = _run(bad, 72)
+    ref = 2 * (af @ bf) + af[:, 0:64]
+    assert np.abs(c - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
 
 
 # --- MMAs under branches on runtime values (found by a review helper: proved before) -------
@@ -401,3 +449,75 @@ def test_chains_through_branches_on_warp_ids(body, verdict):
         row = w["accumulator"][0]
         assert 16 <= row < 32 and C[row, w["accumulator"][1]] == 0.0
         assert np.abs(C[:16] - ref[:16]).max() < 1e-3
+
+
+# --- split-K across blocks: each block sums its own k range ---------------------------------
+
+SPLIT_K = '''
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], W: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 32))
+    k0 = ave.program_id({AXIS}) * 64
+    acc = ave.zeros((64, 64), ave.f32, tiled.c)
+    acc = ave.mma(ave.load(A[{M0}:{M0} + 64, k0:k0 + 32], tiled.a),
+                  ave.load(B[k0:k0 + 32, 0:64], tiled.b), acc, tiled)
+    acc = ave.mma(ave.load(A[{M0}:{M0} + 64, {K1}:{K1} + 32], tiled.a),
+                  ave.load(B[{K1}:{K1} + 32, 0:64], tiled.b), acc, tiled)
+    w0 = ave.program_id({AXIS}) * 64
+    ave.store(W[w0:w0 + 64, 0:64], acc)
+'''
+
+
+def _split_k(axis: int, m0: str, k1: str):
+    text = SPLIT_K.replace("{AXIS}", str(axis)).replace("{M0}", m0).replace("{K1}", k1)
+    res = compile_source(text, "splitk.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    return res.kernels[0]
+
+
+def _run_split(kernel, grid, arows: int):
+    rng = np.random.default_rng(3)
+    a = NUM.to_storage(bf16, rng.standard_normal((arows, 128)).astype(np.float32))
+    b = NUM.to_storage(bf16, rng.standard_normal((128, 64)).astype(np.float32))
+    w = np.zeros((128, 64), np.float32)
+    run(kernel, grid, [a, b, w], checks=False)
+    return (NUM.from_storage(bf16, a).astype(np.float64),
+            NUM.from_storage(bf16, b).astype(np.float64), w)
+
+
+def test_split_k_across_blocks_is_not_incomplete():
+    # block z sums k in [64 z, 64 z + 64) into its own rows of the workspace W; the two
+    # partial sums make A B. One block's chain lacks the other's k by design: "at least
+    # once" is not asked of it (it was a false "never accumulates k=0", program_id(2) = 1)
+    k = _split_k(2, "0", "k0 + 32")
+    a, d = _acc206(k)
+    assert d == [] and a.diagnostics == []
+    af, bf, w = _run_split(k, (1, 1, 2), 64)
+    ref = af @ bf
+    got = w[0:64] + w[64:128]
+    assert np.abs(got - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
+    # a block that reads its first k-tile twice: still "repeats"
+    k2 = _split_k(2, "0", "k0")
+    a2, (d2,) = _acc206(k2)
+    assert d2.witness["what"] == "twice"
+
+
+def test_k_range_by_the_output_rows_block_is_still_complete_or_not():
+    # the k offset depends on program_id(0), which also picks the output rows: one block
+    # computes each output element alone, so "at least once" is asked -- block 1 (rows
+    # 64..127) sums k in 64..127 only and never k = 0
+    k = _split_k(0, "k0", "k0 + 32")
+    a, (d,) = _acc206(k)
+    w = d.witness
+    assert w["what"] == "never" and w["value"] == 0
+    assert w["model"]["program_id(0)"] == 1
+    af, bf, out = _run_split(k, (2,), 128)
+    ref = af[64:128] @ bf
+    assert abs(float(out[64, 0]) - float(ref[0, 0])) > 1e-3      # lacks k < 64
+    part = af[64:128, 64:128] @ bf[64:128]
+    assert np.abs(out[64:128] - part).max() < 1e-3 * max(1.0, np.abs(part).max())

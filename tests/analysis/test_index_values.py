@@ -381,6 +381,25 @@ def test_split_k_with_three_accumulators(name, twice):
     np.testing.assert_allclose(D, want, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("name, twice", [("r17_bias_first", False),
+                                         ("r17_bias_first_twice", True)])
+def test_a_loaded_bias_added_before_the_accumulators(name, twice):
+    # D = C + A0 B0 + A1 B1 written `c + ev + od`, c loaded: the bias sums no k, so the
+    # sum continues both chains. It ended the first one there, checked alone: a false
+    # "never accumulates k=0", and `c + ev + ev` (k-tile 0 twice) was clean
+    k, a = _analyze(name)
+    if not twice:
+        assert a.diagnostics == [], [d.message for d in a.diagnostics]
+    else:
+        (d,) = a.diagnostics
+        assert d.code == "AVE206" and "repeats k=0" in d.message, d.message
+    D, a64, b64, c64 = _run_split_k(k, 64, 9)
+    want = c64 + a64 @ b64
+    if twice:       # k-tile 0 twice, k-tile 1 never
+        want = want + a64[:, :32] @ b64[:32] - a64[:, 32:] @ b64[32:]
+    np.testing.assert_allclose(D, want, rtol=1e-4, atol=1e-3)
+
+
 # ----------------------------------------------------------------------------- round 4
 # (tests/analysis/review_cases/r11_*.py)
 
