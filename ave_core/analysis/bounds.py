@@ -19,9 +19,11 @@ the DSL, so the check holds the kernel to what it says itself:
   contract*: an offset holding one program id once (``c * pid``, ``pid * N``) is checked
   whole, both sides, assuming the block's own tile fits, ``(pid + 1) * |c| <= extent``
   (``pid * BM + i`` is inside, ``X.shape[0] + pid * 16`` and a flat row's last k-tile
-  ``pid * N + t * 32 + j`` are not); other program-id offsets (two ids, a grid size, an
-  id inside min/max) are trusted above and checked below 0; a k-tile or any other
-  loop-driven offset is always checked;
+  ``pid * N + t * 32 + j`` are not); a masked access whose mask ends the dimension at
+  the block's own row end (``i < row0 + N``, ``row0 = pid * N``) states the contract of
+  that stride too and is checked, with its mask, under every contract; other program-id
+  offsets (two ids, a grid size, an id inside min/max) are trusted above and checked
+  below 0; a k-tile or any other loop-driven offset is always checked;
 * a mask conjunct ``c_d < E`` whose bound ``E`` is a size of other tensors (``n < S_KV`` for
   V with ``S_KV = K.shape[2]``, ``p < num_valid = X.shape[0] * TOPK`` for a scattered
   output) states the kernel's precondition ``T.shape[d] == E``; it is assumed (for every
@@ -44,6 +46,9 @@ _NONNEG = ("pid", "nprog", "dim", "stride", "load")
 #: obligations checked under the grid contract: of an access every block makes ("grid",
 #: its own contract among them), of one under a runtime branch ("grid_b": the others')
 GRID = ("grid", "grid_b")
+#: ... and those of a masked access whose mask bounds it by its block's row end ("grid_m",
+#: see BoundsChecker.mask_bounds), checked with their guards under every contract
+CONTRACTED = GRID + ("grid_m",)
 
 
 def _lt_conjuncts(region: Any, env: dict) -> list:
@@ -133,6 +138,9 @@ class BoundsChecker:
         self._never_memo: dict = {}        # see _never_out
         #: when a list: every assumption a mask states is appended (Engine._xv_mark)
         self.mask_log: list | None = None
+        #: the op whose mask ran last, and its row-end bounds: (tensor, dim) -> (pid atom,
+        #: stride key, stride conc) for a conjunct ``c_d < (pid + 1) * stride``
+        self._row_ends: tuple = (None, {})
 
     def _push(self, lst: list, item: Any) -> None:
         lst.append(item)
@@ -149,6 +157,8 @@ class BoundsChecker:
             return
         eng = self.eng
         name = tile.tensor.name
+        ends: dict = {}
+        self._row_ends = (op, ends)
         for lhs, rhs in _lt_conjuncts(region, env):
             d = next((i for i, a in enumerate(region.args) if a is lhs), None)
             if d is None:
@@ -158,6 +168,10 @@ class BoundsChecker:
                 continue
             k = int(np.asarray(e.key).reshape(-1)[0])
             c = int(np.asarray(e.conc).reshape(-1)[0])
+            if _uniform(np.asarray(e.key)) and _uniform(np.asarray(e.conc)):
+                end = self._row_end(k, c)
+                if end is not None:
+                    ends[(name, d)] = end
             own = eng.tab.atom_ids.get(Atom("dim", (name, d)))
             if own is not None and any(a == own for a, _ in eng.tab.lins[k]):
                 continue
@@ -285,8 +299,31 @@ class BoundsChecker:
             low = grid_low | (grid & (conc < 0))
             con = table | (bare & (conc != 0))
             full = ~(skip | low | con | gridc)
+            # a masked dimension whose mask ends it at the block's own row end (`i < row0
+            # + N`, row0 = pid * N: a flat row) states that row's grid contract, as an
+            # unmasked tile of that stride does; its elements are checked, with their
+            # guards, under every contract (they were checked with none: the witness was
+            # a launch with rows past the tensor, a false positive)
+            rowc = np.zeros(len(kk), bool)
+            end = self._row_ends[1].get((tile.tensor.name, d)) \
+                if self._row_ends[0] is op and masked and d in used else None
+            if end is not None and full.any():
+                when = ()
+                if branched[live].any():
+                    rows = {tuple(sorted({int(c) for c in r if c != 0}))
+                            for r in guard[live].tolist()}
+                    when = next(iter(rows)) if len(rows) == 1 else None
+                    if when and not self._contract_possible(end + (tile.tensor.name, d,
+                                                                   when)):
+                        when = None
+                if when is not None:
+                    item = end + (tile.tensor.name, d, when)
+                    if item not in self.contracts:
+                        self._push(self.contracts, item)
+                    rowc, full = full, np.zeros(len(kk), bool)
             thr = np.asarray(threads)
             for sub, lower, contract in ((live & full, False, False),
+                                         (live & rowc, False, "grid_m"),
                                          (live & low, True, False),
                                          (live & con, False, "table"),
                                          (live & gridc & ~branched, False, "grid"),
@@ -297,6 +334,22 @@ class BoundsChecker:
                                               key[sub].copy(), conc[sub].copy(),
                                               guard[sub].copy(), thr[sub].copy(), gc, sub,
                                               (lower, contract)))
+
+    def _row_end(self, k: int, c: int) -> tuple | None:
+        """``(pid_atom, stride key, stride conc)`` when ``LIN[k] + c`` is the end of the
+        block's own row, ``(pid + 1) * stride`` (``row0 + N`` with ``row0 = pid * N``: a
+        flat row's mask ``i < row0 + N``), else None. The grid contract of that stride
+        says exactly that the bound is within the extent."""
+        g = self._grid_terms(k)
+        if g is None:
+            return None
+        p, fk, fc = g
+        tab = self.eng.tab
+        rest = tuple(t for t in tab.lins[k] if not mentions(tab, tab.lin((t[:1] + (1,),)),
+                                                              ("pid",)))
+        if (tab.lin(rest) if rest else 0) != fk or c != fc or (fk == 0 and fc <= 0):
+            return None
+        return g
 
     def _mentions_table(self, key: int) -> bool:
         """The form mentions a value loaded from a table (or an index the analysis does
@@ -551,7 +604,7 @@ class BoundsChecker:
         eng = self.eng
         sv = eng.solver
         _, _, name, d, key, _, guard, _, _, _, how = ob
-        grid = how[1] in GRID
+        grid = how[1] in CONTRACTED
         if not all(sv.knows_dim(dim) for dim in
                    [(name, d)] + [(t, dd) for (t, dd, _, _) in self.assumptions]
                    + ([(t, dd) for (_, _, _, t, dd, _) in self.contracts] if grid else [])):
@@ -787,7 +840,7 @@ class BoundsChecker:
         if self._contract == "table":
             for a in sorted(atoms_in(eng.tab, k, ("load",))):
                 cons.append(sv.atom(a) < size)
-        elif self._contract in GRID:
+        elif self._contract in CONTRACTED:
             # the launch grid's contract with the kernel's unmasked program-id accesses:
             # each block's own tile fits, (pid + 1) * |stride| <= extent, for every such
             # access of the variant at once -- one launch (each access's alone made
@@ -836,7 +889,7 @@ class BoundsChecker:
             from ave_core.analysis.accumulation import _trip_forms
             lower = self._lower
             base = (name, d, k, lo, hi, tuple(self.assumptions), lower,
-                    self._contract, tuple(self.contracts) if self._contract in GRID
+                    self._contract, tuple(self.contracts) if self._contract in CONTRACTED
                     else ())
             for mk in (base, base + (common, tuple(_trip_forms(eng)))):
                 r = self._never_memo.get(mk)

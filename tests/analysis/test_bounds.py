@@ -546,3 +546,32 @@ def test_the_joint_contract_query_leaves_the_sizes_domain():
     for n in (-5, 0, 63, 1000):
         res = run(k, (2,), [np.ones(64, np.float32), np.zeros(64, np.float32), n])
         assert res.diagnostics == []
+
+
+# ---- a flat row per block, masked at its own row end (review_cases/r17_grid_row_end*.py)
+
+def test_a_mask_at_the_blocks_row_end_states_the_rows_contract():
+    # i < row0 + N with row0 = pid * N: the mask keeps each block inside its own row, and
+    # a launch of whole rows keeps the row inside X -- the grid contract of stride N, as
+    # for an unmasked tile. It was a false AVE208 (witness: N = 2 with X of one element).
+    k, ds = _case("r17_grid_row_end")
+    assert ds == [], [d.message for d in ds]
+    rng = np.random.default_rng(4)
+    for rows, N in ((3, 40), (2, 1024), (5, 1)):
+        X = rng.standard_normal(rows * N).astype(np.float32)
+        Y = np.full(rows * N, np.nan, np.float32)
+        res = run(k, (rows,), [X, Y, N])
+        assert res.diagnostics == [], [d.message for d in res.diagnostics]
+        np.testing.assert_array_equal(Y, X)
+
+
+def test_a_mask_one_past_the_row_end_is_out_of_bounds():
+    # i < row0 + N + 1: the last row reads one element past X. Smallest witness: one
+    # block, N = 1, X of one element, thread 1 at X[1] (a launch that keeps the contract)
+    k, ds = _case("r17_grid_row_end_past")
+    d = next(d for d in ds if "access of X[" in d.message)      # the copy from X
+    assert d.code == "AVE208" and d.witness["coordinates"] == {"X": [1]}, d.message
+    assert d.witness["block"] == [0, 0, 0] and d.witness["threads"][0]["thread"] == 1
+    assert d.witness["model"]["N"] == 1 and d.witness["model"]["X.shape[0]"] == 1
+    res = run(k, (3,), [np.ones(120, np.float32), np.zeros(120, np.float32), 40])
+    assert any(x.code == "AVE301" and "X[120]" in x.message for x in res.diagnostics)
