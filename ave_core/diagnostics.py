@@ -117,6 +117,9 @@ CODES: dict[str, CodeInfo] = {
         _c("AVE121", "resource limit", _E,
            "The kernel exceeds a front-end limit (unrolled iterations, IR size, inlining "
            "depth) that keeps checking fast and bounded."),
+        _c("AVE122", "suppression comment not understood", _W,
+           "A comment starting `# ave:` is not `# ave: ignore` or `# ave: ignore[CODE, ...]` "
+           "naming Ave codes: it suppresses nothing."),
         _c("AVE201", "operand pairing violated", _E,
            "An ave.mma's operands, the two sides of an ave.assert_conform, or a value and the "
            "element of a tagged tensor it is stored into, pair elements whose tags disagree; "
@@ -172,6 +175,46 @@ CODES: dict[str, CodeInfo] = {
            "checked."),
     )
 }
+
+
+#: A suppression comment: ``# ave: ignore`` (group 1 None: every code on the line) or ``#
+#: ave: ignore[CODE, ...]`` (group 1: the codes, split by :data:`IGNORE_CODE_SPLIT`). A bare
+#: ``ignore`` ends the comment or is followed by another ``#`` comment (see docs/lsp.md).
+IGNORE_RE = re.compile(r"#\s*ave\s*:\s*ignore(?:\s*\[([^\]]*)\]|(?=\s*(?:#|$)))",
+                       re.IGNORECASE)
+IGNORE_CODE_SPLIT = re.compile(r"[\s,]+")
+_DIRECTIVE_RE = re.compile(r"#\s*ave\s*:", re.IGNORECASE)
+
+
+def suppression_problems(comment: str) -> list[tuple[int, int, str]]:
+    """What is wrong with the Ave suppressions of one comment (a ``#`` token's text):
+    ``(start, end, message)`` per problem, offsets into ``comment`` (code points). A
+    directive ``# ave:`` that is not ``ignore`` or ``ignore[...]`` (``ignore(AVE203)``,
+    ``ignore AVE203``, ``ignre``) suppresses nothing; nor does a list naming no code; a
+    name in the list that is no Ave code (``AVE2O3``) suppresses nothing of its own."""
+    out = []
+    for d in _DIRECTIVE_RE.finditer(comment):
+        m = IGNORE_RE.match(comment, d.start())
+        end = comment.find("#", d.end())
+        end = len(comment) if end < 0 else end
+        text = comment[d.start():end].rstrip()
+        if m is None:
+            out.append((d.start(), d.start() + len(text),
+                        f"`{text}` is not understood and suppresses nothing: write `# ave: "
+                        f"ignore` (every code on the line) or `# ave: ignore[CODE, ...]`"))
+            continue
+        if m.group(1) is None:
+            continue
+        names = [n for n in IGNORE_CODE_SPLIT.split(m.group(1)) if n]
+        if not names:
+            out.append((m.start(), m.end(), f"`{m.group(0)}` names no code and suppresses "
+                        "nothing: write `# ave: ignore[CODE, ...]` or `# ave: ignore`"))
+        for n in names:
+            if n.upper() not in CODES:
+                at = comment.find(n, m.start(1))
+                out.append((at, at + len(n), f"`{n}` in `{m.group(0)}` is no Ave code and "
+                            "suppresses nothing (codes: AVE100 to AVE902; see docs/codes)"))
+    return out
 
 
 def register_code(info: CodeInfo) -> None:

@@ -3587,6 +3587,8 @@ def compile_source(text: str, path: str, *, workspace: str | None = None,
             add(Diagnostic("AVE900", f"internal error in the front end: {type(e).__name__}: "
                            f"{e}", path, module.source.line_range(node.lineno - 1),
                            notes=traceback.format_exc().splitlines()[-6:]))
+    for d in _suppression_diagnostics(text, path, source):
+        add(d)
     files = {path}
     for k in result.kernels:
         files.update(k.files)
@@ -3594,6 +3596,32 @@ def compile_source(text: str, path: str, *, workspace: str | None = None,
     files.update(f for f in imported if f != os.path.abspath(path))
     result.files = sorted(files)
     return result
+
+
+def _suppression_diagnostics(text: str, path: str, source: SourceText) -> list[Diagnostic]:
+    """AVE122 for each ``# ave:`` comment that suppresses nothing (see
+    :func:`ave_core.diagnostics.suppression_problems`): real comments only (found with
+    :mod:`tokenize`; the same text in a string is no comment)."""
+    import io
+    import tokenize
+
+    from ave_core.diagnostics import suppression_problems
+
+    if "ave" not in text.lower():
+        return []
+    out = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.type != tokenize.COMMENT or ":" not in tok.string:
+                continue
+            (line, col) = tok.start
+            for a, b, msg in suppression_problems(tok.string):
+                out.append(Diagnostic("AVE122", msg, path, Range(
+                    source.position_from_char(line - 1, col + a),
+                    source.position_from_char(line - 1, col + max(b, a + 1)))))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        pass
+    return out
 
 
 def _workspace_file(module: ModuleContext, level: int, modname: str | None

@@ -33,18 +33,16 @@ from urllib.parse import quote
 
 from lsprotocol import types
 
-from ave_core.diagnostics import Diagnostic, utf16_len
+from ave_core.diagnostics import IGNORE_CODE_SPLIT as _CODE_SPLIT
+from ave_core.diagnostics import IGNORE_RE, Diagnostic, utf16_len
 
 SOURCE = "ave"
 
-#: ``# ave: ignore`` (every code; the comment ends there, or another ``#`` comment follows:
-#: ``# ave: ignore  # why``) or ``# ave: ignore[CODE, ...]``. Anything else after
-#: ``ignore`` -- ``ignore(AVE203)``, ``ignore AVE203``, ``ignore-foo`` -- suppresses
-#: nothing (it suppressed every code on the line: a typo hid an error; a review helper).
-IGNORE_RE = re.compile(r"#\s*ave\s*:\s*ignore(?:\s*\[([^\]]*)\]|(?=\s*(?:#|$)))",
-                       re.IGNORECASE)
-
-_CODE_SPLIT = re.compile(r"[\s,]+")
+# IGNORE_RE (ave_core.diagnostics): ``# ave: ignore`` (every code; the comment ends there,
+# or another ``#`` comment follows: ``# ave: ignore  # why``) or ``# ave: ignore[CODE,
+# ...]``. Anything else after ``ignore`` -- ``ignore(AVE203)``, ``ignore AVE203``,
+# ``ignore-foo`` -- suppresses nothing (it suppressed every code on the line: a typo hid an
+# error; a review helper) and is reported (AVE122, by the front end).
 
 #: Codes the "suppress" quick fix is not offered for (failures of the tool, not findings).
 #: AVE902 (a file over ``maxFileLines``) is not a finding either: the setting is its switch.

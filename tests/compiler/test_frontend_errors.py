@@ -941,3 +941,42 @@ def test_fill_values_a_dtype_holds_are_accepted(value: str, dtype: str) -> None:
     """)
     r = compile_source(text, "fill.py")
     assert r.diagnostics == [], [d.format_text() for d in r.diagnostics]
+
+
+# ============================================================ suppression comments (AVE122)
+
+def test_a_suppression_comment_that_suppresses_nothing_is_reported():
+    # each range derived by hand (0-based lines, UTF-16 columns): the comment's `#` or the
+    # bad code to the end of the directive; the 𝒳 in line 10's string is two UTF-16 units,
+    # so the comment after it starts at column 14 (13 code points)
+    text = H + "".join("    " + line + "\n" for line in [
+        's = ave.alloc((128,), ave.f32, space="shared")  # ave: ignore(AVE203)',
+        "x = 1  # ave: ignore[AVE2O3, AVE203]",
+        "y = 2  # ave: ignore[]",
+        'z = "# ave: ignore(x)"  # ave: ignore  # why',
+        "w = 3  # note  # AVE: Ignore AVE203",
+        "v = 4  # ave: IGNORE[ave203 AVE207]",
+        'u = "\U0001d4b3"  # ave: ignre'])
+    res = compile_source(text, "supp.py")
+    got = [(d.code, d.severity.name, d.range.start.line, d.range.start.character,
+            d.range.end.character, d.message) for d in res.diagnostics]
+    assert got == [
+        ("AVE122", "WARNING", 4, 52, 73, "`# ave: ignore(AVE203)` is not understood and "
+         "suppresses nothing: write `# ave: ignore` (every code on the line) or `# ave: "
+         "ignore[CODE, ...]`"),
+        ("AVE122", "WARNING", 5, 25, 31, "`AVE2O3` in `# ave: ignore[AVE2O3, AVE203]` is no "
+         "Ave code and suppresses nothing (codes: AVE100 to AVE902; see docs/codes)"),
+        ("AVE122", "WARNING", 6, 11, 26, "`# ave: ignore[]` names no code and suppresses "
+         "nothing: write `# ave: ignore[CODE, ...]` or `# ave: ignore`"),
+        ("AVE122", "WARNING", 8, 19, 39, "`# AVE: Ignore AVE203` is not understood and "
+         "suppresses nothing: write `# ave: ignore` (every code on the line) or `# ave: "
+         "ignore[CODE, ...]`"),
+        ("AVE122", "WARNING", 10, 14, 26, "`# ave: ignre` is not understood and suppresses "
+         "nothing: write `# ave: ignore` (every code on the line) or `# ave: ignore[CODE, "
+         "...]`"),
+    ], "\n".join(d.format_text() for d in res.diagnostics)
+
+
+def test_no_suppression_check_in_files_without_ave():
+    res = compile_source("x = 1  # ave: ignore(AVE203)\n", "plain.py")
+    assert not res.uses_ave and res.diagnostics == []
