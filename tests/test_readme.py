@@ -134,3 +134,14 @@ def test_tour_waiting_for_one_group_too_few_gets_the_wait_fix():
     ds = _tour_findings(("ave.wait_async(STAGES - 2)", "ave.wait_async(STAGES - 1)"))
     fixes = {(d.fix["kind"], d.fix["count"]) for d in ds if d.fix is not None}
     assert fixes == {("insert_wait", 1)}
+
+
+def test_readme_command_line_synopsis_lists_every_option():
+    """The README's "Command line" synopsis names every option of `ave-lsp --help`."""
+    from ave_lsp.cli import build_parser
+    text = README.read_text(encoding="utf-8")
+    synopsis = re.search(r"## Command line\n\n```\n(.*?)```", text, re.S).group(1)
+    options = {o for a in build_parser()._actions for o in a.option_strings
+               if o.startswith("--") and o != "--help"}
+    missing = sorted(o for o in options if not re.search(re.escape(o) + r"\b", synopsis))
+    assert not missing, f"README's synopsis lacks {missing}"
