@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ave_core.compiler.ir import KernelIR, Loc
+from ave_core.compiler.ir import KernelIR, Loc, shown_loops
 from ave_core.compiler.unroll import UnrollError, default_trip_bound, unrolled_variants
 from ave_core.diagnostics import CALL_SITE, Diagnostic, Location, Related
 
@@ -316,7 +316,11 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             emit(d, r.loc)
     for (f, rng, _), (op, loops, thread, byte, trips, inflight, landing, bm) in sorted(
             uninit.items(), key=_report_order):
+        loops = shown_loops(loops, op)
         if landing is not None:
+            if landing.get("copy") is not None:
+                landing = dict(landing, copy_loops=dict(shown_loops(
+                    tuple(landing.get("copy_loops", {}).items()), landing["copy"])))
             emit(_landing_diagnostic(kernel, op, loops, thread, byte, trips, landing),
                  op.loc)
             continue
@@ -581,6 +585,7 @@ def _divergent_diagnostic(kernel: KernelIR, op: Any, loops: tuple, reach: int, m
     each: ``reach`` and ``miss``; a branch on the thread or warp id), or for the sizes of
     ``model`` (a runtime condition that differs across threads)."""
     ws = kernel.warp_size
+    loops = shown_loops(loops, op)
     where = ", ".join(f"{k}={v}" for k, v in loops)
     t0, t1 = _thr(reach, ws), _thr(miss, ws)
     pts = [{"file": op.loc.file, "range": op.loc.range.to_json(), "label": "the barrier"}]

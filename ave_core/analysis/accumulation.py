@@ -39,6 +39,7 @@ import numpy as np
 
 from ave_core.analysis.symbolic import (ABSENT, TOP, Atom, SymInt, any_last, atoms_in,
                                         code_conc, code_key)
+from ave_core.compiler.ir import shown_loops
 
 
 
@@ -892,7 +893,8 @@ def _witness(eng: Any, v: dict, calls: list, w: int, f: int, consumer: Any) -> d
     loops_of = {}
     if v["what"] == "twice":
         a, b = v["a"], v["b"]
-        la, lb = calls[a[3]].loops, calls[b[3]].loops
+        la = shown_loops(calls[a[3]].loops, calls[a[3]].op)
+        lb = shown_loops(calls[b[3]].loops, calls[b[3]].op)
         value = v["conc"]
         pp(calls[a[3]].op, f"{fname}={value} accumulated{when(la)}")
         pp(calls[b[3]].op, f"{fname}={value} accumulated again{when(lb)}")
@@ -900,11 +902,11 @@ def _witness(eng: Any, v: dict, calls: list, w: int, f: int, consumer: Any) -> d
     else:
         value = v["k0"]
         for c in calls:
-            pp(c.op, "accumulates" + when(c.loops))
+            pp(c.op, "accumulates" + when(shown_loops(c.loops, c.op)))
     pp(consumer, "the accumulator is used here")
     model = {k: x for k, x in v.get("model", {}).items() if not k.startswith("__")}
     block = [int(model.get(f"program_id({a})", 0)) for a in range(3)]
-    loops = dict(calls[-1].loops)
+    loops = dict(shown_loops(calls[-1].loops, calls[-1].op))
     return {
         "block": block,
         "threads": [{"thread": t0, "warp": t0 // eng.ws, "lane": t0 % eng.ws}],
@@ -916,5 +918,5 @@ def _witness(eng: Any, v: dict, calls: list, w: int, f: int, consumer: Any) -> d
         "tags": {"acc": {fname: int(value)}},
         "program_points": pts,
         "model": model,
-        "chain": [dict(c.loops) for c in calls],
+        "chain": [dict(shown_loops(c.loops, c.op)) for c in calls],
     }

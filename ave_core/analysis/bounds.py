@@ -41,6 +41,7 @@ import numpy as np
 
 from ave_core.analysis.symbolic import (Atom, SymInt, _uniform, _unique_1d, _unique_rows,
                                         any_last, atoms_in, mentions)
+from ave_core.compiler.ir import shown_loops
 
 _NONNEG = ("pid", "nprog", "dim", "stride", "load")
 #: obligations checked under the grid contract: of an access every block makes ("grid",
@@ -987,7 +988,7 @@ class BoundsChecker:
         block = [int(model.get(f"program_id({a})", 0)) for a in range(3)]
         return {"op": op, "block": block,
                 "threads": [{"thread": t, "warp": t // eng.ws, "lane": t % eng.ws}],
-                "loop_indices": dict(loops), "tensor": name, "dim": d,
+                "loop_indices": dict(shown_loops(loops, op)), "tensor": name, "dim": d,
                 "coordinates": {name: coord}, "index": int(r["value"]),
                 "shape_dim": int(r["size"]), "tags": {},
                 "program_points": [{"file": op.loc.file, "range": op.loc.range.to_json(),

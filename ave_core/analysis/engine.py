@@ -57,7 +57,7 @@ from ave_core.analysis.symbolic import (_BIAS, _SHIFT, ABSENT, TOP, Atom, CondTa
                                         sym_binop, sym_compare, unpack)
 from ave_core.compiler.fragments import broadcast_index, convert_index
 from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Op, ScalarType, TensorType,
-                                  TileType, Value)
+                                  TileType, Value, shown_loops)
 
 
 class VariantRuledOut(Exception):
@@ -3961,7 +3961,7 @@ class Engine:
                 if m < 0:
                     continue
                 rec = self.records[m]
-                loops = ", ".join(f"{k}={v}" for k, v in rec.loops)
+                loops = ", ".join(f"{k}={v}" for k, v in shown_loops(rec.loops, rec.op))
                 name = "ave.ldmatrix" if rec.op.attrs.get("ldmatrix") else rec.op.name
                 points.append({"file": rec.op.loc.file, "range": rec.op.loc.range.to_json(),
                                "label": f"{label}: {what} {name}"
@@ -3971,7 +3971,7 @@ class Engine:
         return {
             "block": block,
             "threads": threads,
-            "loop_indices": {k: v for k, v in self.loops},
+            "loop_indices": dict(shown_loops(self.loops, op)),
             "field": self.fields[f],
             "why": why,
             "operands": {
@@ -4124,7 +4124,8 @@ class Engine:
             i = int(np.nonzero(bx == byte)[0][0]) // x.dtype.bytes
             j = int(np.nonzero(by == byte)[0][0]) // y.dtype.bytes
             check.violation = {
-                "block": [0, 0, 0], "threads": [], "loop_indices": dict(self.loops),
+                "block": [0, 0, 0], "threads": [], "loop_indices": dict(shown_loops(
+                    self.loops, op)),
                 "byte": byte, "overlap_bytes": int(common.size),
                 "coordinates": {"x": [int(c[i]) for c in cx], "y": [int(c[j]) for c in cy]},
                 "program_points": [], "tags": {},

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from ave_core.analysis.symbolic import rows_put
+from ave_core.compiler.ir import shown_loops
 
 
 _MAX = np.iinfo(np.int64).max
@@ -732,16 +733,20 @@ def witness(eng: Any, f: dict) -> dict:
                                (f["later"], "later access")):
         if op is None:
             continue
+        loops = shown_loops(loops, op)
         name = "ave.ldmatrix" if op.attrs.get("ldmatrix") else op.name
         pts.append({"file": op.loc.file, "range": op.loc.range.to_json(),
                     "label": f"{label}: {name}" + (" (" + ", ".join(
                         f"{k}={v}" for k, v in loops) + ")" if loops else "")})
     later_op = f["later"][0]
     st = fix_anchor(later_op, f["earlier"][0] if f["earlier"] is not None else None)
-    w = {"block": [0, 0, 0], "threads": threads, "loop_indices": dict(f["loops"]),
+    w = {"block": [0, 0, 0], "threads": threads,
+         "loop_indices": dict(shown_loops(f["loops"], later_op)),
          "byte": f["byte"], "coordinates": {}, "tags": {}, "program_points": pts,
          "race": f["kind"] + " after " + f["what"],
-         "earlier_loop_indices": dict(f["earlier"][1]) if f["earlier"] else {}}
+         "earlier_loop_indices": dict(shown_loops(f["earlier"][1], f["earlier"][0]))
+         if f["earlier"]
+         else {}}
     anchor = getattr(st, "stmt", None) if st is not None else None
     if anchor is not None and not f["in_branch"] and f["barrier_fixes"]:
         # before the statement (not the op's expression: `a = ave.ldmatrix(...)`), at

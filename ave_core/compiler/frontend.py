@@ -428,6 +428,10 @@ class KernelBuilder:
         self.call_stack: list[tuple[ast.AST, ModuleContext]] = []
         #: compile-time loops being run (nesting), and their iterations so far, in all
         self.static_depth = 0
+        #: the compile-time loops around the statement being built, outermost first: (loop
+        #: variable, value) -- every op built records them (``attrs["static_indices"]``:
+        #: witnesses name the iteration, see ir.shown_loops)
+        self.static_stack: list[tuple[str, int]] = []
         self.static_total = 0
         #: (file, name) of the imported names being resolved (a cycle is AVE113)
         self._resolving: set[tuple[str, str]] = set()
@@ -481,6 +485,8 @@ class KernelBuilder:
         if self.n_ops > MAX_OPS:
             raise self.err("AVE121", f"the kernel produces more than {MAX_OPS} IR ops", node)
         op = Op(name, list(operands), [], dict(attrs or {}), list(regions), self.loc(node))
+        if self.static_stack:
+            op.attrs["static_indices"] = tuple(self.static_stack)
         for i, t in enumerate(result_types):
             op.results.append(Value(t, (names[i] if names else None), owner=op))
         self.block.ops.append(op)
@@ -658,8 +664,9 @@ class KernelBuilder:
             else:
                 seq = args
             self.static_depth += 1
+            name = st.target.id if isinstance(st.target, ast.Name) else None
             try:
-                for x in seq:
+                for i, x in enumerate(seq):
                     # (every iteration of every compile-time loop, nested ones included:
                     # two nested loops of 4096 ran 16.7 million iterations, 81 s, each
                     # within its own limit; a review helper)
@@ -668,7 +675,16 @@ class KernelBuilder:
                         raise self.err("AVE121", f"compile-time loops run more than "
                                        f"{MAX_STATIC_TOTAL} iterations in all", it)
                     self.assign(st.target, x, scope, it)
-                    r = self.exec_body(st.body, scope)
+                    if name is not None:
+                        # (the value for ave.static_range, the position for a tuple of
+                        # other things: layouts, stages)
+                        self.static_stack.append((name, x if _is_ct_int(x) and
+                                                  not isinstance(x, bool) else i))
+                    try:
+                        r = self.exec_body(st.body, scope)
+                    finally:
+                        if name is not None:
+                            self.static_stack.pop()
                     if r is not None:
                         raise self.err("AVE101", "`return` inside a loop is not supported",
                                        st)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import numpy as np
 
@@ -338,6 +338,27 @@ def _fmt_attr(v: Any) -> str:
     return repr(v) if not isinstance(v, DType) else str(v)
 
 
+def shown_loops(loops: Sequence[tuple[str, int]], op: "Op | None") -> tuple:
+    """The loop iterations a witness names for ``op``: ``loops``, the runtime loops'
+    ``(name, value)`` pairs (``attrs["loop_indices"]`` of the unrolled op, outermost
+    first), then the compile-time loops the front end built ``op`` in (``ave.static_range``,
+    a ``for`` over a tuple: ``attrs["static_indices"]``, outermost first). A compile-time
+    loop's name already taken gets a ``'`` (a helper's ``kt`` inside the kernel's ``kt``
+    loop: ``kt'``). The analysis and the interpreter name iterations alike (replay
+    matches them)."""
+    static = op.attrs.get("static_indices", ()) if op is not None else ()
+    if not static:
+        return tuple(loops)
+    out = list(loops)
+    names = {n for n, _ in out}
+    for n, v in static:
+        while n in names:
+            n += "'"
+        names.add(n)
+        out.append((n, v))
+    return tuple(out)
+
+
 def format_block(block: Block, indent: int = 1) -> list[str]:
     pad = "  " * indent
     out: list[str] = []
@@ -345,7 +366,8 @@ def format_block(block: Block, indent: int = 1) -> list[str]:
         res = ", ".join(repr(r) for r in op.results)
         lhs = f"{res} = " if res else ""
         operands = ", ".join(repr(o) for o in op.operands)
-        attrs = ", ".join(f"{k}={_fmt_attr(v)}" for k, v in op.attrs.items() if v is not None)
+        attrs = ", ".join(f"{k}={_fmt_attr(v)}" for k, v in op.attrs.items()
+                          if v is not None and k != "static_indices")
         attrs = f" {{{attrs}}}" if attrs else ""
         types = ", ".join(str(r.type) for r in op.results)
         types = f" : {types}" if types else ""

@@ -32,7 +32,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ave_core.compiler.ir import (Block, FragmentType, KernelIR, Op, ScalarType, TensorType,
-                                  TileType, Value)
+                                  TileType, Value, shown_loops)
 from ave_core.compiler.fragments import broadcast_index
 from ave_core.diagnostics import Diagnostic, Related
 from ave_core.interp import numerics as NUM
@@ -189,7 +189,7 @@ class Machine:
         if n >= self.MAX_REPORTS_PER_SITE:
             return
         self.reported[key] = n + 1
-        loops = {name: i for name, i in self.loop_stack}
+        loops = dict(shown_loops(self.loop_stack, op))
         ts = [int(t) for t in threads][:2]
         witness = {
             "block": list(self.block_id),
@@ -440,7 +440,7 @@ class Machine:
             x, y = (self.val(v) for v in op.operands)
             if isinstance(x, RFrag) and isinstance(y, RFrag):
                 self.result.conform_trace.append(ConformRecord(
-                    op, tuple(self.block_id), tuple(self.loop_stack), x, y))
+                    op, tuple(self.block_id), shown_loops(self.loop_stack, op), x, y))
 
     def op_ave_assert_disjoint(self, op):
         pass
@@ -1087,7 +1087,7 @@ class Machine:
         self.env[op.result] = RFrag(res, prov, prov2)
         if self.prov_on:
             self.result.mma_trace.append(MMARecord(
-                op, tuple(self.block_id), tuple(self.loop_stack),
+                op, tuple(self.block_id), shown_loops(self.loop_stack, op),
                 a.prov.copy() if a.prov is not None else np.full(a.vals.shape, BOTTOM),
                 b.prov.copy() if b.prov is not None else np.full(b.vals.shape, BOTTOM), tiled,
                 a.prov2.copy() if a.prov2 is not None else None,

@@ -2329,3 +2329,26 @@ def al2(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
                                 "byte 112 that thread 7 (warp 0, lane 7) writes with other "
                                 "data in the same write")
     assert dyn and "shared byte 112" in dyn[0].message and "threads 7 and 8" in dyn[0].message
+
+
+# ---- compile-time loop iterations in witnesses (review_cases/r18_static_loop_*.py)
+
+@pytest.mark.parametrize("name, j", [("r18_static_loop_race", "j"),
+                                     ("r18_static_loop_helper_race", "kt'")])
+def test_race_witnesses_name_static_loop_iterations(name, j):
+    # the write of iteration j=1 races with the read of j=0 (write-after-read), the read
+    # of j=0 with the write of j=0 by another thread: every witness named only kt=0, so
+    # the two accesses looked like one iteration's. The interpreter names them alike.
+    path = pathlib.Path(__file__).resolve().parent / "review_cases" / f"{name}.py"
+    k = compile_file(str(path)).kernels[0]
+    a = analyze(k)
+    races = sorted((d for d in a.diagnostics if d.code == "AVE207"),
+                   key=lambda d: d.range.start.line)
+    war, raw = races
+    assert war.witness["loop_indices"] == {"kt": 0, j: 1}, war.witness
+    assert war.witness["earlier_loop_indices"] == {"kt": 0, j: 0}
+    assert f"(kt=0, {j}=1) after a read" in war.message, war.message
+    assert raw.witness["loop_indices"] == {"kt": 0, j: 0}
+    res = run(k, (1,), [np.ones((200, 32), np.float32), np.zeros((16, 32), np.float32)])
+    seen = [d.witness["loop_indices"] for d in res.diagnostics if d.code == "AVE304"]
+    assert {"kt": 0, j: 0} in seen and {"kt": 0, j: 1} in seen

@@ -161,7 +161,7 @@ def test_gemm_mask_bound_witness():
     assert d.witness["block"] == [0, 0, 0]
     assert [t["thread"] for t in d.witness["threads"]] == [9]
     assert d.witness["coordinates"] == {"B": [0, 72]}
-    assert d.witness["loop_indices"] == {}          # issued by the prologue (kt = 0)
+    assert d.witness["loop_indices"] == {"kt": 0}   # issued by the prologue's static kt = 0
     assert d.range.start.line == _line_of(path, "ave.copy_async(B[")
 
 

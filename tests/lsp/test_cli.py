@@ -364,7 +364,7 @@ def test_json_output_validates(fake_frontend, tmp_path, capsys):
     jsonschema.validate(report, report_schema())
     assert report["summary"]["errors"] == 1 and report["summary"]["warnings"] == 1
     assert [d["code"] for d in report["diagnostics"]] == ["AVE106", "AVE105"]
-    assert out.startswith('{\n  "version": "1.4"')
+    assert out.startswith('{\n  "version": "1.5"')
 
 
 def test_fail_on_warning(fake_frontend, tmp_path, capsys):

@@ -108,7 +108,7 @@ def test_sarif_broken_example_validates(broken_sarif):
     assert loc["region"] == {"startLine": 144, "startColumn": 9, "endLine": 144,
                              "endColumn": 50}
     assert [r["message"]["text"] for r in first["relatedLocations"]][:2] == [
-        "x: tag introduced (A)", "x: written to shared memory by ave.copy_async"]
+        "x: tag introduced (A)", "x: written to shared memory by ave.copy_async (kt=0)"]
     assert [r["id"] for r in first["relatedLocations"]] == \
         list(range(1, len(first["relatedLocations"]) + 1))
     assert first["properties"]["witness"]["threads"][0]["thread"] == 8
