@@ -239,15 +239,16 @@ def join_chains(x: Any, y: Any, token: Any) -> Any:
 
 
 def _arm_chains(x: Any, y: Any) -> Any:
-    """The two arms' chains as lists (an untagged accumulator, ``ave.zeros``, is the empty
-    chain), or the join's answer when there is nothing to join: None (no chain on either
-    side), False (an arm's chain that cannot be followed)."""
+    """The two arms' chains as lists (an untagged accumulator, ``ave.zeros``, or one of
+    global data alone, a loaded ``C``, is the empty chain), or the join's answer when there
+    is nothing to join: None (no chain on either side), False (an arm's chain that cannot
+    be followed)."""
     a, b = x.kcov, y.kcov
     if a is None and b is None:
         return None
-    if a is None and not x.tags.code.any():
+    if a is None and (not x.tags.code.any() or x.global_data):
         a = []
-    if b is None and not y.tags.code.any():
+    if b is None and (not y.tags.code.any() or y.global_data):
         b = []
     if not isinstance(a, list) or not isinstance(b, list):
         return False

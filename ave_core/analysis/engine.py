@@ -383,6 +383,30 @@ class FragVal:
     global_data: bool = False
 
 
+def written_tensors(k: KernelIR) -> frozenset:
+    """The names of the tensor parameters kernel ``k`` writes (an ``ave.store`` or a copy
+    into a tile of theirs, a scatter): what a load from them reads may be a partial sum the
+    kernel stored (``C += A B`` through global memory, a stream-K fix-up) -- not global data
+    alone (FragVal.global_data)."""
+    roots = {p.value: p.name for p in k.params}
+    out = set()
+    for op in k.walk():
+        if op.name == "ave.store" and op.operands:
+            v = op.operands[0]
+        elif op.name in ("ave.copy", "ave.copy_async") and len(op.operands) > 1:
+            v = op.operands[1]
+        else:
+            continue
+        for _ in range(256):        # (the tile's chain of views back to its tensor)
+            owner = getattr(v, "owner", None)
+            if v in roots or owner is None or not owner.operands:
+                break
+            v = owner.operands[0]
+        if v in roots:
+            out.add(roots[v])
+    return frozenset(out)
+
+
 def _global_data(frs: list) -> bool:
     """An elementwise result of ``frs`` is global data alone (FragVal.global_data): each
     tagged operand is, and one is tagged."""
@@ -488,6 +512,8 @@ class Engine:
         self.k = kernel
         self.T = kernel.threads
         self.ws = kernel.warp_size
+        #: the tensors the kernel writes (see written_tensors; the variants run here, all)
+        self.written_tensors = written_tensors(kernel)
         self.tab = tab
         self.conds = conds
         self.solver = solver
@@ -981,6 +1007,7 @@ class Engine:
         resume): the caller runs it on a fresh engine.
         """
         ops = kernel.body.ops
+        self.written_tensors = self.written_tensors | written_tensors(kernel)
         prev = getattr(self, "_prev_ops", None)
         self._keep = None if resume_points is None else frozenset(resume_points)
         if prev is None or self._jlist is None:
@@ -1393,7 +1420,8 @@ class Engine:
                     pick = tr == 0
                     ival = SymInt(np.where(pick, ia.key, ib.key).astype(np.int32),
                                   np.where(pick, ia.conc, ib.conc))
-            self.env[op.result] = FragVal(tags, fa.V, ival, varies=varies)
+            self.env[op.result] = FragVal(tags, fa.V, ival, varies=varies,
+                                          global_data=_global_data([fa, fb]))
             return
         if isinstance(a, SymInt) and isinstance(b, SymInt) and isinstance(c, np.ndarray):
             # (inside a mask: one value per element, not per thread -- AVE900 before)
@@ -2949,7 +2977,9 @@ class Engine:
         # element may differ (one thread's copy masked off, another's loaded)
         self.env[op.result] = FragVal(tags, V, ival, varies=bool(op.attrs.get("masked")) and
                                       self._scalars_vary(op),
-                                      global_data=src.space == "global")
+                                      global_data=src.space == "global" and
+                                      src.tensor is not None and
+                                      src.tensor.name not in self.written_tensors)
 
     def op_ave_store(self, op):
         dst: TileVal = self.env[op.operands[0]]
@@ -4304,7 +4334,8 @@ class Engine:
                     accumulation.lost_chain(self, op, tv, ev)
                 self.env[r] = FragVal(join(tv.tags, ev.tags, self.conds), tv.V, kcov=kcov,
                                       varies=tv.varies or ev.varies or
-                                      self._varies(op.operands[0]))
+                                      self._varies(op.operands[0]),
+                                      global_data=_global_data([tv, ev]))
             elif _same_sym(tv, ev):
                 self.env[r] = tv
             else:

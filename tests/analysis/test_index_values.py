@@ -128,10 +128,12 @@ def test_a_constant_gather_index_is_followed():
 
 def test_an_accumulator_kept_across_two_n_tiles_is_a_conflict():
     # acc = mma(a, b, acc * 0.5) over two N-tiles without re-zeroing: C[:, 64 + n] holds
-    # B's column n too. The store's check was proved (agree dropped col); now col is ⊤.
+    # B's column n too. The store's check was proved (agree dropped col); now col is ⊤ --
+    # at the second N-tile's store (the static loop's nt = 1, named in the witness)
     k, a = _analyze("r7_acc_reuse3")
     (d,) = [d for d in a.diagnostics]
-    assert d.code == "AVE201" and "col=⊤" in d.message and "nt" not in d.message
+    assert d.code == "AVE201" and "col=⊤" in d.message and "nt=1:" in d.message
+    assert d.witness["loop_indices"] == {"nt": 1}
     rng = np.random.default_rng(0)
     A = NUM.to_storage(bf16, rng.standard_normal((64, 32)).astype(np.float32))
     B = NUM.to_storage(bf16, rng.standard_normal((32, 128)).astype(np.float32))
@@ -521,3 +523,70 @@ def test_a_table_entry_with_a_program_id_keeps_the_grid_trust():
     O = np.zeros((64, 32), np.float32)
     ids = np.random.default_rng(6).integers(0, 64, 64).astype(np.int32)
     assert run(k, (4,), [X, O, ids], provenance=True).diagnostics == []
+
+
+# ----------------------------------------------------------------------------- round 18
+# (tests/analysis/review_cases/r18_*.py: a review of the global-data terms of AVE206)
+
+def _bias_run(k, flag: int, where: bool = False):
+    rng = np.random.default_rng(11)
+    A = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
+    C = rng.standard_normal((64, 64)).astype(np.float32)
+    D = np.zeros((64, 64), np.float32)
+    assert run(k, (1,), [A, B, C, D, flag]).diagnostics == []
+    a64, b64 = (NUM.from_storage(bf16, x).astype(np.float64) for x in (A, B))
+    c64 = C.astype(np.float64)
+    bias = np.where(c64 > 0, c64, 0) if where else c64 * (2.0 if flag <= 0 else 1.0)
+    np.testing.assert_allclose(D, bias + a64 @ b64, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["r18_bias_where", "r18_bias_branch"])
+def test_a_bias_through_where_or_a_branch_is_global_data(name):
+    # bias (picked by ave.where, or by a runtime branch) + even + odd: the bias is still
+    # loaded data alone -- the sum continues both chains (it ended them: a false "never
+    # accumulates k=0")
+    k, a = _analyze(name)
+    assert a.diagnostics == [], [d.message for d in a.diagnostics]
+    if name == "r18_bias_where":
+        _bias_run(k, flag=1, where=True)
+    else:
+        _bias_run(k, flag=1)
+        _bias_run(k, flag=0)
+
+
+def test_an_accumulator_read_modified_and_written_through_global_memory():
+    # C += A B one k-tile per iteration (load C, one MMA, store C): C holds the partial
+    # sum the kernel stored, not a bias -- no chain starts at the load (it was "never
+    # accumulates k=0 ... at kt=1": each iteration's one MMA checked as the whole sum)
+    k, a = _analyze("r18_rmw_global")
+    assert a.diagnostics == [], [d.message for d in a.diagnostics]
+    rng = np.random.default_rng(12)
+    for K in (64, 96):
+        A = NUM.to_storage(bf16, rng.standard_normal((64, K)).astype(np.float32))
+        B = NUM.to_storage(bf16, rng.standard_normal((K, 64)).astype(np.float32))
+        C = np.zeros((64, 64), np.float32)
+        assert run(k, (1,), [A, B, C]).diagnostics == []
+        ref = NUM.from_storage(bf16, A).astype(np.float64) @ \
+            NUM.from_storage(bf16, B).astype(np.float64)
+        np.testing.assert_allclose(C, ref, rtol=1e-4, atol=1e-3)
+
+
+def test_a_loaded_accumulator_through_a_guarded_loop_misses_the_partial_tile():
+    # W = C + A B from a loaded C, full k-tiles only (`if k0 + 32 <= K`): a partial last
+    # tile is never summed. The chain from the loaded C is followed through the branch
+    # (it was AVE205 "cannot be followed"), as from ave.zeros: AVE206 "never"
+    k, a = _analyze("r18_loaded_c_branch")
+    (d,) = a.diagnostics
+    assert d.code == "AVE206" and d.witness["what"] == "never", d.message
+    k0, K = d.witness["value"], d.witness["model"]["A.shape[1]"]
+    assert K % 32 != 0 and K - K % 32 <= k0 < K, d.witness
+    rng = np.random.default_rng(13)
+    A = NUM.to_storage(bf16, rng.standard_normal((64, 40)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((40, 64)).astype(np.float32))
+    C = rng.standard_normal((64, 64)).astype(np.float32)
+    W = np.zeros((64, 64), np.float32)
+    assert run(k, (1,), [A, B, C, W]).diagnostics == []
+    a64, b64 = (NUM.from_storage(bf16, x).astype(np.float64) for x in (A, B))
+    np.testing.assert_allclose(W, C + a64[:, :32] @ b64[:32], rtol=1e-4, atol=1e-3)
+    assert np.abs(W - (C + a64 @ b64)).max() > 0.1          # k = 32..39 never summed
