@@ -160,16 +160,25 @@ class BoundsChecker:
         name = tile.tensor.name
         ends: dict = {}
         self._row_ends = (op, ends)
+        uppers: dict = {}           # dim -> how many `c_d < E` conjuncts bound it
         for lhs, rhs in _lt_conjuncts(region, env):
             d = next((i for i, a in enumerate(region.args) if a is lhs), None)
             if d is None:
                 continue
+            uppers[d] = uppers.get(d, 0) + 1
+            if uppers[d] > 1:
+                # (a second bound on the dimension -- `(i < row0 + N) & (i < M)`: the kernel
+                # expects rows that do not fit, the last one partial -- states no row end:
+                # its contract contradicted an else-arm's `row0 + N > M`, and an unmasked
+                # read there was proved; a review helper)
+                ends.pop((name, d), None)
             e = env.get(rhs)
             if not isinstance(e, SymInt):
                 continue
             k = int(np.asarray(e.key).reshape(-1)[0])
             c = int(np.asarray(e.conc).reshape(-1)[0])
-            if _uniform(np.asarray(e.key)) and _uniform(np.asarray(e.conc)):
+            if uppers[d] == 1 and _uniform(np.asarray(e.key)) and \
+                    _uniform(np.asarray(e.conc)):
                 end = self._row_end(k, c)
                 if end is not None:
                     ends[(name, d)] = end
@@ -348,6 +357,14 @@ class BoundsChecker:
         tab = self.eng.tab
         rest = tuple(t for t in tab.lins[k] if not mentions(tab, tab.lin((t[:1] + (1,),)),
                                                               ("pid",)))
+        if not rest and c == 0 and len(tab.lins[k]) == 1 and tab.lins[k][0][1] == 1:
+            # `(pid + 1) * N` written as one product
+            at = tab.atoms[tab.lins[k][0][0]]
+            if at.kind == "op" and at.args[0] == "mul":
+                for (sk, sc), (ok, oc) in (at.args[1:3], at.args[2:0:-1]):
+                    if sc == 1 and tab.lins[sk] == ((p, 1),) and \
+                            not mentions(tab, ok, ("pid",)) and ok:
+                        return (p, ok, oc)
         if (tab.lin(rest) if rest else 0) != fk or c != fc or (fk == 0 and fc <= 0):
             return None
         return g

@@ -575,3 +575,24 @@ def test_a_mask_one_past_the_row_end_is_out_of_bounds():
     assert d.witness["model"]["N"] == 1 and d.witness["model"]["X.shape[0]"] == 1
     res = run(k, (3,), [np.ones(120, np.float32), np.zeros(120, np.float32), 40])
     assert any(x.code == "AVE301" and "X[120]" in x.message for x in res.diagnostics)
+
+
+def test_a_mask_with_a_second_bound_states_no_row_end():
+    # (i < row0 + N) & (i < M): the kernel expects a partial last row, so the row end is
+    # no contract; the else-arm (`row0 + N > M`) re-reads the row unmasked -- past X for
+    # the last block. It was proved: the row end's contract made the arm unreachable.
+    k, ds = _case("r18_row_end_else_arm")
+    (d,) = ds
+    assert d.code == "AVE208" and d.witness["coordinates"] == {"X": [1]}, d.message
+    res = run(k, (3,), [np.arange(100, dtype=np.float32), np.zeros(100, np.float32), 40])
+    assert any(x.code == "AVE301" and "X[100]" in x.message for x in res.diagnostics)
+
+
+def test_a_row_end_written_as_one_product():
+    # i < (pid + 1) * N is the row end as i < row0 + N is (it was a false AVE208)
+    k, ds = _case("r18_row_end_product")
+    assert ds == [], [d.message for d in ds]
+    X = np.random.default_rng(5).standard_normal(120).astype(np.float32)
+    Y = np.zeros(120, np.float32)
+    res = run(k, (3,), [X, Y, 40])
+    assert res.diagnostics == [] and np.array_equal(X, Y)
