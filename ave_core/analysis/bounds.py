@@ -211,6 +211,7 @@ class BoundsChecker:
         n = len(coords[0])
         guard = eng.conds.rows(guard, n)
         branched = np.zeros(n, bool)        # under a runtime branch (see the grid contract)
+        bg = None                           # the branches' guard rows (without the mask)
         if eng.runtime_branches:
             # (made only when the enclosing branches are taken)
             bg = eng.branch_guard(np.broadcast_to(np.asarray(threads), (n,)))
@@ -320,8 +321,10 @@ class BoundsChecker:
             if end is not None and full.any():
                 when = ()
                 if branched[live].any():
+                    # (the branches' conditions, not the mask's: its row-end conjunct
+                    # differs per element, and no contract was stated under `if flag > 0:`)
                     rows = {tuple(sorted({int(c) for c in r if c != 0}))
-                            for r in guard[live].tolist()}
+                            for r in eng.conds.rows(bg, n)[live].tolist()}
                     when = next(iter(rows)) if len(rows) == 1 else None
                     if when and not self._contract_possible(end + (tile.tensor.name, d,
                                                                    when)):

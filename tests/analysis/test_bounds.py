@@ -596,3 +596,16 @@ def test_a_row_end_written_as_one_product():
     Y = np.zeros(120, np.float32)
     res = run(k, (3,), [X, Y, 40])
     assert res.diagnostics == [] and np.array_equal(X, Y)
+
+
+def test_a_row_end_under_a_uniform_runtime_branch():
+    # the row copy under `if flag > 0:` states its contract where the branch is taken (the
+    # branch's condition, not the per-element mask rows: it stated none, a false AVE208)
+    k, ds = _case("r18_row_end_branch")
+    assert ds == [], [d.message for d in ds]
+    X = np.random.default_rng(6).standard_normal(120).astype(np.float32)
+    for flag in (1, 0):
+        Y = np.zeros(120, np.float32)
+        res = run(k, (3,), [X, Y, 40, flag])
+        assert res.diagnostics == []
+        np.testing.assert_array_equal(Y, X if flag else np.zeros(120, np.float32))
