@@ -384,7 +384,7 @@ def on_consume(eng: Any, op: Any) -> None:
         # (a chain holding part of a sum -- see summed_chain -- is checked for "at most
         # once" only: the rest of the sum's k is in an accumulator not followed)
         r = check_chain(eng, x.kcov, op, known=chk.location in eng.known_violations,
-                        at_least=not x.partial, out_pids=_output_pids(eng, x))
+                        at_least=not x.partial, out_keys=_output_keys(x))
         chk.compared, chk.covered = r["compared"], r["covered"]
         chk.violation, chk.unknown = r["violation"], r["unknown"]
         if chk.violation is not None:
@@ -593,32 +593,63 @@ def _size_upper_bound(eng: Any, atom: int, forms: list) -> int | None:
     return best
 
 
-def _output_pids(eng: Any, x: Any) -> set:
-    """The program-id atoms the accumulator's own fields (its row and column
-    coordinates: ``row = m0 + i``) mention: the blocks that compute one output element
-    agree on these program ids, and may differ in the others."""
-    keys = np.unique(code_key(x.tags.code))
-    out: set = set()
-    for k in keys.tolist():
-        if k:
-            out |= atoms_in(eng.tab, k, ("pid",))
-    return out
+def _output_keys(x: Any) -> list:
+    """The symbolic forms of the accumulator's own fields (its row and column coordinates:
+    ``row = m0 + i`` has the form of ``m0``): two blocks whose forms agree compute the same
+    output elements."""
+    return [k for k in np.unique(code_key(x.tags.code)).tolist() if k]
+
+
+def _split_across_blocks(eng: Any, kkeys: list, out_keys: list) -> bool:
+    """Two blocks can compute the same accumulator elements (every form of
+    :func:`_output_keys` agrees) while summing different k (a form of ``kkeys``, the
+    chain's reduction indices, differs): the chain is one block's part of a sum split
+    across blocks. z3, with a second block's program ids; undecided: False."""
+    tab = eng.tab
+    pids: set = set()
+    for k in kkeys:
+        pids |= atoms_in(tab, k, ("pid",))
+    if not pids:
+        return False
+    sv = eng.solver
+    z3 = sv.z3
+    with sv.timed(), sv.scratch():
+        subs, cons = [], []
+        for p in sorted(pids):
+            axis = tab.atoms[p].args[0]
+            q = z3.Int(f"__other_program_id{axis}", sv.ctx)
+            cons.append(q >= 0)
+            n = tab.atom_ids.get(Atom("nprog", (axis,)))
+            if n is not None:
+                cons.append(q < sv.atom(n))
+            subs.append((sv.atom(p), q))
+
+        def other(k: int) -> Any:
+            return z3.substitute(sv.lin(k, 0), *subs)
+        cons += [sv.lin(k, 0) == other(k) for k in out_keys]
+        cons.append(z3.Or(*[sv.lin(k, 0) != other(k) for k in kkeys]))
+        s = z3.Solver(ctx=sv.ctx)
+        s.set("timeout", sv.timeout_ms)
+        sv.queries += 1
+        s.add(*cons, *sv._domain)
+        return s.check() == z3.sat
 
 
 def check_chain(eng: Any, chain_: list, consumer: Any, known: bool = False,
-                at_least: bool = True, out_pids: set | None = None) -> dict | None:
+                at_least: bool = True, out_keys: list | None = None) -> dict | None:
     """Check one ended chain; returns the check's outcome as a dict (see PairCheck).
 
     ``at_least``: False for a chain that holds only part of a sum (the other part an
     accumulator the analysis does not follow): each index at most once, none missing
     is not asked.
 
-    ``out_pids``: the program-id atoms the accumulator's coordinates mention (see
-    :func:`_output_pids`; None: every one). A chain whose reduction indices depend on a
-    program id they do not mention is one block's part of a sum split across blocks
-    (split-K: ``k0 = ave.program_id(2) * KS``, the partial sums added by atomics or a
-    second kernel): "at least once" is not asked of one block (each block missed the
-    other blocks' k: a false AVE206), "at most once" is.
+    ``out_keys``: the forms of the accumulator's coordinates (see :func:`_output_keys`;
+    None: not known). A chain whose reduction indices two blocks computing the same output
+    elements can hold differently (:func:`_split_across_blocks`) is one block's part of a
+    sum split across blocks (split-K: ``k0 = ave.program_id(2) * KS``; a linearised grid,
+    ``m0 = pid // 2 * BM``, ``k0 = pid % 2 * KS``; the partial sums added by atomics or a
+    second kernel): "at least once" is not asked of one block (each block missed the other
+    blocks' k: a false AVE206), "at most once" is.
 
     ``known``: the chain's first MMA has a violation already (an earlier execution or
     trip-count variant); the analysis reports the first one, so with one reduction field
@@ -676,7 +707,7 @@ def check_chain(eng: Any, chain_: list, consumer: Any, known: bool = False,
             done.add(sig)
             v = _at_most_once(eng, items, calls, w, f)
             if v is None and at_least:
-                v = _at_least_once(eng, items, calls, w, f, kmax, out_pids)
+                v = _at_least_once(eng, items, calls, w, f, kmax, out_keys)
             if v is not None:
                 if v.get("unknown"):
                     res["unknown"] = v["unknown"]
@@ -794,16 +825,18 @@ def _at_most_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict | 
 
 
 def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int,
-                   kmax: int = -1, out_pids: set | None = None) -> dict | None:
+                   kmax: int = -1, out_keys: list | None = None) -> dict | None:
     """``kmax``: the largest concrete index the chain's MMAs receive in any warp (the
-    extent an unmasked dimension is taken to have). ``out_pids``: see
+    extent an unmasked dimension is taken to have). ``out_keys``: see
     :func:`check_chain`."""
     dom = next((c.domain for c in calls if c.domain is not None), None)
     if dom is None:
         return None
-    if out_pids is not None and any(
-            atoms_in(eng.tab, it[0], ("pid",)) - out_pids for it in items if it[0] != 0):
-        return None         # a block's part of a sum split across blocks (split-K)
+    if out_keys is not None:
+        kkeys = sorted({it[0] for it in items if it[0] != 0 and
+                        atoms_in(eng.tab, it[0], ("pid",))})
+        if kkeys and _split_across_blocks(eng, kkeys, out_keys):
+            return None     # a block's part of a sum split across blocks (split-K)
     bdom = next((c.bdomain for c in calls if c.bdomain is not None), None)
     if bdom == dom:
         bdom = None

@@ -590,3 +590,20 @@ def test_a_loaded_accumulator_through_a_guarded_loop_misses_the_partial_tile():
     a64, b64 = (NUM.from_storage(bf16, x).astype(np.float64) for x in (A, B))
     np.testing.assert_allclose(W, C + a64[:, :32] @ b64[:32], rtol=1e-4, atol=1e-3)
     assert np.abs(W - (C + a64 @ b64)).max() > 0.1          # k = 32..39 never summed
+
+
+def test_split_k_on_a_linearised_grid():
+    # block pid: output rows (pid // 2) * 64, k-half (pid % 2) * 64, its partial sum into
+    # its own workspace slab. The k offset and the rows share program_id(0), yet two blocks
+    # (pid and pid ^ 1) compute the same rows over other k: "at least once" is not asked of
+    # one block (it was a false "never accumulates k=0", program_id(0) = 1)
+    k, a = _analyze("r18_splitk_linear")
+    assert a.diagnostics == [], [d.message for d in a.diagnostics]
+    rng = np.random.default_rng(14)
+    A = NUM.to_storage(bf16, rng.standard_normal((128, 128)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((128, 64)).astype(np.float32))
+    W = np.zeros((256, 64), np.float32)
+    assert run(k, (4,), [A, B, W]).diagnostics == []
+    ref = NUM.from_storage(bf16, A).astype(np.float64) @ \
+        NUM.from_storage(bf16, B).astype(np.float64)
+    np.testing.assert_allclose(W[:128] + W[128:], ref, rtol=1e-4, atol=1e-3)
