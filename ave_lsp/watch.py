@@ -20,7 +20,11 @@ diagnostic is the same one across checks when its code, severity, file, message 
 text of the line it starts on (stripped) are — so edits that only move it are not
 reported. Then the summary line of all watched files.
 
-Ctrl-C (or SIGTERM) stops watching; the exit status is then 0.
+Ctrl-C (or SIGTERM) stops watching; the exit status is then 0. Ctrl-C works also where
+the process started with SIGINT ignored -- what a non-interactive shell does to a command it
+runs in the background (``ave-lsp --check --watch . &`` in a script, or a CI step that
+backgrounds its test run): the watcher installs Python's handler for SIGINT while it
+watches, as it does for SIGTERM (it ignored Ctrl-C there, and had to be killed).
 """
 
 from __future__ import annotations
@@ -144,15 +148,17 @@ class Watcher:
 
     def run(self) -> int:
         """Watch until Ctrl-C or SIGTERM; returns 0."""
-        restore = None
+        restore: dict = {}
         if threading.current_thread() is threading.main_thread():
             def _term(signum, frame):
                 raise KeyboardInterrupt
 
-            try:
-                restore = signal.signal(signal.SIGTERM, _term)
-            except (ValueError, OSError):
-                restore = None
+            for sig, handler in ((signal.SIGTERM, _term),
+                                 (signal.SIGINT, signal.default_int_handler)):
+                try:
+                    restore[sig] = signal.signal(sig, handler)
+                except (ValueError, OSError):
+                    pass
         try:
             self.start()
             n = len(self.paths)
@@ -172,8 +178,9 @@ class Watcher:
             pass
         finally:
             self.stop()
-            if restore is not None:
-                signal.signal(signal.SIGTERM, restore)
+            for sig, old in restore.items():
+                if old is not None:
+                    signal.signal(sig, old)
         return 0
 
     def next_batch(self, poll: float = 0.5) -> set[str]:
