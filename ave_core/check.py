@@ -26,6 +26,7 @@ from ave_core.diagnostics import (
     ZERO_RANGE,
     AveError,
     Diagnostic,
+    Severity,
     call_site,
     Range,
     SourceText,
@@ -305,12 +306,33 @@ def _start_in_pool(pool: Any, path: str, text: str, workspace: str | None, optio
 _STATUS_ORDER = {"proved": 0, "vacuous": 1, "unknown": 2, "violated": 3}
 
 
+def spec_status(assertions: Iterable[str], diagnostics: Iterable[Diagnostic]) -> str:
+    """A specialization's status: the worst of its assertions' verdicts and of the
+    checker's findings outside them -- an error (a race, AVE207; an out-of-bounds access,
+    AVE208; a divergent barrier, AVE209) is ``violated``, an analysis limit (AVE205) is
+    ``unknown``; ``proved`` when there is neither an assertion nor an error (warnings
+    such as AVE203 do not change it)."""
+    statuses = list(assertions)
+    for d in diagnostics:
+        if d.severity == Severity.ERROR:
+            statuses.append("unknown" if d.code == "AVE205" else "violated")
+    return max(statuses, key=_STATUS_ORDER.get) if statuses else "proved"
+
+
+def findings_by_code(diagnostics: Iterable[Diagnostic]) -> dict[str, int]:
+    """``{code: count}`` of one specialization's diagnostics (the report's
+    ``findings``), codes in order."""
+    out: dict[str, int] = {}
+    for d in diagnostics:
+        out[d.code] = out.get(d.code, 0) + 1
+    return dict(sorted(out.items()))
+
+
 def summarize(ka: Any) -> tuple[str, int, list[dict], list[Diagnostic]]:
     """A :class:`~ave_core.analysis.KernelAnalysis` as the report records it: the
-    specialization's status (the worst verdict; ``proved`` when it has no assertion),
-    its trip-count bound, the assertions' JSON and the diagnostics."""
-    statuses = [a.status for a in ka.assertions]
-    status = max(statuses, key=_STATUS_ORDER.get) if statuses else "proved"
+    specialization's status (:func:`spec_status`), its trip-count bound, the assertions'
+    JSON and the diagnostics."""
+    status = spec_status((a.status for a in ka.assertions), ka.diagnostics)
     trip_bound = next((a.trip_bound for a in ka.assertions if a.trip_bound), None) or 1
     return status, trip_bound, [a.to_json(ka.kernel.file) for a in ka.assertions], \
         list(ka.diagnostics)
@@ -372,6 +394,7 @@ def _record(k: Any, spec: dict | None, summary: tuple, diags: list[Diagnostic],
         spec["status"] = status
         spec["trip_bound"] = trip_bound
         spec["assertions"] = assertions
+        spec["findings"] = findings_by_code(kdiags)
     cfg = "defaults" if k.config_index is None else f"configs[{k.config_index}]"
     for d in kdiags:
         key = (d.code, d.file, d.range, call_site(d))

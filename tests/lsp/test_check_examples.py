@@ -195,6 +195,7 @@ def test_examples_check_clean_json(runs):
         for sp, bound in zip(specs, TRIP_BOUNDS[path]):
             n_specs += 1
             assert sp["status"] == "proved", (path, sp["constexprs"])
+            assert sp["findings"] == {}, (path, sp["constexprs"])
             assert sp["trip_bound"] == bound
             got = sorted((a["kind"], a["line"]) for a in sp["assertions"])
             assert got == expected, (path, sp["constexprs"])

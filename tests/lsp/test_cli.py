@@ -32,6 +32,7 @@ from ave_core.diagnostics import (
     Range,
     Severity,
     SourceText,
+    SCHEMA_VERSION,
     report_schema,
     validate_report,
 )
@@ -364,7 +365,7 @@ def test_json_output_validates(fake_frontend, tmp_path, capsys):
     jsonschema.validate(report, report_schema())
     assert report["summary"]["errors"] == 1 and report["summary"]["warnings"] == 1
     assert [d["code"] for d in report["diagnostics"]] == ["AVE106", "AVE105"]
-    assert out.startswith('{\n  "version": "1.5"')
+    assert out.startswith('{\n  "version": "1.6"')
 
 
 def test_fail_on_warning(fake_frontend, tmp_path, capsys):
@@ -1058,3 +1059,62 @@ def kern(A: ave.Tensor[ave.bf16, 2], N: ave.constexpr = 1):
     assert "insert ave.wait_async(1), ave.barrier() before line 15 of kw.py " \
            "(the helper's call)" in d["notes"], d["notes"]
     assert d["witness"]["advice"]["count"] == 1 and "fix" not in d
+
+
+# --- a specialization's status counts the checker's findings outside assertions ------------
+
+def _diag(code, severity):
+    return Diagnostic(code, "m", "k.py", Range.of(0, 0, 0, 1),
+                      severity=Severity.from_label(severity))
+
+
+@pytest.mark.parametrize("assertions, diags, expected", [
+    ([], [], "proved"),
+    (["proved", "vacuous"], [], "vacuous"),
+    (["proved"], [("AVE203", "warning")], "proved"),        # a warning changes nothing
+    (["proved"], [("AVE208", "error")], "violated"),        # an out-of-bounds access
+    ([], [("AVE207", "error")], "violated"),                # a race, no assertion at all
+    (["vacuous"], [("AVE205", "error")], "unknown"),        # an analysis limit
+    (["violated"], [("AVE205", "error")], "violated"),
+])
+def test_spec_status_is_the_worst_verdict_over_assertions_and_findings(assertions, diags,
+                                                                       expected):
+    assert check_mod.spec_status(assertions, [_diag(c, s) for c, s in diags]) == expected
+
+
+_RACE_KERNEL = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def transpose(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    m0 = ave.program_id(0) * 32
+    n0 = ave.program_id(1) * 32
+    s = ave.alloc((32, 32), ave.f32, space="shared")
+    ave.copy(X[m0:m0 + 32, n0:n0 + 32], s, vector_bytes=16)
+    ave.copy(ave.transpose(s), Y[n0:n0 + 32, m0:m0 + 32], vector_bytes=4)
+'''
+
+
+def test_json_status_is_violated_for_findings_outside_assertions(tmp_path):
+    # The broken MoE's only finding is an out-of-bounds gather (AVE208; every assertion is
+    # proved) in its first specialization (TOPK = 2: the mask t < T * TOPK admits rows
+    # past X's T tokens; with the second's TOPK = 1 the same mask is right); a kernel
+    # without assertions has a race (AVE207). Those specializations are "violated", and
+    # their findings say why; the MoE's second stays "proved".
+    race = tmp_path / "race.py"
+    race.write_text(_RACE_KERNEL)
+    moe = str(ROOT / "examples" / "broken" / "moe_gather_mask_bound.py")
+    report = check_paths([moe, str(race)])
+    jsonschema.validate(report, report_schema())
+    assert report["version"] == SCHEMA_VERSION == "1.6"
+    by_path = {f["path"]: f for f in report["files"]}
+    specs = by_path[moe]["kernels"][0]["specializations"]
+    assert len(specs) == 2
+    for sp in specs:
+        assert {a["status"] for a in sp["assertions"]} == {"proved"}
+    assert [(sp["constexprs"]["TOPK"], sp["status"], sp["findings"]) for sp in specs] == [
+        (2, "violated", {"AVE208": 1}), (1, "proved", {})]
+    (sp,) = by_path[str(race)]["kernels"][0]["specializations"]
+    assert sp["assertions"] == []
+    assert sp["status"] == "violated" and sp["findings"] == {"AVE207": 1}
+    assert sorted((d["file"], d["code"]) for d in report["diagnostics"]) == sorted(
+        [(moe, "AVE208"), (str(race), "AVE207")])
