@@ -79,6 +79,10 @@ head, key, k = d); V -> (batch, head, key, col = d))
       its pairing again by itself.
     * stage separation: the K (V) stage refilled in iteration j never overlaps the stage
       read in iteration j (``assert_disjoint``).
+    * (from the analysis itself) accumulation: ``S = Q K^T`` sums every d once, and each
+      half of ``O += P V_j`` -- one MMA chain over all key blocks, through the online
+      softmax's rescaling ``o * alpha`` -- sums no key twice (a KV block visited twice, K
+      and V alike, pairs right and is caught here: AVE206).
 
 Configurations
     0: multi-head attention; 1: GQA (e.g. Llama-3-70B: 64 query heads over 8 K/V heads);

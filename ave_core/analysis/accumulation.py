@@ -4,7 +4,7 @@ its reduction exactly once (AVE206).
 An MMA chain is ``acc = mma(a, b, acc)`` repeated (a ``for kt`` main loop, the static
 ``kk`` steps over a head dimension): it starts at an accumulator that no MMA produced
 (``ave.zeros``, or any computed value) and ends where its value is used by anything but the
-accumulator operand of the next ``ave.mma`` (a store, a scale, a softmax). Operand pairing
+accumulator operand of the next ``ave.mma`` (a store, a softmax; a sum or a scale continues it). Operand pairing
 (AVE201) says the A and B values multiplied together carry the same ``k``; it cannot see
 a pipeline that multiplies the right pairs of the *wrong* k-tile (tile ``kt + 1`` loaded
 into stage ``kt``), which sums some k twice and another never. This check can.
@@ -331,8 +331,9 @@ def summed_chain(eng: Any, op: Any) -> list | None:
     chain, the result continues their chains (concatenated, operands in order) and the add
     does not end them. A tagged term of global data alone (a bias ``C[m, n]`` loaded:
     ``c + ev + od``; FragVal.global_data) sums no k and is such a term too. Anything else
-    (a scaled or joined accumulator, a value staged in shared memory) ends the chains
-    there as any other use does."""
+    (a term computed otherwise, a joined accumulator, a value staged in shared memory) ends
+    the chains there as any other use does (a scaled accumulator continues its chain:
+    :func:`scaled_chain`)."""
     from ave_core.analysis.engine import FragVal
     if op.name != "arith.add" or len(op.operands) != 2:
         return None
@@ -366,12 +367,63 @@ def summed_chain(eng: Any, op: Any) -> list | None:
     return out
 
 
+def scaled_chain(eng: Any, op: Any) -> tuple | None:
+    """The chain an elementwise scale of an accumulator continues, or None.
+
+    ``acc * s`` (or ``acc / s``) multiplies each accumulator element by one factor, which
+    changes no element's set of summed products: the chain goes on through it -- the
+    online softmax of flash attention rescales ``o = o * alpha[:, None]`` before each
+    ``o = ave.mma(p, v, o)``, and a GEMM epilogue scales ``alpha * acc`` before its store.
+    The factor (a scalar, or a fragment in the accumulator's layout) must sum no k itself
+    (no MMA chain of its own: ``acc * acc`` ends both). An accumulator that no MMA has
+    produced yet (``ave.zeros``, or global data alone) scaled is still a chain's start:
+    ``o_lo * alpha`` of the first iteration holds no product.
+
+    Returns ``(kcov, partial)`` for the result: its chain (``[]``: a start) and whether it
+    is checked "at most once" only (as the scaled value was: :func:`summed_chain`). The
+    check is the same as without the scale: a scale by zero, or a kernel whose loop skips
+    the blocks that would add nothing by value (a causal mask), is not told apart.
+    """
+    from ave_core.analysis.engine import FragVal
+    if op.name not in ("arith.mul", "arith.div") or len(op.operands) != 2:
+        return None
+    lay = getattr(op.result.type, "layout", None)
+    if lay is None:
+        return None
+    xs = [eng.env.get(v) for v in op.operands]
+
+    def sums_k(x: Any) -> bool:
+        return type(x) is FragVal and (x.kcov is False or bool(x.kcov))
+
+    def start(i: int) -> bool:
+        x = xs[i]
+        return type(x) is FragVal and getattr(op.operands[i].type, "layout", None) == lay \
+            and (x.kcov is not None and not x.kcov and x.kcov is not False
+                 or x.kcov is None and (not x.tags.code.any() or x.global_data))
+
+    order = (0,) if op.name == "arith.div" else (0, 1)
+    for i in order:
+        x, f = xs[i], xs[1 - i]
+        if sums_k(f):
+            return None
+        if type(x) is FragVal and isinstance(x.kcov, list) and x.kcov:
+            if getattr(op.operands[i].type, "layout", None) != lay:
+                return None
+            return x.kcov, x.partial
+    for i in order:
+        if start(i):
+            return [], xs[i].partial
+    return None
+
+
 def on_consume(eng: Any, op: Any) -> None:
     """Called before every op: an MMA chain used by anything but the accumulator operand of
-    an ``ave.mma`` (or a term of a sum that continues it: :func:`summed_chain`) ends here
-    and is checked."""
-    from ave_core.analysis.engine import FragVal, PairCheck
+    an ``ave.mma`` (or a term of a sum or a scale that continues it: :func:`summed_chain`,
+    :func:`scaled_chain`) ends here and is checked."""
+    from ave_core.analysis.engine import FragVal
     if op.name == "arith.add" and summed_chain(eng, op) is not None:
+        return
+    if op.name in ("arith.mul", "arith.div") and scaled_chain(eng, op) is not None:
         return
     for i, v in enumerate(op.operands):
         x = eng.env.get(v)
@@ -379,18 +431,47 @@ def on_consume(eng: Any, op: Any) -> None:
             continue
         if op.name == "ave.mma" and i == 2:
             continue
-        first = x.kcov[0][0].op if x.kcov[0] else op
-        chk = PairCheck(first, "accumulate", 0)
-        # (a chain holding part of a sum -- see summed_chain -- is checked for "at most
-        # once" only: the rest of the sum's k is in an accumulator not followed)
-        r = check_chain(eng, x.kcov, op, known=chk.location in eng.known_violations,
-                        at_least=not x.partial, out_keys=_output_keys(x))
-        chk.compared, chk.covered = r["compared"], r["covered"]
-        chk.violation, chk.unknown = r["violation"], r["unknown"]
-        if chk.violation is not None:
-            eng.known_violations.add(chk.location)
-        if chk.compared:
-            eng.checks.append(chk)
+        end_chain(eng, x, op)
+
+
+def end_chain(eng: Any, x: Any, op: Any) -> None:
+    """Check the MMA chain of fragment ``x`` (a non-empty ``kcov``), ended at ``op``.
+
+    A chain two ops consume (a scaled score tile read by a row max and a subtraction; one
+    consumed in an arm of a branch and left as it is in the other) is checked once: at the
+    first, while that check stands (a variant resumed from before it has dropped it and
+    checks it again)."""
+    from ave_core.analysis.engine import PairCheck
+    ended = eng.__dict__.setdefault("_chains_ended", {})
+    seen = ended.get(id(x.kcov))
+    if seen is not None and seen[0] is x.kcov and seen[1] < len(eng.checks) and \
+            eng.checks[seen[1]] is seen[2]:
+        return
+    first = x.kcov[0][0].op if x.kcov[0] else op
+    chk = PairCheck(first, "accumulate", 0)
+    # (a chain holding part of a sum -- see summed_chain -- is checked for "at most
+    # once" only: the rest of the sum's k is in an accumulator not followed)
+    r = check_chain(eng, x.kcov, op, known=chk.location in eng.known_violations,
+                    at_least=not x.partial, out_keys=_output_keys(x))
+    chk.compared, chk.covered = r["compared"], r["covered"]
+    chk.violation, chk.unknown = r["violation"], r["unknown"]
+    if chk.violation is not None:
+        eng.known_violations.add(chk.location)
+    if chk.compared:
+        ended[id(x.kcov)] = (x.kcov, len(eng.checks), chk)
+        eng.checks.append(chk)
+
+
+def ended_in_one_arm(x: Any, y: Any) -> Any:
+    """After a branch: the arm's fragment whose MMA chain the branch leaves as it was while
+    the other arm consumed it (``if masked: x = ave.where(keep, x, NEG)``: the other holds a
+    computed value, no chain) -- that chain ends at the branch, and the joined value
+    starts none; None otherwise."""
+    for a, b in ((x, y), (y, x)):
+        if isinstance(a.kcov, list) and a.kcov and b.kcov is None and \
+                b.tags.code.any() and not b.global_data:
+            return a
+    return None
 
 
 # ---------------------------------------------------------------------------- the check

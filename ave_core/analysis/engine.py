@@ -1099,6 +1099,11 @@ class Engine:
                 out.kcov = accumulation.summed_chain(self, op)
                 out.partial = bool(out.kcov) and any(
                     type(x) is FragVal and (x.kcov is False or x.partial) for x in (a, b))
+            elif name in ("mul", "div"):
+                # a scaled accumulator continues its MMA chain (AVE206)
+                sc = accumulation.scaled_chain(self, op)
+                if sc is not None:
+                    out.kcov, out.partial = sc
             self.env[op.result] = out
             return
         if rt.dtype.name == "i1" and name in ("and", "or", "xor"):
@@ -3382,8 +3387,9 @@ class Engine:
         B = self._warps_dense(b, tiled.b, at, (BK, BN), "b")
         self._pair_warps(check, A, B, None, op)
         # a chain starts at an untagged (⊥) accumulator (ave.zeros) or one of global data
-        # alone (D = C + A B from a loaded C); an accumulator with history that is not an
-        # MMA result (scaled, joined, staged in shared memory) cannot be followed
+        # alone (D = C + A B from a loaded C), or such a start scaled (o_lo * alpha before
+        # the first P V); an accumulator with other history that is not an MMA chain
+        # (computed from tagged data, joined, staged in shared memory) cannot be followed
         prev = c.kcov if c.kcov is not None else (
             False if c.tags.code.any() and not c.global_data else None)
         kcov = False
@@ -3428,7 +3434,9 @@ class Engine:
             keep.put(act, out.take(act))
             out = keep
         self.checks.append(check)
-        self.env[op.result] = FragVal(out, c.V, kcov=kcov,
+        # (a chain holding part of a sum stays so: accumulation.summed_chain)
+        partial = isinstance(kcov, list) and isinstance(prev, list) and c.partial
+        self.env[op.result] = FragVal(out, c.V, kcov=kcov, partial=partial,
                                       varies=a.varies or b.varies or c.varies)
 
     def _warps_dense(self, x: FragVal, layout: Any, at: int, shape: tuple, role: str) -> dict:
@@ -4330,12 +4338,20 @@ class Engine:
                     # arms on different threads (a condition on thread or warp ids)
                     kcov = accumulation.join_split_chains(
                         tv, ev, id(op), not _splits_warps(then_m, else_m, self.ws))
+                if kcov is False and runtime and \
+                        accumulation.ended_in_one_arm(tv, ev) is not None:
+                    # (one arm consumed the chain -- a mask applied to a score tile -- and
+                    # the other left it: it ends here, the joined value is no chain)
+                    accumulation.end_chain(self, accumulation.ended_in_one_arm(tv, ev), op)
+                    kcov = None
                 if kcov is False:
                     accumulation.lost_chain(self, op, tv, ev)
                 self.env[r] = FragVal(join(tv.tags, ev.tags, self.conds), tv.V, kcov=kcov,
                                       varies=tv.varies or ev.varies or
                                       self._varies(op.operands[0]),
-                                      global_data=_global_data([tv, ev]))
+                                      global_data=_global_data([tv, ev]),
+                                      partial=isinstance(kcov, list) and
+                                      (tv.partial or ev.partial))
             elif _same_sym(tv, ev):
                 self.env[r] = tv
             else:

@@ -8,6 +8,8 @@ the output element the witness names lacks (or doubles) exactly the product it n
 
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,8 @@ from ave_core.compiler.frontend import compile_source
 from ave_core.interp import numerics as NUM
 from ave_core.interp import run
 from ave_core.lang import bf16
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 KERNEL = '''
 import ave_core.lang as ave
@@ -521,3 +525,119 @@ def test_k_range_by_the_output_rows_block_is_still_complete_or_not():
     assert abs(float(out[64, 0]) - float(ref[0, 0])) > 1e-3      # lacks k < 64
     part = af[64:128, 64:128] @ bf[64:128]
     assert np.abs(out[64:128] - part).max() < 1e-3 * max(1.0, np.abs(part).max())
+
+
+# --- scaled accumulators: a scale keeps the MMA chain (the online softmax) -----------------
+
+def test_rescaled_between_mmas_is_followed_and_a_repeated_tile_caught():
+    # acc = acc * 0.5 before each MMA: the scale sums no k, the chain goes on through it
+    # (it ended there, and each one-MMA chain after it was not followed: nothing checked).
+    # With every iteration reading k-tile 0, trip count 2 sums k = 0 at kt = 0 and again
+    # at kt = 1; the interpreter's C[0, 0] is 0.5 * P + P for P the tile-0 product.
+    step = ["        acc = acc * 0.5", MMA_STMT]
+    ok = _summed(step)
+    a, d = _acc206(ok)
+    assert d == [] and a.diagnostics == []
+    (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+    assert r.status == "proved" and r.coverage == 1.0
+    bad = compile_source(KERNEL.replace("{K0}", "kt * 0").replace(
+        MMA_STMT, "\n".join(step)), "scaled.py").kernels[0]
+    a, (d,) = _acc206(bad)
+    w = d.witness
+    assert (w["what"], w["field"], w["value"]) == ("twice", "k", 0)
+    assert w["mma_loops"] == {"first": {"kt": 0}, "again": {"kt": 1}}
+    assert w["trip_counts"] == {"kt": 2} and w["accumulator"] == [0, 0]
+    af, bf, c = _run(bad, 40)
+    p = float(af[0, :32] @ bf[:32, 0])
+    assert abs(float(c[0, 0]) - 1.5 * p) < 1e-2 * max(1.0, abs(p))
+
+
+def test_a_scale_after_the_last_mma_keeps_at_least_once():
+    # The epilogue's acc * 2.0 before the store: the chain is checked at the store, in
+    # full -- the shifted tile (iteration kt reads tile kt + 1) still never sums k = 0
+    k = compile_source(KERNEL.replace("{K0}", "(kt + 1) * 32").replace(
+        "    ave.store(", "    acc = acc * 2.0\n    ave.store("), "epi.py").kernels[0]
+    a, (d,) = _acc206(k)
+    assert (d.witness["what"], d.witness["value"]) == ("never", 0)
+    assert d.range.start.line == MMA_LINE
+    assert d.witness["trip_counts"] == {"kt": 1}
+
+
+FA = (ROOT / "examples" / "flash_attention.py").read_text(encoding="utf-8")
+
+
+def _fa(text: str, config: int = 0):
+    res = compile_source(text, "fa.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    return next(k for k in res.kernels if k.config_index == config)
+
+
+def _line(text: str, code: str) -> int:
+    (i,) = [i for i, ln in enumerate(text.splitlines()) if ln.strip().startswith(code)]
+    return i
+
+
+def test_flash_attention_p_v_chains_are_checked():
+    # O += P V_j with o rescaled by alpha before each MMA: both halves' chains are followed
+    # over every KV block -- an "accumulate" verdict each, proved
+    a = analyze(_fa(FA))
+    got = sorted(r.loc.range.start.line for r in a.assertions
+                 if r.kind == "accumulate" and r.status == "proved")
+    assert got == sorted([_line(FA, "acc = ave.mma(q, k, acc, tqk)"),
+                          _line(FA, "o_lo = ave.mma(pa, v_lo, o_lo, tpv)"),
+                          _line(FA, "o_hi = ave.mma(pa, v_hi, o_hi, tpv)")])
+    assert a.diagnostics == []
+
+
+def test_flash_attention_causal_is_proved():
+    # CAUSAL: a program's loop ends at its last row's diagonal, so the keys past it never
+    # reach O (their scores would be masked to -inf): no finding -- P's key is not a
+    # coordinate of P's own tagged tensor (it comes from K through the Q K^T MMA), so P V
+    # is held to "at most once", which the causal loop meets
+    text = FA.replace("dict(BR=64, BC=64, GROUP=1),", "dict(BR=64, BC=64, GROUP=1, CAUSAL=True),")
+    assert text != FA
+    a = analyze(_fa(text, config=2))
+    assert a.diagnostics == []
+    assert sum(r.kind == "accumulate" and r.status == "proved" for r in a.assertions) == 3
+
+
+def test_flash_attention_visiting_a_kv_block_twice_is_caught():
+    # K and V loaded from block j // 2: every pairing is right (P's keys are V's keys), but
+    # KV block 0 is visited at j = 0 and again at j = 1, so the P V chains sum key 0 twice:
+    # for K.shape[2] = 65 (two blocks) the second visit masks all but its first column --
+    # key 64's place, which holds key 0 -- so O is attention over keys 0..63 and key 0 again.
+    text = FA.replace("        n0 = j * BC", "        n0 = (j // 2) * BC")
+    assert text.count("(j // 2) * BC") == 2
+    k = _fa(text)
+    a = analyze(k)
+    assert {d.code for d in a.diagnostics} == {"AVE206"}
+    lines = sorted(d.range.start.line for d in a.diagnostics)
+    assert lines == sorted([_line(text, "o_lo = ave.mma(pa, v_lo, o_lo, tpv)"),
+                            _line(text, "o_hi = ave.mma(pa, v_hi, o_hi, tpv)")])
+    d = min(a.diagnostics, key=lambda d: d.range.start.line)
+    w = d.witness
+    assert (w["what"], w["field"], w["value"]) == ("twice", "key", 0)
+    assert w["mma_loops"] == {"first": {"j": 0}, "again": {"j": 1}}
+    assert w["trip_counts"] == {"j": 2}
+    assert w["threads"][0]["thread"] == 0 and w["accumulator"] == [0, 0]
+    S_KV = w["model"]["K.shape[2]"]
+    assert 64 < S_KV <= 128
+    # the interpreter, at the witness' sizes: O is attention over keys 0..63 alone
+    rng = np.random.default_rng(7)
+    D, S_Q = 128, 16
+    q, kk, v = (NUM.to_storage(bf16, rng.standard_normal(s).astype(np.float32))
+                for s in ((1, 1, S_Q, D), (1, 1, S_KV, D), (1, 1, S_KV, D)))
+    o = np.zeros((1, 1, S_Q, D), np.uint16)
+    sm = 1.0 / np.sqrt(D)
+    run(k, (1, 1, 1), [q, kk, v, o, sm], checks=False)
+    qf, kf, vf = (NUM.from_storage(bf16, x).astype(np.float64)[0, 0] for x in (q, kk, v))
+    got = NUM.from_storage(bf16, o).astype(np.float64)[0, 0]
+
+    def attention(keys):
+        s = qf @ kf[keys].T * np.float64(np.float32(sm))
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        return (p / p.sum(axis=1, keepdims=True)) @ vf[keys]
+    twice = attention(list(range(64)) + [0])            # the witness: key 0 twice
+    right = attention(list(range(S_KV)))
+    assert np.abs(got - twice).max() < 2e-2 * np.abs(twice).max()
+    assert np.abs(got - right).max() > 10 * np.abs(got - twice).max()

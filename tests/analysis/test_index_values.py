@@ -129,11 +129,18 @@ def test_a_constant_gather_index_is_followed():
 def test_an_accumulator_kept_across_two_n_tiles_is_a_conflict():
     # acc = mma(a, b, acc * 0.5) over two N-tiles without re-zeroing: C[:, 64 + n] holds
     # B's column n too. The store's check was proved (agree dropped col); now col is ⊤ --
-    # at the second N-tile's store (the static loop's nt = 1, named in the witness)
+    # at the second N-tile's store (the static loop's nt = 1, named in the witness). The
+    # scale keeps the MMA chain going (accumulation.scaled_chain), so the same bug is also
+    # AVE206: acc[0, 0] sums the products of k = 0 at nt = 0 and again at nt = 1 (B's
+    # column 0, then 64 -- the interpreter's C[:, 64:] holds 0.5 * (A B)[:, :64] too)
     k, a = _analyze("r7_acc_reuse3")
-    (d,) = [d for d in a.diagnostics]
+    (d,) = [d for d in a.diagnostics if d.code != "AVE206"]
     assert d.code == "AVE201" and "col=⊤" in d.message and "nt=1:" in d.message
     assert d.witness["loop_indices"] == {"nt": 1}
+    (t,) = [d for d in a.diagnostics if d.code == "AVE206"]
+    assert (t.witness["what"], t.witness["field"], t.witness["value"]) == ("twice", "k", 0)
+    assert t.witness["mma_loops"] == {"first": {"nt": 0}, "again": {"nt": 1}}
+    assert t.witness["accumulator"] == [0, 0]
     rng = np.random.default_rng(0)
     A = NUM.to_storage(bf16, rng.standard_normal((64, 32)).astype(np.float32))
     B = NUM.to_storage(bf16, rng.standard_normal((32, 128)).astype(np.float32))

@@ -70,7 +70,9 @@ ASSERTION_CALLS = {
         ("assert_disjoint", "ave.assert_disjoint(sV[sn], sV[s])"),
         ("assert_conform", "ave.assert_conform(pa, v_lo, "),
         ("mma", "ave.mma(pa, v_lo, o_lo, tpv)"),
+        ("accumulate", "ave.mma(pa, v_lo, o_lo, tpv)"),
         ("mma", "ave.mma(pa, v_hi, o_hi, tpv)"),
+        ("accumulate", "ave.mma(pa, v_hi, o_hi, tpv)"),
         ("store", "ave.copy(sQ, O[b, h, m0:m0 + BR, 0:D]")],
     "examples/moe.py": [
         ("assert_disjoint", "ave.assert_disjoint(sX[s_fill], sX[s])"),
@@ -80,9 +82,10 @@ ASSERTION_CALLS = {
         ("store", "ave.store(ave.scatter(Out, sorted_token_ids[r0:r0 + BM], 0)")],
 }
 # plus, per specialization, the store into the tagged output and the accumulation of the
-# MMA chain that is stored (flash attention: Q K^T; P V is rescaled between MMAs)
-# 6 * 2 (gemm) + 9 * 3 (flash attention) + 5 * 2 (MoE) = 12 + 27 + 10
-ASSERTIONS = 49
+# MMA chain that is stored (flash attention: Q K^T, and P V's two halves -- each one chain
+# through the online softmax's rescaling)
+# 6 * 2 (gemm) + 11 * 3 (flash attention) + 5 * 2 (MoE) = 12 + 33 + 10
+ASSERTIONS = 55
 # Runtime loops are unrolled for trip counts 1 .. T, T = STAGES + 2, or for a kernel
 # without STAGES the buffers its loop cycles through + 2 (flash attention: sK[j % 2]).
 TRIP_BOUNDS = {"examples/gemm.py": [3 + 2, 4 + 2], "examples/flash_attention.py": [4, 4, 4],
