@@ -641,3 +641,35 @@ def test_flash_attention_visiting_a_kv_block_twice_is_caught():
     right = attention(list(range(S_KV)))
     assert np.abs(got - twice).max() < 2e-2 * np.abs(twice).max()
     assert np.abs(got - right).max() > 10 * np.abs(got - twice).max()
+
+
+def test_a_partial_sum_extended_by_an_mma_stays_partial():
+    # (C staged through shared memory, not followed, + k-tile 0) + (k-tile 1), then k-tile 2
+    # added to the sum by an MMA: the sum holds part of the k only (FragVal.partial), and
+    # the MMA after it kept that no more -- "never accumulates k=0" for a correct kernel (a
+    # false AVE206). Proved now, and the interpreter's D is C + A B; the sum's k-tile 1
+    # added again instead of k-tile 2 is still "twice".
+    text = (ROOT / "tests" / "analysis" / "review_cases" / "r19_partial_then_mma.py"
+            ).read_text(encoding="utf-8")
+    rng = np.random.default_rng(3)
+    a_ = NUM.to_storage(bf16, rng.standard_normal((64, 96)).astype(np.float32))
+    b_ = NUM.to_storage(bf16, rng.standard_normal((96, 64)).astype(np.float32))
+    c_ = rng.standard_normal((64, 64)).astype(np.float32)
+    af = NUM.from_storage(bf16, a_).astype(np.float64)
+    bf = NUM.from_storage(bf16, b_).astype(np.float64)
+    for tiles, ok in (("64:96", True), ("32:64", False)):
+        k = compile_source(text.replace("64:96", tiles), "r19.py").kernels[0]
+        a, d = _acc206(k)
+        (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+        if ok:
+            assert d == [] and a.diagnostics == [] and r.status == "proved"
+        else:
+            (d,) = d
+            assert (d.witness["what"], d.witness["value"]) == ("twice", 32)
+        out = np.zeros((64, 64), np.float32)
+        run(k, (1,), [a_, b_, c_.copy(), out], checks=False)
+        lo, hi = map(int, tiles.split(":"))
+        ref = c_ + af[:, :64] @ bf[:64] + af[:, lo:hi] @ bf[lo:hi]
+        assert np.abs(out - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
+        if ok:
+            assert np.abs(out - (c_ + af @ bf)).max() < 1e-3 * np.abs(ref).max()
