@@ -375,9 +375,10 @@ def scaled_chain(eng: Any, op: Any) -> tuple | None:
     online softmax of flash attention rescales ``o = o * alpha[:, None]`` before each
     ``o = ave.mma(p, v, o)``, and a GEMM epilogue scales ``alpha * acc`` before its store.
     The factor (a scalar, or a fragment in the accumulator's layout) must sum no k itself
-    (no MMA chain of its own: ``acc * acc`` ends both). An accumulator that no MMA has
-    produced yet (``ave.zeros``, or global data alone) scaled is still a chain's start:
-    ``o_lo * alpha`` of the first iteration holds no product.
+    (no MMA chain of its own: ``acc * acc`` ends both). ``ave.zeros`` scaled is still a
+    chain's start (its value is 0: ``o_lo * alpha`` of the first iteration holds no
+    product); another untagged value scaled by tagged data is not (that data may hold a
+    partial sum staged in shared memory).
 
     Returns ``(kcov, partial)`` for the result: its chain (``[]``: a start) and whether it
     is checked "at most once" only (as the scaled value was: :func:`summed_chain`). The
@@ -395,24 +396,27 @@ def scaled_chain(eng: Any, op: Any) -> tuple | None:
     def sums_k(x: Any) -> bool:
         return type(x) is FragVal and (x.kcov is False or bool(x.kcov))
 
-    def start(i: int) -> bool:
-        x = xs[i]
-        return type(x) is FragVal and getattr(op.operands[i].type, "layout", None) == lay \
-            and (x.kcov is not None and not x.kcov and x.kcov is not False
-                 or x.kcov is None and (not x.tags.code.any() or x.global_data))
+    def in_layout(i: int) -> bool:
+        return type(xs[i]) is FragVal and getattr(op.operands[i].type, "layout", None) == lay
 
-    order = (0,) if op.name == "arith.div" else (0, 1)
-    for i in order:
-        x, f = xs[i], xs[1 - i]
-        if sums_k(f):
+    # the accumulator: the operand holding a chain (either side of a product, a quotient's
+    # dividend); the factor must sum no k (`0.5 * acc` ended the chain: the factor was
+    # tried first and taken for the accumulator's other operand; a review helper)
+    held = [i for i in (0, 1) if sums_k(xs[i])]
+    if len(held) == 1:
+        i = held[0]
+        if op.name == "arith.div" and i != 0 or not in_layout(i) or \
+                not isinstance(xs[i].kcov, list):
             return None
-        if type(x) is FragVal and isinstance(x.kcov, list) and x.kcov:
-            if getattr(op.operands[i].type, "layout", None) != lay:
-                return None
-            return x.kcov, x.partial
-    for i in order:
-        if start(i):
-            return [], xs[i].partial
+        return xs[i].kcov, xs[i].partial
+    if held:
+        return None
+    # a start: ave.zeros (its value 0) times anything is 0 still -- `o_lo * alpha` of the
+    # first iteration (any untagged operand was taken for a start, and `ones * C` with C
+    # a partial sum the kernel staged was held to "at least once"; a review helper)
+    for i in ((0,) if op.name == "arith.div" else (0, 1)):
+        if in_layout(i) and xs[i].zero:
+            return [], False
     return None
 
 
@@ -437,15 +441,18 @@ def on_consume(eng: Any, op: Any) -> None:
 def end_chain(eng: Any, x: Any, op: Any) -> None:
     """Check the MMA chain of fragment ``x`` (a non-empty ``kcov``), ended at ``op``.
 
-    A chain two ops consume (a scaled score tile read by a row max and a subtraction; one
+    A value two ops consume (a scaled score tile read by a row max and a subtraction; one
     consumed in an arm of a branch and left as it is in the other) is checked once: at the
     first, while that check stands (a variant resumed from before it has dropped it and
-    checks it again)."""
+    checks it again), when the threads running it then were all those running it now (a
+    first use under ``if ave.warp_id() < 2:`` checked warps 0-1 only; a review helper)."""
     from ave_core.analysis.engine import PairCheck
     ended = eng.__dict__.setdefault("_chains_ended", {})
-    seen = ended.get(id(x.kcov))
-    if seen is not None and seen[0] is x.kcov and seen[1] < len(eng.checks) and \
-            eng.checks[seen[1]] is seen[2]:
+    seen = ended.get(id(x))
+    active = np.asarray(eng.active, bool)
+    if seen is not None and seen[0] is x and seen[1] < len(eng.checks) and \
+            eng.checks[seen[1]] is seen[2] and seen[3].shape == active.shape and \
+            bool((seen[3] | ~active).all()):
         return
     first = x.kcov[0][0].op if x.kcov[0] else op
     chk = PairCheck(first, "accumulate", 0)
@@ -458,7 +465,7 @@ def end_chain(eng: Any, x: Any, op: Any) -> None:
     if chk.violation is not None:
         eng.known_violations.add(chk.location)
     if chk.compared:
-        ended[id(x.kcov)] = (x.kcov, len(eng.checks), chk)
+        ended[id(x)] = (x, len(eng.checks), chk, active.copy())
         eng.checks.append(chk)
 
 

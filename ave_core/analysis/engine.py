@@ -381,6 +381,9 @@ class FragVal:
     #: (which may hold one): added to an MMA chain, or its accumulator, it is a term that
     #: sums no k (accumulation.summed_chain)
     global_data: bool = False
+    #: every element is 0 (``ave.zeros``, ``ave.full(..., 0.0, ...)``, or such a value scaled):
+    #: scaled by anything it is still an MMA chain's start (accumulation.scaled_chain)
+    zero: bool = False
 
 
 def written_tensors(k: KernelIR) -> frozenset:
@@ -1104,6 +1107,8 @@ class Engine:
                 sc = accumulation.scaled_chain(self, op)
                 if sc is not None:
                     out.kcov, out.partial = sc
+                    out.zero = not sc[0] and any(type(x) is FragVal and x.zero and
+                                                 (name == "mul" or x is a) for x in (a, b))
             self.env[op.result] = out
             return
         if rt.dtype.name == "i1" and name in ("and", "or", "xor"):
@@ -3293,8 +3298,11 @@ class Engine:
                 ival = SymInt.const(np.full(self.T * V, int(op.attrs["value"]), np.int64))
             if ival is not None and not _fits_dtype(ival, dtype):
                 ival = None
+        v = op.attrs.get("value")
         self.env[op.result] = FragVal(tags, V, ival, varies=bool(op.operands) and
-                                      self._varies(op.operands[0]))
+                                      self._varies(op.operands[0]),
+                                      zero=not op.operands and isinstance(v, (int, float))
+                                      and not isinstance(v, bool) and v == 0)
 
     def op_ave_coord(self, op):
         tab = self.table(op.attrs["layout"])
@@ -4175,8 +4183,14 @@ class Engine:
     # ------------------------------------------------------------------ control flow
 
     def op_scf_if(self, op):
-        c = self.env.get(op.operands[0])
-        c = self.conds.truth(self.conds.rows(c if c is not None else 0, self.T))
+        c0 = self.env.get(op.operands[0])
+        if isinstance(c0, FragVal):
+            # a predicate fragment of one value per thread (`if ave.min(alpha, axis=0) <
+            # 1.0:`): its element's condition, or an unknown per thread (it crashed the
+            # analysis: AVE900; a review helper)
+            c0 = c0.cond if c0.V == 1 and c0.cond is not None else np.array(
+                [self._free_cond(op, "if", t) for t in range(self.T)], np.int32)
+        c = self.conds.truth(self.conds.rows(c0 if c0 is not None else 0, self.T))
         then_m = self.active & (c == 0)
         else_m = self.active & (c == 1)
         sym = self.active & (c > 1)
@@ -4192,7 +4206,7 @@ class Engine:
         rows = crows = None
         fork = uniform = single = False
         if runtime:
-            crows = self.conds.rows(self.env.get(op.operands[0]), self.T)
+            crows = self.conds.rows(c0, self.T)
             r = crows[sym]
             rows = r[0] if (r == r[0]).all() and then_m.sum() == 0 else None
             # Arms that touch shared memory and issue no asynchronous copies (their commit
@@ -4350,8 +4364,12 @@ class Engine:
                                       varies=tv.varies or ev.varies or
                                       self._varies(op.operands[0]),
                                       global_data=_global_data([tv, ev]),
+                                      # (partial where both arms hold part of a sum
+                                      # only: one arm's whole chain is checked whole --
+                                      # `t = acc + other` in one arm left the other's
+                                      # incomplete acc unchecked; a review helper)
                                       partial=isinstance(kcov, list) and
-                                      (tv.partial or ev.partial))
+                                      (tv.partial and ev.partial))
             elif _same_sym(tv, ev):
                 self.env[r] = tv
             else:

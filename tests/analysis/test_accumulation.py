@@ -673,3 +673,90 @@ def test_a_partial_sum_extended_by_an_mma_stays_partial():
         assert np.abs(out - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
         if ok:
             assert np.abs(out - (c_ + af @ bf)).max() < 1e-3 * np.abs(ref).max()
+
+
+# --- review of the scale (a review helper found each of these) ------------------------------
+
+def test_a_factor_on_the_left_scales_too():
+    # `0.5 * acc` ended the chain (the factor was taken for the accumulator): a false
+    # "never accumulates" for the correct kernel, and flash attention with `alpha[:, None]
+    # * o_lo` proved a KV block visited twice
+    step = ["        acc = 0.5 * acc", MMA_STMT]
+    a, d = _acc206(_summed(step))
+    assert d == [] and a.diagnostics == []
+    bad = compile_source(KERNEL.replace("{K0}", "kt * 0").replace(
+        MMA_STMT, "\n".join(step)), "left.py").kernels[0]
+    a, (d,) = _acc206(bad)
+    assert (d.witness["what"], d.witness["value"]) == ("twice", 0)
+    text = FA.replace("        n0 = j * BC", "        n0 = (j // 2) * BC").replace(
+        "o_lo = o_lo * alpha[:, None]", "o_lo = alpha[:, None] * o_lo").replace(
+        "o_hi = o_hi * alpha[:, None]", "o_hi = alpha[:, None] * o_hi")
+    assert text.count("alpha[:, None] * o_") == 2
+    a = analyze(_fa(text))
+    assert sorted(d.code for d in a.diagnostics) == ["AVE206", "AVE206"]
+    assert all(d.witness["what"] == "twice" for d in a.diagnostics)
+
+
+def _review(name: str):
+    text = (ROOT / "tests" / "analysis" / "review_cases" / f"{name}.py").read_text("utf-8")
+    return compile_source(text, f"{name}.py").kernels[0]
+
+
+def test_ones_times_a_staged_partial_sum_is_no_chain_start():
+    # k-tile 0 summed, staged through shared memory, reloaded times an all-ones fragment,
+    # then k-tile 1 added: correct (C = A B). Only ave.zeros scaled starts a chain -- an
+    # untagged factor did, and the sum was held to "at least once": "never k=0".
+    k = _review("r19_smem_ones")
+    a, d = _acc206(k)
+    assert d == [] and a.diagnostics == []
+    af, bf, c = _run(k, 64)
+    assert np.abs(c - af @ bf).max() < 1e-3 * np.abs(af @ bf).max()
+
+
+def test_a_chain_first_used_by_some_warps_is_checked_for_all():
+    # warps 2-3 add k-tile 0 again; warps 0-1 store acc into D first, then every warp
+    # stores it into C. The first use was checked for warps 0-1 only, and the store into
+    # C was skipped as "checked already": proved. Now "repeats k=0" in warp 2 (thread 64,
+    # acc[32, 0]), and the interpreter's rows 32..63 of C hold k-tile 0 twice.
+    k = _review("r19_warp_first_noscale")
+    a, (d,) = _acc206(k)
+    w = d.witness
+    assert (w["what"], w["value"]) == ("twice", 0)
+    assert w["threads"][0] == {"thread": 64, "warp": 2, "lane": 0}
+    assert w["accumulator"] == [32, 0]
+    rng = np.random.default_rng(0)
+    a_ = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
+    b_ = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
+    c, dd = np.zeros((64, 64), np.float32), np.zeros((64, 64), np.float32)
+    run(k, (1,), [a_, b_, c, dd], checks=False)
+    af = NUM.from_storage(bf16, a_).astype(np.float64)
+    bf = NUM.from_storage(bf16, b_).astype(np.float64)
+    ref = af @ bf
+    assert np.abs(c[:32] - ref[:32]).max() < 1e-3 * np.abs(ref).max()
+    twice = ref + af[:, :32] @ bf[:32]
+    assert np.abs(c[32:] - twice[32:]).max() < 1e-3 * np.abs(twice).max()
+
+
+def test_a_partial_sum_in_one_arm_leaves_the_other_arms_chain_whole():
+    # the loop never reads k-tile 0; t = acc, or acc + (an MMA onto a tile staged in shared
+    # memory: not followed) when K > 64. The join was marked partial because of the
+    # then-arm, and the else-arm's incomplete acc was proved; now "never k=0"
+    k = _review("r19_partial_join_only")
+    a, (d,) = _acc206(k)
+    assert (d.witness["what"], d.witness["value"]) == ("never", 0)
+
+
+def test_a_branch_on_a_per_thread_fragment_condition():
+    # `if ave.min(alpha, axis=0) < 1.0:` around the rescale (a lazy rescale, one value per
+    # thread): it crashed the analysis (AVE900); the branch is on an unknown per thread,
+    # and the P V chains go through it -- clean, and the KV block visited twice caught
+    lazy = FA.replace("        o_lo = o_lo * alpha[:, None]\n        o_hi = o_hi * alpha[:, None]",
+                      "        if ave.min(alpha, axis=0) < 1.0:\n"
+                      "            o_lo = o_lo * alpha[:, None]\n"
+                      "            o_hi = o_hi * alpha[:, None]")
+    assert lazy != FA
+    a = analyze(_fa(lazy))
+    assert a.diagnostics == []
+    assert sum(r.kind == "accumulate" and r.status == "proved" for r in a.assertions) == 3
+    a = analyze(_fa(lazy.replace("        n0 = j * BC", "        n0 = (j // 2) * BC")))
+    assert sorted(d.code for d in a.diagnostics) == ["AVE206", "AVE206"]
