@@ -447,7 +447,7 @@ def end_chain(eng: Any, x: Any, op: Any) -> None:
     checks it again), when the threads running it then were all those running it now (a
     first use under ``if ave.warp_id() < 2:`` checked warps 0-1 only; a review helper)."""
     from ave_core.analysis.engine import PairCheck
-    ended = eng.__dict__.setdefault("_chains_ended", {})
+    ended = eng.chains_ended
     seen = ended.get(id(x))
     active = np.asarray(eng.active, bool)
     if seen is not None and seen[0] is x and seen[1] < len(eng.checks) and \

@@ -577,6 +577,8 @@ class Engine:
         self.known_violations: set = set()
         self._pair_memo: dict = {}   # clean contraction verdicts by compared values
         self._disjoint_memo: dict = {}   # pairs of shared tiles found disjoint
+        #: MMA chains checked where they ended, by the fragment (accumulation.end_chain)
+        self.chains_ended: dict = {}
         self.tileds = []
         for op in kernel.walk():
             if op.name == "ave.mma" and op.attrs["tiled"] not in self.tileds:
@@ -1107,8 +1109,7 @@ class Engine:
                 sc = accumulation.scaled_chain(self, op)
                 if sc is not None:
                     out.kcov, out.partial = sc
-                    out.zero = not sc[0] and any(type(x) is FragVal and x.zero and
-                                                 (name == "mul" or x is a) for x in (a, b))
+                    out.zero = not sc[0]        # (a start: ave.zeros scaled)
             self.env[op.result] = out
             return
         if rt.dtype.name == "i1" and name in ("and", "or", "xor"):
@@ -4352,11 +4353,12 @@ class Engine:
                     # arms on different threads (a condition on thread or warp ids)
                     kcov = accumulation.join_split_chains(
                         tv, ev, id(op), not _splits_warps(then_m, else_m, self.ws))
-                if kcov is False and runtime and \
-                        accumulation.ended_in_one_arm(tv, ev) is not None:
+                left = accumulation.ended_in_one_arm(tv, ev) \
+                    if kcov is False and runtime else None
+                if left is not None:
                     # (one arm consumed the chain -- a mask applied to a score tile -- and
                     # the other left it: it ends here, the joined value is no chain)
-                    accumulation.end_chain(self, accumulation.ended_in_one_arm(tv, ev), op)
+                    accumulation.end_chain(self, left, op)
                     kcov = None
                 if kcov is False:
                     accumulation.lost_chain(self, op, tv, ev)

@@ -1082,16 +1082,10 @@ def test_spec_status_is_the_worst_verdict_over_assertions_and_findings(assertion
     assert check_mod.spec_status(assertions, [_diag(c, s) for c, s in diags]) == expected
 
 
-_RACE_KERNEL = '''import ave_core.lang as ave
-
-@ave.kernel(threads=128)
-def transpose(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
-    m0 = ave.program_id(0) * 32
-    n0 = ave.program_id(1) * 32
-    s = ave.alloc((32, 32), ave.f32, space="shared")
-    ave.copy(X[m0:m0 + 32, n0:n0 + 32], s, vector_bytes=16)
-    ave.copy(ave.transpose(s), Y[n0:n0 + 32, m0:m0 + 32], vector_bytes=4)
-'''
+def _race_kernel() -> str:
+    """The transpose of tests/analysis/test_races.py without its barrier (an AVE207)."""
+    from tests.analysis.test_races import TRANSPOSE
+    return TRANSPOSE.replace("{BARRIER}", "")
 
 
 def test_json_status_is_violated_for_findings_outside_assertions(tmp_path):
@@ -1101,7 +1095,7 @@ def test_json_status_is_violated_for_findings_outside_assertions(tmp_path):
     # without assertions has a race (AVE207). Those specializations are "violated", and
     # their findings say why; the MoE's second stays "proved".
     race = tmp_path / "race.py"
-    race.write_text(_RACE_KERNEL)
+    race.write_text(_race_kernel())
     moe = str(ROOT / "examples" / "broken" / "moe_gather_mask_bound.py")
     report = check_paths([moe, str(race)])
     jsonschema.validate(report, report_schema())
