@@ -420,6 +420,67 @@ def scaled_chain(eng: Any, op: Any) -> tuple | None:
     return None
 
 
+def passed_chain(eng: Any, op: Any) -> tuple | None:
+    """The chain an accumulator keeps through ``ave.convert`` to its own layout or
+    ``ave.where``, or None.
+
+    ``ave.convert(acc, tiled.c)`` moves no element: the value is the accumulator's. A
+    select ``ave.where(c, acc, x)`` (either side) with ``x`` summing no k (a constant, a
+    value of no tagged data, global data alone) holds, per element, the accumulator's sum
+    or ``x``: what it passes on has each k at most as often as the chain has (an element
+    that took ``x`` has none). Both used to end the chain and check it there: a kernel
+    that masked or converted its accumulator inside the k loop (``acc = ave.where(ok, acc,
+    0.0)``) was "never accumulates k=32" at the first tile. The chain now ends where its
+    value is used otherwise (the check is the same there: a select after the last MMA, the
+    causal mask of a score tile, changes which elements are stored, not what was summed);
+    an MMA that accumulates into a selected value continues the chain as a part of a sum
+    (``partial``: "at most once" only -- the select may have dropped the products before
+    it, which the chain cannot tell).
+
+    Returns ``(kcov, partial, masked)`` for the result (``masked``: a select passed it,
+    :attr:`FragVal.masked`).
+    """
+    from ave_core.analysis.engine import FragVal
+    lay = getattr(op.result.type, "layout", None) if len(op.results) == 1 else None
+    if lay is None:
+        return None
+    if op.name == "ave.convert":
+        x = eng.env.get(op.operands[0])
+        if type(x) is FragVal and isinstance(x.kcov, list) and x.kcov and \
+                op.attrs.get("layout") == lay and \
+                getattr(op.operands[0].type, "layout", None) == lay:
+            return x.kcov, x.partial, x.masked
+        return None
+    if op.name != "arith.select" or len(op.operands) != 3:
+        return None
+    c, a, b = (eng.env.get(v) for v in op.operands)
+    xs = (a, b)
+
+    def sums_k(x: Any) -> bool:
+        return type(x) is FragVal and (x.kcov is False or bool(x.kcov))
+
+    held = [i for i in (0, 1) if sums_k(xs[i])]
+    if len(held) != 1:
+        return None
+    i = held[0]
+    x, other = xs[i], xs[1 - i]
+    if not isinstance(x.kcov, list) or \
+            getattr(op.operands[1 + i].type, "layout", None) != lay:
+        return None
+    if type(other) is FragVal and other.tags.code.any() and not other.global_data:
+        return None         # (data that may hold a partial sum staged in shared memory)
+    if type(other) is not FragVal and other is not None:
+        return None
+    masked = True
+    if type(c) is FragVal and c.cond is not None:
+        tr = eng.conds.truth(c.cond)
+        if (tr == 1 - i).all():
+            return None     # every element takes the other side: the chain ends here
+        # every element's condition picks the accumulator's side for certain
+        masked = not bool((tr == i).all())
+    return x.kcov, x.partial, x.masked or masked
+
+
 def on_consume(eng: Any, op: Any) -> None:
     """Called before every op: an MMA chain used by anything but the accumulator operand of
     an ``ave.mma`` (or a term of a sum or a scale that continues it: :func:`summed_chain`,
@@ -428,6 +489,8 @@ def on_consume(eng: Any, op: Any) -> None:
     if op.name == "arith.add" and summed_chain(eng, op) is not None:
         return
     if op.name in ("arith.mul", "arith.div") and scaled_chain(eng, op) is not None:
+        return
+    if op.name in ("ave.convert", "arith.select") and passed_chain(eng, op) is not None:
         return
     for i, v in enumerate(op.operands):
         x = eng.env.get(v)
@@ -827,7 +890,8 @@ def _knows_chain(eng: Any, by_field: dict) -> bool:
     # the trip counts as the check's own queries would compute them (this evaluates the
     # bound expressions once per variant, as they do; their forms are the earlier
     # variants' forms, which the violation found there made)
-    return all(sv.knows(k) for k, _, _, _, _ in _trip_forms(eng))
+    return all(sv.knows(k) for k, _, _, _, _ in _trip_forms(eng)) and \
+        all(sv.knows_cond(i) for ids, _, _ in eng._uniform_arms() for i in ids)
 
 
 def _solve(eng: Any, build) -> tuple[str, Any, Any]:
@@ -845,7 +909,12 @@ def _solve_in(eng: Any, build) -> tuple[str, Any, Any]:
     sv = eng.solver
     sv.queries += 1
     extra, objective = build(z3)
-    trips = _trip_constraints(eng, z3)
+    # the consumer's path: the enclosing arms of branches on runtime values every thread
+    # takes alike (a store under `if K % 32 == 0:` uses a chain of K // 32 full tiles,
+    # complete there: it was "never accumulates k=32" for K = 33, where the store does
+    # not run)
+    trips = _trip_constraints(eng, z3) + [eng._arm_term(ids, arm)
+                                          for ids, arm, _ in eng._uniform_arms()]
     # the usual answer is unsat (the chain is complete): a plain solver decides it at a
     # fraction of an optimizing one's cost; only a violation needs the canonical witness
     plain = z3.Solver(ctx=sv.ctx)

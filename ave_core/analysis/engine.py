@@ -384,6 +384,10 @@ class FragVal:
     #: every element is 0 (``ave.zeros``, ``ave.full(..., 0.0, ...)``, or such a value scaled):
     #: scaled by anything it is still an MMA chain's start (accumulation.scaled_chain)
     zero: bool = False
+    #: an MMA chain passed through ``ave.where``: some elements may hold the other side's
+    #: value instead of the chain's sum -- an MMA that accumulates into it continues the
+    #: chain as a part of a sum only (``partial``; accumulation.passed_chain)
+    masked: bool = False
 
 
 def written_tensors(k: KernelIR) -> frozenset:
@@ -1104,12 +1108,16 @@ class Engine:
                 out.kcov = accumulation.summed_chain(self, op)
                 out.partial = bool(out.kcov) and any(
                     type(x) is FragVal and (x.kcov is False or x.partial) for x in (a, b))
+                out.masked = bool(out.kcov) and any(
+                    type(x) is FragVal and x.masked for x in (a, b))
             elif name in ("mul", "div"):
                 # a scaled accumulator continues its MMA chain (AVE206)
                 sc = accumulation.scaled_chain(self, op)
                 if sc is not None:
                     out.kcov, out.partial = sc
                     out.zero = not sc[0]        # (a start: ave.zeros scaled)
+                    out.masked = bool(sc[0]) and any(
+                        type(x) is FragVal and x.masked for x in (a, b))
             self.env[op.result] = out
             return
         if rt.dtype.name == "i1" and name in ("and", "or", "xor"):
@@ -1431,8 +1439,14 @@ class Engine:
                     pick = tr == 0
                     ival = SymInt(np.where(pick, ia.key, ib.key).astype(np.int32),
                                   np.where(pick, ia.conc, ib.conc))
-            self.env[op.result] = FragVal(tags, fa.V, ival, varies=varies,
-                                          global_data=_global_data([fa, fb]))
+            out = FragVal(tags, fa.V, ival, varies=varies,
+                          global_data=_global_data([fa, fb]))
+            # (an accumulator masked by a value that sums no k: its MMA chain goes on,
+            # AVE206)
+            pc = accumulation.passed_chain(self, op)
+            if pc is not None:
+                out.kcov, out.partial, out.masked = pc
+            self.env[op.result] = out
             return
         if isinstance(a, SymInt) and isinstance(b, SymInt) and isinstance(c, np.ndarray):
             # (inside a mask: one value per element, not per thread -- AVE900 before)
@@ -3353,9 +3367,14 @@ class Engine:
         idx = self._convert_index(op.operands[0].type.layout, op.attrs["layout"],
                                   op.operands[0].type.shape, x.V)
         V2 = op.attrs["layout"].num_values
-        self.env[op.result] = FragVal(x.tags.take(idx), V2,
-                                      x.ival.take(idx) if x.ival is not None else None,
-                                      varies=x.varies, global_data=x.global_data)
+        out = FragVal(x.tags.take(idx), V2,
+                      x.ival.take(idx) if x.ival is not None else None,
+                      varies=x.varies, global_data=x.global_data)
+        # (to its own layout: an MMA chain goes on through it, AVE206)
+        pc = accumulation.passed_chain(self, op)
+        if pc is not None:
+            out.kcov, out.partial, out.masked = pc
+        self.env[op.result] = out
 
     def op_ave_reduce(self, op):
         x: FragVal = self.env[op.operands[0]]
@@ -3443,8 +3462,10 @@ class Engine:
             keep.put(act, out.take(act))
             out = keep
         self.checks.append(check)
-        # (a chain holding part of a sum stays so: accumulation.summed_chain)
-        partial = isinstance(kcov, list) and isinstance(prev, list) and c.partial
+        # (a chain holding part of a sum stays so: accumulation.summed_chain; so does one
+        # accumulated on after an ave.where replaced some of its elements: passed_chain)
+        partial = isinstance(kcov, list) and isinstance(prev, list) and \
+            (c.partial or c.masked)
         self.env[op.result] = FragVal(out, c.V, kcov=kcov, partial=partial,
                                       varies=a.varies or b.varies or c.varies)
 
@@ -4371,7 +4392,9 @@ class Engine:
                                       # `t = acc + other` in one arm left the other's
                                       # incomplete acc unchecked; a review helper)
                                       partial=isinstance(kcov, list) and
-                                      (tv.partial and ev.partial))
+                                      (tv.partial and ev.partial),
+                                      masked=isinstance(kcov, list) and
+                                      (tv.masked or ev.masked))
             elif _same_sym(tv, ev):
                 self.env[r] = tv
             else:

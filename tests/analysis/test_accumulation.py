@@ -760,3 +760,98 @@ def test_a_branch_on_a_per_thread_fragment_condition():
     assert sum(r.kind == "accumulate" and r.status == "proved" for r in a.assertions) == 3
     a = analyze(_fa(lazy.replace("        n0 = j * BC", "        n0 = (j // 2) * BC")))
     assert sorted(d.code for d in a.diagnostics) == ["AVE206", "AVE206"]
+
+
+# --- the chain through ave.convert and ave.where; a use under a branch on sizes -----------
+
+IN_LOOP = {
+    "convert": "        acc = ave.convert(acc, tiled.c)",
+    "where": "        acc = ave.where(ave.coord((64, 64), 0, tiled.c) < M, acc, 0.0)",
+}
+
+
+@pytest.mark.parametrize("step", sorted(IN_LOOP))
+def test_an_accumulator_converted_or_masked_in_the_loop_is_followed(step):
+    # acc = ave.convert(acc, tiled.c) (no element moves) or ave.where(row < M, acc, 0.0)
+    # after each MMA: the value goes on into the next MMA. Both ended the chain at its
+    # first use: "never accumulates k=32" at kt=0 for a correct kernel. Now a correct
+    # kernel is clean, and every iteration reading k-tile 0 still sums k = 0 twice
+    # (trip count 2: kt = 0 and kt = 1); the interpreter's C[0, 0] is 2 P.
+    ok = _summed([MMA_STMT, IN_LOOP[step]])
+    a, d = _acc206(ok)
+    assert d == [] and a.diagnostics == []
+    (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+    assert r.status == "proved"
+    bad = compile_source(KERNEL.replace("{K0}", "kt * 0").replace(
+        MMA_STMT, MMA_STMT + "\n" + IN_LOOP[step]), "conv.py").kernels[0]
+    a, (d,) = _acc206(bad)
+    w = d.witness
+    assert (w["what"], w["value"]) == ("twice", 0)
+    assert w["mma_loops"] == {"first": {"kt": 0}, "again": {"kt": 1}}
+    af, bf, c = _run(bad, 40)
+    p = float(af[0, :32] @ bf[:32, 0])
+    assert abs(float(c[0, 0]) - 2 * p) < 1e-2 * max(1.0, abs(p))
+    af, bf, c = _run(ok, 72)
+    ref = af[:, :72] @ bf[:72, :]
+    assert np.abs(c - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
+
+
+def test_a_where_every_element_passes_keeps_at_least_once():
+    # rows < 64 of a 64-row tile: every element keeps the accumulator (decided at compile
+    # time), so the chain is whole: the shifted tile still never sums k = 0
+    k = compile_source(KERNEL.replace("{K0}", "(kt + 1) * 32").replace(
+        MMA_STMT, MMA_STMT + "\n" + IN_LOOP["where"].replace("< M", "< 64")),
+        "where.py").kernels[0]
+    a, (d,) = _acc206(k)
+    assert (d.witness["what"], d.witness["value"]) == ("never", 0)
+    assert d.witness["trip_counts"] == {"kt": 1}
+
+
+def test_a_where_that_discards_the_accumulator_ends_its_chain():
+    # ave.where(row < 64, 0.0, acc): every element takes 0.0 -- the accumulator is thrown
+    # away after each MMA (the stored tile holds no product), so the select ends the chain
+    # there: one MMA's k-tile, a sum that never has k = 32 for K > 32
+    k = compile_source(KERNEL.replace("{K0}", "kt * 32").replace(
+        MMA_STMT, MMA_STMT + "\n" + IN_LOOP["where"].replace(
+            "< M, acc, 0.0", "< 64, 0.0, acc")), "drop.py").kernels[0]
+    a, ds = _acc206(k)
+    assert ds and ds[0].witness["what"] == "never"
+    af, bf, c = _run(k, 40)
+    assert float(np.abs(c).max()) == 0.0
+
+
+FULL_TILES = KERNEL.replace("{K0}", "kt * 32").replace(
+    "for kt in ave.range(0, (K + 31) // 32):", "for kt in ave.range(0, K // 32):")
+STORE = "    ave.store(C[0:64, 0:64], acc, mask=lambda m, n: m < M)"
+
+
+def _stored_if(cond: str):
+    res = compile_source(FULL_TILES.replace(STORE, f"    if {cond}:\n    " + STORE),
+                         "if.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    return res.kernels[0]
+
+
+def test_a_use_under_a_branch_on_sizes_is_checked_under_its_condition():
+    # K // 32 full tiles only: complete where K % 32 == 0, the only sizes for which the
+    # store runs (it was "never accumulates k=32" for K = 33, which skips the store)
+    a, d = _acc206(_stored_if("K % 32 == 0"))
+    assert d == [] and a.diagnostics == []
+    (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+    assert r.status == "proved"
+    # the opposite condition: the store runs exactly where a tail is lost. Minimal
+    # witness, by hand: trip count 1 holds K in 32..63, K % 32 != 0 makes it 33, and
+    # k = 32 is the first index never summed.
+    k = _stored_if("K % 32 != 0")
+    a, (d,) = _acc206(k)
+    w = d.witness
+    assert (w["what"], w["value"], w["trip_counts"]) == ("never", 32, {"kt": 1})
+    assert w["model"]["A.shape[1]"] == 33
+    af, bf, c = _run(k, 33)
+    assert abs(float(c[0, 0]) - float(af[0, :32] @ bf[:32, 0])) < 1e-3
+    assert abs(float(c[0, 0]) - float(af[0, :33] @ bf[:33, 0])) > 1e-4
+    # K >= 64: the first K for which a tail is lost is 65 (two tiles, k = 64 missing)
+    a, (d,) = _acc206(_stored_if("K >= 64"))
+    w = d.witness
+    assert (w["what"], w["value"], w["trip_counts"]) == ("never", 64, {"kt": 2})
+    assert w["model"]["A.shape[1]"] == 65
