@@ -309,15 +309,30 @@ def lost_chain(eng: Any, branch: Any, x: Any, y: Any, at: Any = None) -> None:
     eng.checks.append(chk)
 
 
-def chain(prev: Any, new: list[Contribution] | None) -> Any:
-    """The contributions of ``mma(a, b, acc)``'s result: acc's chain plus this MMA
-    (``prev`` None: acc is not an MMA result, a new chain starts; ``False``: a chain that
-    cannot be followed)."""
+class Call(list):
+    """One MMA of a chain: its contributions (one per reduction field; none when it
+    contributes nothing the check follows -- operands read from bytes nothing wrote, no
+    field of both), and the ``ave.mma`` op itself (``op``): the check's location is the
+    chain's first MMA, also when that one contributed nothing (it was the consumer's line,
+    a store, unlike every other AVE206)."""
+
+    __slots__ = ("op",)
+
+    def __init__(self, items: list, op: Any) -> None:
+        super().__init__(items)
+        self.op = op
+
+
+def chain(prev: Any, new: list[Contribution] | None, op: Any = None) -> Any:
+    """The contributions of ``mma(a, b, acc)``'s result (``op``): acc's chain plus this
+    MMA (``prev`` None: acc is not an MMA result, a new chain starts; ``False``: a chain
+    that cannot be followed)."""
     if new is None or prev is False:
         return False
+    call = Call(new, op)
     if prev is None:
-        return [new]
-    return prev + [new]
+        return [call]
+    return prev + [call]
 
 
 def summed_chain(eng: Any, op: Any) -> list | None:
@@ -517,7 +532,8 @@ def end_chain(eng: Any, x: Any, op: Any) -> None:
             eng.checks[seen[1]] is seen[2] and seen[3].shape == active.shape and \
             bool((seen[3] | ~active).all()):
         return
-    first = x.kcov[0][0].op if x.kcov[0] else op
+    c0 = x.kcov[0]
+    first = getattr(c0, "op", None) or (c0[0].op if c0 else op)
     chk = PairCheck(first, "accumulate", 0)
     # (a chain holding part of a sum -- see summed_chain -- is checked for "at most
     # once" only: the rest of the sum's k is in an accumulator not followed)

@@ -3429,7 +3429,7 @@ class Engine:
             if kept and self._arms:
                 arms = tuple(self._arms)
                 kept = [replace(k, arms=arms) for k in kept]
-            kcov = accumulation.chain(prev, kept)
+            kcov = accumulation.chain(prev, kept, op)
         # the result takes A's fields constant along k (row fields) and B's fields constant
         # along k (column fields), per warp: each warp multiplies its own registers
         # A's fields B does not have (row fields) and B's fields A does not have (column

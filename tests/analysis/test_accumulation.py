@@ -855,3 +855,17 @@ def test_a_use_under_a_branch_on_sizes_is_checked_under_its_condition():
     w = d.witness
     assert (w["what"], w["value"], w["trip_counts"]) == ("never", 64, {"kt": 2})
     assert w["model"]["A.shape[1]"] == 65
+
+
+def test_a_chain_whose_first_mmas_add_nothing_is_reported_at_its_mma():
+    # The prologue one tile short: kt = 0 and 1 read stage bytes nothing wrote (untagged:
+    # those MMAs contribute nothing the check follows), so k = 0 is never summed. The
+    # finding is at the chain's MMA like every AVE206 (it was at the store, the consumer).
+    text = (ROOT / "examples" / "broken" / "gemm_prologue_short.py").read_text()
+    res = compile_source(text, "gemm_prologue_short.py")
+    a, (d,) = _acc206(res.kernels[0])
+    mma = next(i for i, ln in enumerate(text.splitlines()) if "acc = ave.mma(" in ln)
+    assert d.range.start.line == mma
+    assert (d.witness["what"], d.witness["value"]) == ("never", 0)
+    store = next(i for i, ln in enumerate(text.splitlines()) if "ave.store(" in ln)
+    assert any(r.location.range.start.line == store for r in d.related)
