@@ -347,6 +347,10 @@ class Diagnostic:
 #: the kernel's call it was found in (each call is a finding of its own:
 #: :attr:`ave_core.compiler.ir.Loc.report_key`; set by the analysis)
 CALL_SITE = "the call of the helper it is in"
+#: The message of the related locations after :data:`CALL_SITE`: the calls between the
+#: kernel's and the finding (a helper calling the helper it is in), outermost first; a
+#: ``# ave: ignore`` on one of them suppresses the finding too (it did nothing there)
+THROUGH_CALL = "through this call"
 
 
 def call_site(d: "Diagnostic | dict") -> tuple | None:

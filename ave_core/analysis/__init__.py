@@ -23,7 +23,7 @@ from typing import Any
 
 from ave_core.compiler.ir import KernelIR, Loc, shown_loops
 from ave_core.compiler.unroll import UnrollError, default_trip_bound, unrolled_variants
-from ave_core.diagnostics import CALL_SITE, Diagnostic, Location, Related
+from ave_core.diagnostics import CALL_SITE, THROUGH_CALL, Diagnostic, Location, Related
 
 __all__ = ["analyze", "AssertionResult", "KernelAnalysis", "AnalysisOptions"]
 
@@ -387,6 +387,15 @@ def _add_call_sites(kernel: KernelIR, diags: list[Diagnostic], sites: dict) -> N
                    for r in d.related):
             d.related.insert(0, Related(Location(site.file, site.range),
                                         CALL_SITE))
+        # the calls in between (kernel -> stage -> stage_inner: stage's call of
+        # stage_inner), where a `# ave: ignore` suppresses it too (docs/lsp.md)
+        at = 1
+        for inner in chain[1:]:
+            if not any(r.location.file == inner.file and r.location.range == inner.range
+                       for r in d.related):
+                d.related.insert(at, Related(Location(inner.file, inner.range),
+                                             THROUGH_CALL))
+                at += 1
 
 
 def _witness_notes(w: dict) -> list[str]:

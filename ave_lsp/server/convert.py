@@ -34,7 +34,7 @@ from urllib.parse import quote
 from lsprotocol import types
 
 from ave_core.diagnostics import IGNORE_CODE_SPLIT as _CODE_SPLIT
-from ave_core.diagnostics import IGNORE_RE, Diagnostic, utf16_len
+from ave_core.diagnostics import IGNORE_RE, THROUGH_CALL, Diagnostic, utf16_len
 
 SOURCE = "ave"
 
@@ -190,8 +190,9 @@ def display_line(d: Diagnostic, checked: str) -> int:
 
 
 def is_suppressed(d: Diagnostic, checked: str, comments_of: Any) -> bool:
-    """``# ave: ignore`` drops ``d``: on the line it starts on, in its own file, or on the
-    line the checked file shows it on (:func:`display_line`). ``comments_of(file)`` gives
+    """``# ave: ignore`` drops ``d``: on the line it starts on, in its own file, on the
+    line the checked file shows it on (:func:`display_line`), or on a call between the
+    kernel's call and the helper it is in (``THROUGH_CALL`` related locations). ``comments_of(file)`` gives
     a file's :class:`LineComments` (None: unreadable). One rule for the editor
     (:func:`to_lsp`) and ``ave-lsp --check`` (``cli.Suppressions``)."""
     if d.code in NOT_SUPPRESSIBLE:
@@ -199,6 +200,9 @@ def is_suppressed(d: Diagnostic, checked: str, comments_of: Any) -> bool:
     places = [(d.file, d.range.start.line)]
     if not _same_file(d.file, checked):
         places.append((checked, display_line(d, checked)))
+        # (and the calls between the kernel's and the helper it is in)
+        places += [(r.location.file, r.location.range.start.line) for r in d.related
+                   if r.message == THROUGH_CALL]
     for f, line in places:
         c = comments_of(f)
         if c is not None and c.is_suppressed(line, d.code):

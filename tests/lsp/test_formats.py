@@ -653,6 +653,46 @@ def test_a_finding_two_helpers_deep_is_shown_at_the_kernels_call(tmp_path, layou
     assert "k3.py:10:9: related: the call of the helper it is in" in p.stdout, p.stdout
 
 
+@pytest.mark.parametrize("layout", ["three_files", "inner_in_helper_file"])
+def test_a_comment_on_the_call_between_suppresses_a_finding_two_helpers_deep(tmp_path,
+                                                                            layout):
+    # kernel -> stage (h3.py) -> stage_inner: '# ave: ignore' on stage's call of
+    # stage_inner (h3.py line 5, 0-based) did nothing. Now that call is a related location
+    # ("through this call", after the kernel's call) and its comment drops the finding, in
+    # the editor and in --check alike.
+    from ave_lsp.server.server import _check_in_worker
+    from ave_lsp.server.settings import Settings
+
+    call = "    return stage_inner(A, s, BM, BK, tiled)"
+    for suppress in (False, True):
+        if layout == "three_files":
+            (tmp_path / "h4.py").write_text(_INNER, "utf-8")
+            outer = _OUTER.replace("{INNER_MOD}", "h4").replace("{SAME}", "")
+        else:
+            outer = _OUTER.replace("from {INNER_MOD} import stage_inner\n", "").replace(
+                "{SAME}", "\n\n" + _INNER.split("\n\n\n", 1)[1])
+        if suppress:
+            outer = outer.replace(call, call + "  # ave: ignore[AVE207]")
+        (tmp_path / "h3.py").write_text(outer, "utf-8")
+        k = tmp_path / "k3.py"
+        k.write_text(_CALLER.replace("{K}", ""), "utf-8")
+        out = _check_in_worker(k.as_uri(), str(k), k.read_text("utf-8"), str(tmp_path),
+                               Settings())
+        p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", str(k), "-j1"],
+                           capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+        if suppress:
+            assert out.items == [] and "1 suppressed" in p.stdout, (out.items, p.stdout)
+            continue
+        (d,) = out.items
+        line = outer.splitlines().index(call)
+        assert d.code == "AVE207" and d.range.start.line == 9, d
+        rel = [(r.message, r.location.uri.rsplit("/", 1)[1], r.location.range.start.line)
+               for r in d.related_information]
+        assert rel[1] == ("the call of the helper it is in", "k3.py", 9), rel
+        assert rel[2] == ("through this call", "h3.py", line), rel
+        assert f"h3.py:{line + 1}:12: related: through this call" in p.stdout, p.stdout
+
+
 _READ_HELPER = """import ave_core.lang as ave
 
 
