@@ -436,24 +436,20 @@ def scaled_chain(eng: Any, op: Any) -> tuple | None:
 
 
 def passed_chain(eng: Any, op: Any) -> tuple | None:
-    """The chain an accumulator keeps through ``ave.convert`` to its own layout or
-    ``ave.where``, or None.
+    """The chain an accumulator keeps through ``ave.convert`` to its own layout or a select
+    that keeps it whole, or None.
 
-    ``ave.convert(acc, tiled.c)`` moves no element: the value is the accumulator's. A
-    select ``ave.where(c, acc, x)`` (either side) with ``x`` summing no k (a constant, a
-    value of no tagged data, global data alone) holds, per element, the accumulator's sum
-    or ``x``: what it passes on has each k at most as often as the chain has (an element
-    that took ``x`` has none). Both used to end the chain and check it there: a kernel
-    that masked or converted its accumulator inside the k loop (``acc = ave.where(ok, acc,
-    0.0)``) was "never accumulates k=32" at the first tile. The chain now ends where its
-    value is used otherwise (the check is the same there: a select after the last MMA, the
-    causal mask of a score tile, changes which elements are stored, not what was summed);
-    an MMA that accumulates into a selected value continues the chain as a part of a sum
-    (``partial``: "at most once" only -- the select may have dropped the products before
-    it, which the chain cannot tell).
+    ``ave.convert(acc, tiled.c)`` moves no element: the value is the accumulator's; it
+    ended the chain (inside the k loop: "never accumulates k=32" at the first tile of a
+    correct kernel). ``ave.where(c, acc, x)`` (either side) whose condition is decided, for
+    every element, to take the accumulator (``ave.coord`` against a constant, a loop index
+    of the unrolled loop: ``kt >= 0``) is the accumulator too. A select that may take the
+    other side for some element ends the chain and checks it there, as any other use: an
+    element that took ``x`` dropped the products before it, which the per-warp chain cannot
+    tell (carrying the chain on through it -- at most once only -- missed a reset that
+    drops a k-tile and reported a "twice" for an element that took ``x``; a review helper).
 
-    Returns ``(kcov, partial, masked)`` for the result (``masked``: a select passed it,
-    :attr:`FragVal.masked`).
+    Returns ``(kcov, partial)`` for the result.
     """
     from ave_core.analysis.engine import FragVal
     lay = getattr(op.result.type, "layout", None) if len(op.results) == 1 else None
@@ -464,36 +460,34 @@ def passed_chain(eng: Any, op: Any) -> tuple | None:
         if type(x) is FragVal and isinstance(x.kcov, list) and x.kcov and \
                 op.attrs.get("layout") == lay and \
                 getattr(op.operands[0].type, "layout", None) == lay:
-            return x.kcov, x.partial, x.masked
+            return x.kcov, x.partial
         return None
     if op.name != "arith.select" or len(op.operands) != 3:
         return None
     c, a, b = (eng.env.get(v) for v in op.operands)
     xs = (a, b)
-
-    def sums_k(x: Any) -> bool:
-        return type(x) is FragVal and (x.kcov is False or bool(x.kcov))
-
-    held = [i for i in (0, 1) if sums_k(xs[i])]
+    held = [i for i in (0, 1) if type(xs[i]) is FragVal and
+            (xs[i].kcov is False or bool(xs[i].kcov))]
     if len(held) != 1:
         return None
     i = held[0]
-    x, other = xs[i], xs[1 - i]
+    x = xs[i]
     if not isinstance(x.kcov, list) or \
             getattr(op.operands[1 + i].type, "layout", None) != lay:
         return None
-    if type(other) is FragVal and other.tags.code.any() and not other.global_data:
-        return None         # (data that may hold a partial sum staged in shared memory)
-    if type(other) is not FragVal and other is not None:
-        return None
-    masked = True
-    if type(c) is FragVal and c.cond is not None:
+    # each element's condition: 0 true (takes a), 1 false (takes b), else undecided
+    if type(c) is FragVal:
+        if c.cond is None:
+            return None
         tr = eng.conds.truth(c.cond)
-        if (tr == 1 - i).all():
-            return None     # every element takes the other side: the chain ends here
-        # every element's condition picks the accumulator's side for certain
-        masked = not bool((tr == i).all())
-    return x.kcov, x.partial, x.masked or masked
+    elif isinstance(c, np.ndarray):
+        # (a scalar condition, one per thread: `kt >= 0` of an unrolled loop index)
+        tr = eng.conds.truth(eng.conds.rows(c, eng.T))
+    else:
+        return None
+    if not bool((np.asarray(tr) == i).all()):
+        return None
+    return x.kcov, x.partial
 
 
 def on_consume(eng: Any, op: Any) -> None:
@@ -528,23 +522,31 @@ def end_chain(eng: Any, x: Any, op: Any) -> None:
     ended = eng.chains_ended
     seen = ended.get(id(x))
     active = np.asarray(eng.active, bool)
+    # the enclosing arms of branches on sizes the check runs under (its z3 conditions:
+    # _solve_in): a check under `if K % 32 == 0:` stands for a later use only under those
+    # arms too -- the else-arm's store, or one after the branch, of the same chain was not
+    # checked again, and a lost tail was proved there (a review helper)
+    arms = frozenset((ids, arm) for ids, arm, _ in eng._uniform_arms())
     if seen is not None and seen[0] is x and seen[1] < len(eng.checks) and \
             eng.checks[seen[1]] is seen[2] and seen[3].shape == active.shape and \
-            bool((seen[3] | ~active).all()):
+            bool((seen[3] | ~active).all()) and seen[4] <= arms:
         return
     c0 = x.kcov[0]
     first = getattr(c0, "op", None) or (c0[0].op if c0 else op)
     chk = PairCheck(first, "accumulate", 0)
     # (a chain holding part of a sum -- see summed_chain -- is checked for "at most
     # once" only: the rest of the sum's k is in an accumulator not followed)
+    q0 = eng.solver.queries
     r = check_chain(eng, x.kcov, op, known=chk.location in eng.known_violations,
                     at_least=not x.partial, out_keys=_output_keys(x))
+    if eng.solver.queries == q0:
+        arms = frozenset()      # (decided without z3: under no arm's condition)
     chk.compared, chk.covered = r["compared"], r["covered"]
     chk.violation, chk.unknown = r["violation"], r["unknown"]
     if chk.violation is not None:
         eng.known_violations.add(chk.location)
     if chk.compared:
-        ended[id(x)] = (x, len(eng.checks), chk, active.copy())
+        ended[id(x)] = (x, len(eng.checks), chk, active.copy(), arms)
         eng.checks.append(chk)
 
 

@@ -384,10 +384,6 @@ class FragVal:
     #: every element is 0 (``ave.zeros``, ``ave.full(..., 0.0, ...)``, or such a value scaled):
     #: scaled by anything it is still an MMA chain's start (accumulation.scaled_chain)
     zero: bool = False
-    #: an MMA chain passed through ``ave.where``: some elements may hold the other side's
-    #: value instead of the chain's sum -- an MMA that accumulates into it continues the
-    #: chain as a part of a sum only (``partial``; accumulation.passed_chain)
-    masked: bool = False
 
 
 def written_tensors(k: KernelIR) -> frozenset:
@@ -1108,16 +1104,12 @@ class Engine:
                 out.kcov = accumulation.summed_chain(self, op)
                 out.partial = bool(out.kcov) and any(
                     type(x) is FragVal and (x.kcov is False or x.partial) for x in (a, b))
-                out.masked = bool(out.kcov) and any(
-                    type(x) is FragVal and x.masked for x in (a, b))
             elif name in ("mul", "div"):
                 # a scaled accumulator continues its MMA chain (AVE206)
                 sc = accumulation.scaled_chain(self, op)
                 if sc is not None:
                     out.kcov, out.partial = sc
                     out.zero = not sc[0]        # (a start: ave.zeros scaled)
-                    out.masked = bool(sc[0]) and any(
-                        type(x) is FragVal and x.masked for x in (a, b))
             self.env[op.result] = out
             return
         if rt.dtype.name == "i1" and name in ("and", "or", "xor"):
@@ -1441,11 +1433,11 @@ class Engine:
                                   np.where(pick, ia.conc, ib.conc))
             out = FragVal(tags, fa.V, ival, varies=varies,
                           global_data=_global_data([fa, fb]))
-            # (an accumulator masked by a value that sums no k: its MMA chain goes on,
-            # AVE206)
+            # (a select every element of which takes the accumulator: its MMA chain goes
+            # on, AVE206)
             pc = accumulation.passed_chain(self, op)
             if pc is not None:
-                out.kcov, out.partial, out.masked = pc
+                out.kcov, out.partial = pc
             self.env[op.result] = out
             return
         if isinstance(a, SymInt) and isinstance(b, SymInt) and isinstance(c, np.ndarray):
@@ -3373,7 +3365,7 @@ class Engine:
         # (to its own layout: an MMA chain goes on through it, AVE206)
         pc = accumulation.passed_chain(self, op)
         if pc is not None:
-            out.kcov, out.partial, out.masked = pc
+            out.kcov, out.partial = pc
         self.env[op.result] = out
 
     def op_ave_reduce(self, op):
@@ -3462,10 +3454,8 @@ class Engine:
             keep.put(act, out.take(act))
             out = keep
         self.checks.append(check)
-        # (a chain holding part of a sum stays so: accumulation.summed_chain; so does one
-        # accumulated on after an ave.where replaced some of its elements: passed_chain)
-        partial = isinstance(kcov, list) and isinstance(prev, list) and \
-            (c.partial or c.masked)
+        # (a chain holding part of a sum stays so: accumulation.summed_chain)
+        partial = isinstance(kcov, list) and isinstance(prev, list) and c.partial
         self.env[op.result] = FragVal(out, c.V, kcov=kcov, partial=partial,
                                       varies=a.varies or b.varies or c.varies)
 
@@ -4392,9 +4382,7 @@ class Engine:
                                       # `t = acc + other` in one arm left the other's
                                       # incomplete acc unchecked; a review helper)
                                       partial=isinstance(kcov, list) and
-                                      (tv.partial and ev.partial),
-                                      masked=isinstance(kcov, list) and
-                                      (tv.masked or ev.masked))
+                                      (tv.partial and ev.partial))
             elif _same_sym(tv, ev):
                 self.env[r] = tv
             else:

@@ -766,17 +766,19 @@ def test_a_branch_on_a_per_thread_fragment_condition():
 
 IN_LOOP = {
     "convert": "        acc = ave.convert(acc, tiled.c)",
-    "where": "        acc = ave.where(ave.coord((64, 64), 0, tiled.c) < M, acc, 0.0)",
+    # (every element keeps the accumulator, decided: a loop index, a coordinate)
+    "where_kt": "        acc = ave.where(kt >= 0, acc, 0.0)",
+    "where_coord": "        acc = ave.where(ave.coord((64, 64), 0, tiled.c) < 64, acc, 0.0)",
 }
 
 
 @pytest.mark.parametrize("step", sorted(IN_LOOP))
-def test_an_accumulator_converted_or_masked_in_the_loop_is_followed(step):
-    # acc = ave.convert(acc, tiled.c) (no element moves) or ave.where(row < M, acc, 0.0)
-    # after each MMA: the value goes on into the next MMA. Both ended the chain at its
-    # first use: "never accumulates k=32" at kt=0 for a correct kernel. Now a correct
-    # kernel is clean, and every iteration reading k-tile 0 still sums k = 0 twice
-    # (trip count 2: kt = 0 and kt = 1); the interpreter's C[0, 0] is 2 P.
+def test_an_accumulator_converted_or_kept_by_a_select_in_the_loop_is_followed(step):
+    # acc = ave.convert(acc, tiled.c) (no element moves), or a select every element of
+    # which takes the accumulator, after each MMA: the value goes on into the next MMA.
+    # Both ended the chain at its first use: "never accumulates k=32" at kt=0 for a
+    # correct kernel. Now a correct kernel is clean, and every iteration reading k-tile 0
+    # sums k = 0 twice (trip count 2: kt = 0 and kt = 1); the interpreter's C[0, 0] is 2 P.
     ok = _summed([MMA_STMT, IN_LOOP[step]])
     a, d = _acc206(ok)
     assert d == [] and a.diagnostics == []
@@ -794,30 +796,57 @@ def test_an_accumulator_converted_or_masked_in_the_loop_is_followed(step):
     af, bf, c = _run(ok, 72)
     ref = af[:, :72] @ bf[:72, :]
     assert np.abs(c - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
-
-
-def test_a_where_every_element_passes_keeps_at_least_once():
-    # rows < 64 of a 64-row tile: every element keeps the accumulator (decided at compile
-    # time), so the chain is whole: the shifted tile still never sums k = 0
+    # the shifted tile (iteration kt reads tile kt + 1) still never sums k = 0
     k = compile_source(KERNEL.replace("{K0}", "(kt + 1) * 32").replace(
-        MMA_STMT, MMA_STMT + "\n" + IN_LOOP["where"].replace("< M", "< 64")),
-        "where.py").kernels[0]
+        MMA_STMT, MMA_STMT + "\n" + IN_LOOP[step]), "shift.py").kernels[0]
     a, (d,) = _acc206(k)
     assert (d.witness["what"], d.witness["value"]) == ("never", 0)
     assert d.witness["trip_counts"] == {"kt": 1}
 
 
-def test_a_where_that_discards_the_accumulator_ends_its_chain():
-    # ave.where(row < 64, 0.0, acc): every element takes 0.0 -- the accumulator is thrown
-    # away after each MMA (the stored tile holds no product), so the select ends the chain
-    # there: one MMA's k-tile, a sum that never has k = 32 for K > 32
-    k = compile_source(KERNEL.replace("{K0}", "kt * 32").replace(
-        MMA_STMT, MMA_STMT + "\n" + IN_LOOP["where"].replace(
-            "< M, acc, 0.0", "< 64, 0.0, acc")), "drop.py").kernels[0]
+@pytest.mark.parametrize("select, k0", [
+    ("acc = ave.where(kt == 1, 0.0, acc)", "kt * 32"),                    # drops tile 0
+    ("acc = ave.where(ave.coord((64, 64), 0, tiled.c) < M, acc, 0.0)", "kt * 64"),
+])
+def test_a_select_that_may_drop_the_accumulator_ends_its_chain(select, k0):
+    # A select that may take the other side for some element ends the chain and checks
+    # it there (an element that took 0.0 dropped the products before it). Carried on as a
+    # partial sum instead (a review helper's finds against an earlier version of the
+    # change): 'where(kt == 1, 0.0, acc)' -- decided per iteration, all elements drop the
+    # accumulator at kt = 1 -- lost k-tile 0 unseen, and with the masked rows and k-tiles
+    # 0, 2, 4, ... read, the odd tiles were never summed, unseen. Both are wrong in the
+    # interpreter for K = 72 and "never" here.
+    k = compile_source(KERNEL.replace("{K0}", k0).replace(
+        MMA_STMT, "        " + select + "\n" + MMA_STMT), "sel.py").kernels[0]
     a, ds = _acc206(k)
     assert ds and ds[0].witness["what"] == "never"
-    af, bf, c = _run(k, 40)
-    assert float(np.abs(c).max()) == 0.0
+    af, bf, c = _run(k, 72)
+    ref = af[:, :72] @ bf[:72, :]
+    assert np.abs(c - ref).max() > 1e-2
+
+
+def test_a_select_between_a_chain_and_zeros_credits_no_element_twice():
+    # other = mma(a, b, 0); acc = where(row < M, zeros, other); acc = mma(a, b, acc): a
+    # row takes zeros (then one product) or `other` (then two -- rows >= M, never stored).
+    # Carrying `other`'s chain through the select credited both MMAs to every element:
+    # a false "repeats k=0" for acc[0, 0] (a review helper). The select ends `other`'s
+    # chain; the interpreter agrees with A B on the stored rows.
+    text = KERNEL.replace("{K0}", "kt * 32").replace(
+        "    for kt in ave.range(0, (K + 31) // 32):\n        k0 = kt * 32\n",
+        "    ave.assume(K <= 32, 'one k-tile')\n    if True:\n        k0 = 0\n").replace(
+        MMA_STMT, """        a = ave.load(sA, tiled.a)
+        b = ave.load(sB, tiled.b)
+        other = ave.mma(a, b, ave.zeros((64, 64), ave.f32, tiled.c), tiled)
+        acc = ave.where(ave.coord((64, 64), 0, tiled.c) < M,
+                        ave.zeros((64, 64), ave.f32, tiled.c), other)
+        acc = ave.mma(a, b, acc, tiled)""")
+    res = compile_source(text, "start.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    a, d = _acc206(res.kernels[0])
+    assert d == [], [x.message for x in d]
+    af, bf, c = _run(res.kernels[0], 32)
+    ref = af[:, :32] @ bf[:32, :]
+    assert np.abs(c - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
 
 
 FULL_TILES = KERNEL.replace("{K0}", "kt * 32").replace(
@@ -850,6 +879,20 @@ def test_a_use_under_a_branch_on_sizes_is_checked_under_its_condition():
     af, bf, c = _run(k, 33)
     assert abs(float(c[0, 0]) - float(af[0, :32] @ bf[:32, 0])) < 1e-3
     assert abs(float(c[0, 0]) - float(af[0, :33] @ bf[:33, 0])) > 1e-4
+    # the same chain used again elsewhere: in the else-arm, after the branch, or joined
+    # with a value the then-arm computed from it. The check under `K % 32 == 0` stood for
+    # these too, and the lost tail was proved (a review helper): each is checked under its
+    # own arms -- K = 33 misses k = 32
+    both = "    if K % 32 == 0:\n    " + STORE + "\n    else:\n    " + STORE
+    after = "    if K % 32 == 0:\n    " + STORE + "\n" + STORE
+    join = ("    res = acc\n    if K % 32 == 0:\n        res = acc * acc\n" +
+            STORE.replace(", acc,", ", res,"))
+    for body in (both, after, join):
+        res = compile_source(FULL_TILES.replace(STORE, body), "again.py")
+        assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+        a, (d,) = _acc206(res.kernels[0])
+        w = d.witness
+        assert (w["what"], w["value"], w["model"]["A.shape[1]"]) == ("never", 32, 33), body
     # K >= 64: the first K for which a tail is lost is 65 (two tiles, k = 64 missing)
     a, (d,) = _acc206(_stored_if("K >= 64"))
     w = d.witness
