@@ -416,8 +416,10 @@ def to_sarif(report: dict, *, cwd: str | None = None, version: str | None = None
     codes = sorted({d["code"] for d in diags})
     index = {c: i for i, c in enumerate(codes)}
     seen: dict[str, int] = {}
+    fixed: dict[str, int] = {}      # a fix's JSON -> the index of the result carrying it
     results = []
     for d in diags:
+        props_extra: dict = {}
         base = fingerprint_base(d, sources, cwd)
         n = seen.get(base, 0)
         seen[base] = n + 1
@@ -439,9 +441,17 @@ def to_sarif(report: dict, *, cwd: str | None = None, version: str | None = None
             result["codeFlows"] = flows
         fixes = sarif_fixes(d, sources, cwd)
         if fixes:
-            result["fixes"] = fixes
+            # one edit per place: the findings of a helper called twice (one per call) share
+            # its fix, and a tool applying every result's fixes inserted it twice; the first
+            # result carries it, the others name it in a property
+            key = json.dumps(fixes, sort_keys=True)
+            if key in fixed:
+                props_extra["fixedWith"] = fixed[key]
+            else:
+                fixed[key] = len(results)
+                result["fixes"] = fixes
         result["partialFingerprints"] = {FINGERPRINT_KEY: f"{base}:{n}"}
-        props: dict = {"severity": d["severity"]}
+        props: dict = {"severity": d["severity"], **props_extra}
         if d.get("notes"):
             props["notes"] = list(d["notes"])
         if d.get("witness") is not None:

@@ -865,3 +865,37 @@ def test_a_helper_race_in_another_file_gets_a_fix_in_the_right_file(tmp_path, in
                         "--format", "json"], capture_output=True, text=True,
                        cwd=str(tmp_path), timeout=120)
     assert json.loads(p.stdout)["diagnostics"] == []
+
+
+def test_a_helper_fix_shared_by_two_calls_is_in_the_sarif_log_once(tmp_path):
+    # A race inside a helper called twice: two findings (one per call) with one fix, the
+    # barrier in the helper. Each SARIF result carried it, and a tool applying every
+    # result's fixes inserted `ave.barrier()` twice (noticed in an earlier session). The
+    # first result carries it; the second names that result in `fixedWith`.
+    (tmp_path / "h3.py").write_text(_HELPER.replace("{H}", ""), "utf-8")
+    caller = _CALLER.replace("{K}", "").replace(
+        "    a = stage(A, s, BM, BK, tiled)",
+        "    a = stage(A, s, BM, BK, tiled)\n"
+        "    s2 = ave.alloc((BM, BK), ave.bf16, space=\"shared\")\n"
+        "    b = stage(A, s2, BM, BK, tiled)")
+    (tmp_path / "k3.py").write_text(caller, "utf-8")
+    s = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", "k3.py", "-j1",
+                        "--format", "sarif"], capture_output=True, text=True,
+                       cwd=str(tmp_path), timeout=120)
+    results = json.loads(s.stdout)["runs"][0]["results"]
+    assert [r["ruleId"] for r in results] == ["AVE207", "AVE207"], results
+    calls = [r["relatedLocations"][0]["physicalLocation"]["region"]["startLine"]
+             for r in results]
+    assert calls == [10, 12], calls
+    (fx,) = results[0]["fixes"]
+    assert "fixes" not in results[1]
+    assert results[1]["properties"]["fixedWith"] == 0
+    (rep,) = fx["artifactChanges"][0]["replacements"]
+    text = (tmp_path / "h3.py").read_text("utf-8")
+    fixed = _apply(text, rep)
+    assert fixed.count("ave.barrier()") == 1
+    (tmp_path / "h3.py").write_text(fixed, "utf-8")
+    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", "k3.py", "-j1",
+                        "--format", "json"], capture_output=True, text=True,
+                       cwd=str(tmp_path), timeout=120)
+    assert json.loads(p.stdout)["diagnostics"] == []
