@@ -28,6 +28,7 @@ from ave_core.diagnostics import (
     Diagnostic,
     Severity,
     call_site,
+    through_calls,
     Range,
     SourceText,
     decode_source,
@@ -397,7 +398,7 @@ def _record(k: Any, spec: dict | None, summary: tuple, diags: list[Diagnostic],
         spec["findings"] = findings_by_code(kdiags)
     cfg = "defaults" if k.config_index is None else f"configs[{k.config_index}]"
     for d in kdiags:
-        key = (d.code, d.file, d.range, call_site(d))
+        key = (d.code, d.file, d.range, call_site(d), through_calls(d))
         if key in seen:
             # (with what it found there when that differs: another field, tensor or
             # witness was dropped under "also in"; a review helper)

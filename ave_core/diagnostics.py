@@ -368,6 +368,13 @@ def call_site(d: "Diagnostic | dict") -> tuple | None:
     return None
 
 
+def through_calls(d: "Diagnostic") -> tuple:
+    """``(file, range)`` of each call between the kernel's call and the helper a finding
+    is in (:data:`THROUGH_CALL` related locations), outermost first."""
+    return tuple((r.location.file, r.location.range) for r in d.related
+                 if r.message == THROUGH_CALL)
+
+
 class SourceText:
     """A source file's text with conversions from :mod:`ast` positions to LSP positions.
 

@@ -217,14 +217,20 @@ class Loc:
     @property
     def report_key(self) -> tuple:
         """What the analysis reports one finding per: ``(file, range, call)``, where
-        ``call`` is ``(file, range)`` of the outermost call (the kernel's) when the op comes
-        from a helper in another file, else None. Each call of an imported helper is its
+        ``call`` is ``(file, range, via)`` of the outermost call (the kernel's) when the op
+        comes from a helper in another file (``via``: the calls between it and the op's
+        helper, outermost first), else None. Each call of an imported helper is its
         own finding, shown and suppressed at that call (one finding for all of them, shown
         at the first failing call: an ``# ave: ignore`` there hid the other calls'; a review
         helper); a helper in the kernel's own file is shown at the op's line, once."""
         site = self.inlined_from[0] if self.inlined_from else None
-        call = (site.file, site.range) if site is not None and site.file != self.file \
-            else None
+        # (with the calls in between, ``(file, range)`` each: a finding made through
+        # another path of calls is another finding -- a `# ave: ignore` on one of those
+        # calls suppresses the findings made through it, and one path's comment hid the
+        # other's; a review helper)
+        call = (site.file, site.range,
+                tuple((s.file, s.range) for s in self.inlined_from[1:])) \
+            if site is not None and site.file != self.file else None
         return (self.file, self.range, call)
 
     def __str__(self) -> str:

@@ -507,9 +507,20 @@ def test_sarif_carries_the_quick_fixes(capsys, monkeypatch):
     diags = json.loads(out2)["diagnostics"]
     results = log["runs"][0]["results"]
     assert rc == rc2 == 1 and len(results) == len(diags)
-    races = [(r, d) for r, d in zip(results, diags) if r["ruleId"] == "AVE207"]
+    races = [(i, r, d) for i, (r, d) in enumerate(zip(results, diags))
+             if r["ruleId"] == "AVE207"]
     assert races
-    for r, d in races:
+    carried: dict = {}
+    for i, r, d in races:
+        if "fixes" not in r:
+            # the A-tile and the B-tile races share their fix (one barrier before the
+            # loads): the first result carries it, the other names that result
+            j = r["properties"]["fixedWith"]
+            assert j < i and results[j]["fixes"] and diags[j]["fix"] == d["fix"]
+            continue
+        key = json.dumps(r["fixes"], sort_keys=True)
+        assert key not in carried           # an edit is in the log once
+        carried[key] = i
         (fix,) = r["fixes"]
         title, edit = edit_for(d["fix"], text)
         assert fix["description"]["text"] == title
@@ -691,6 +702,55 @@ def test_a_comment_on_the_call_between_suppresses_a_finding_two_helpers_deep(tmp
         assert rel[1] == ("the call of the helper it is in", "k3.py", 9), rel
         assert rel[2] == ("through this call", "h3.py", line), rel
         assert f"h3.py:{line + 1}:12: related: through this call" in p.stdout, p.stdout
+
+
+_OUTER_TWICE = """import ave_core.lang as ave
+from h4 import stage_inner
+
+
+def stage(A, s, BM, BK, tiled):
+    s2 = ave.alloc((BM, BK), ave.bf16, space="shared")
+    a = stage_inner(A, s, BM, BK, tiled){C1}
+    b = stage_inner(A, s2, BM, BK, tiled){C2}
+    return a
+"""
+
+
+@pytest.mark.parametrize("comment", [None, 1, 2, (1, 2)])
+def test_each_path_of_calls_is_its_own_finding(tmp_path, comment):
+    # stage calls stage_inner (which races) on two lines, through one kernel call: two
+    # findings, one per path. They were one (keyed by the kernel's call alone): a comment
+    # on line 7 of h3.py suppressed the race made through line 8 too, and one on line 8
+    # did nothing (a review helper).
+    from ave_lsp.server.server import _check_in_worker
+    from ave_lsp.server.settings import Settings
+
+    (tmp_path / "h4.py").write_text(_INNER, "utf-8")
+    on = {comment} if isinstance(comment, int) else set(comment or ())
+    outer = _OUTER_TWICE
+    for n in (1, 2):
+        outer = outer.replace("{C%d}" % n, "  # ave: ignore[AVE207]" if n in on else "")
+    (tmp_path / "h3.py").write_text(outer, "utf-8")
+    k = tmp_path / "k3.py"
+    k.write_text(_CALLER.replace("{K}", ""), "utf-8")
+    out = _check_in_worker(k.as_uri(), str(k), k.read_text("utf-8"), str(tmp_path),
+                           Settings())
+    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", str(k), "-j1",
+                        "--format", "json"], capture_output=True, text=True,
+                       cwd=str(tmp_path), timeout=120)
+    rep = json.loads(p.stdout)
+    lines = outer.splitlines()
+    call_line = {n: next(i for i, ln in enumerate(lines)
+                         if ln.startswith(("    a = stage_inner", "    b = stage_inner")[n - 1]))
+                 for n in (1, 2)}
+    left = sorted(n for n in (1, 2) if n not in on)
+    via = sorted(next(r["range"]["start"]["line"] for r in d["related"]
+                      if r["message"] == "through this call") for d in rep["diagnostics"])
+    assert via == [call_line[n] for n in left], rep["diagnostics"]
+    assert all(d["code"] == "AVE207" for d in rep["diagnostics"])
+    assert rep["summary"].get("suppressed", 0) == len(on), rep["summary"]
+    assert len(out.items) == len(left)
+    assert all(d.range.start.line == 9 for d in out.items)
 
 
 _READ_HELPER = """import ave_core.lang as ave
