@@ -697,8 +697,15 @@ def fix_anchor(later: Any, earlier: Any) -> Any:
         return lat[0]
     ear = [*(getattr(earlier.loc, "inlined_from", ()) or ()), earlier.loc]
     for i, loc in enumerate(lat):
-        if i >= len(ear) or (ear[i].file, ear[i].stmt) != (loc.file, loc.stmt) or \
-                loc.stmt is None:
+        if i >= len(ear):
+            return loc
+        e = ear[i]
+        if loc.stmt is None or e.stmt is None:
+            # (a call that does not start its line, `x = 1; a = f()`: the same call makes
+            # both when it is the same expression -- the fix is further in; it gave none)
+            if (e.file, e.range, e.stmt) != (loc.file, loc.range, loc.stmt):
+                return loc
+        elif (e.file, e.stmt) != (loc.file, loc.stmt):
             return loc
     return None
 

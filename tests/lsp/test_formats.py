@@ -959,3 +959,22 @@ def test_a_helper_fix_shared_by_two_calls_is_in_the_sarif_log_once(tmp_path):
                         "--format", "json"], capture_output=True, text=True,
                        cwd=str(tmp_path), timeout=120)
     assert json.loads(p.stdout)["diagnostics"] == []
+
+
+def test_a_call_that_does_not_start_its_line_keeps_the_fix_inside_it(tmp_path):
+    # stage's `x = 1; return stage_inner(...)`: both racing accesses are made by that one
+    # call, so the barrier goes inside stage_inner, before its ldmatrix. The call has no
+    # statement of its own (it does not start its line) and the fix was dropped there,
+    # leaving advice only (a review helper).
+    (tmp_path / "h4.py").write_text(_INNER, "utf-8")
+    outer = _OUTER.replace("{INNER_MOD}", "h4").replace("{SAME}", "").replace(
+        "    return stage_inner(", "    x = 1; return stage_inner(")
+    (tmp_path / "h3.py").write_text(outer, "utf-8")
+    (tmp_path / "k3.py").write_text(_CALLER.replace("{K}", ""), "utf-8")
+    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", "k3.py", "-j1",
+                        "--format", "json"], capture_output=True, text=True,
+                       cwd=str(tmp_path), timeout=120)
+    (d,) = json.loads(p.stdout)["diagnostics"]
+    assert d["code"] == "AVE207" and d["file"].endswith("h4.py"), d
+    line = _INNER.splitlines().index("    a = ave.ldmatrix(s, tiled.a)")
+    assert d["fix"]["kind"] == "insert_barrier" and d["fix"]["line"] == line, d
