@@ -63,6 +63,9 @@ class AssertionResult:
     witness: dict | None = None
     reason: str = ""
     trip_bound: int | None = None
+    #: every execution was under branch arms its variant's sizes rule out (the reason):
+    #: unknown, not vacuous, when nothing was covered (PairCheck.unreached)
+    unreached: str | None = None
 
     @property
     def coverage(self) -> float:
@@ -209,6 +212,8 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                                                    trip_bound=bound)
             r.compared += chk.compared
             r.covered += chk.covered
+            if chk.unreached is not None and r.unreached is None:
+                r.unreached = chk.unreached
             if chk.violation is not None and r.witness is None:
                 r.status = "violated"
                 # (the copy that fails: a helper called twice reported the first call,
@@ -303,6 +308,8 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
         # coverage 0.0, having checked nothing; a review helper)
         if r.status == "proved" and r.covered == 0 and r.kind != "analysis":
             r.status = "vacuous"
+            if r.unreached is not None:
+                r.status, r.reason = "unknown", r.unreached
     out.assertions = sorted(results.values(), key=lambda r: (r.loc.range.start, r.kind))
     out.diagnostics = []
     #: per diagnostic (by id), the location of the op copy it reports (_add_call_sites)

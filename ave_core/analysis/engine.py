@@ -465,6 +465,9 @@ class PairCheck:
     #: some paired values differed, so the verdict also rests on the guards (a clean
     #: verdict then holds for these guards only: see Engine._check_store)
     consulted: bool = False
+    #: nothing was checked because no size of the variant reaches the op's branch arms
+    #: (the reason); an assertion no variant reaches is unknown (AnalysisResult)
+    unreached: str | None = None
 
     @property
     def location(self) -> tuple:
@@ -1386,6 +1389,21 @@ class Engine:
 
     def op_arith_select(self, op):
         c, a, b = (self.env.get(v) for v in op.operands)
+        if isinstance(op.result.type, FragmentType) and isinstance(c, np.ndarray) and \
+                c.ndim == 1 and len(c) == self.T:
+            # a scalar condition decided alike for every thread (`j > 0` of an unrolled
+            # loop): the value is the side it picks, as it is -- its MMA chain, an
+            # ave.zeros start (the join of both sides was a tagged value no chain starts
+            # from: flash attention's `ave.where(j > 0, o * alpha, 0.0)` left P V unchecked;
+            # a review helper)
+            tr = self.conds.truth(self.conds.rows(c, self.T))
+            lay = getattr(op.result.type, "layout", None)
+            for side, x, v in ((0, a, op.operands[1]), (1, b, op.operands[2])):
+                if bool((tr == side).all()) and (
+                        not isinstance(x, FragVal) or
+                        getattr(v.type, "layout", None) == lay):
+                    self.env[op.result] = self._as_frag(x, op)
+                    return
         if isinstance(op.result.type, FragmentType):
             fa, fb = self._as_frag(a, op), self._as_frag(b, op)
             tags = join(fa.tags, fb.tags, self.conds)
@@ -3362,7 +3380,8 @@ class Engine:
         out = FragVal(x.tags.take(idx), V2,
                       x.ival.take(idx) if x.ival is not None else None,
                       varies=x.varies, global_data=x.global_data)
-        # (to its own layout: an MMA chain goes on through it, AVE206)
+        # (to its own layout: an MMA chain goes on through it, AVE206; zeros stay zeros)
+        out.zero = x.zero
         pc = accumulation.passed_chain(self, op)
         if pc is not None:
             out.kcov, out.partial = pc

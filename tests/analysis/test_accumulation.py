@@ -912,3 +912,77 @@ def test_a_chain_whose_first_mmas_add_nothing_is_reported_at_its_mma():
     assert (d.witness["what"], d.witness["value"]) == ("never", 0)
     store = next(i for i, ln in enumerate(text.splitlines()) if "ave.store(" in ln)
     assert any(r.location.range.start.line == store for r in d.related)
+
+
+# --- a second review: unreached uses, a use after the shared prefix, flash attention's start
+
+def test_a_use_under_a_branch_no_analysed_trip_count_reaches_is_unknown():
+    # `if K > 200:` store after K // 32 full tiles: trip counts 1..3 (the default bound
+    # here) mean K <= 127, so every query under the branch was unsat and the lost tail
+    # "proved" (a review helper). Now: unknown (AVE205), raise the bound; with 8 trips it
+    # is found -- by hand: K > 200 first holds at K = 201, six full tiles (trip count 6),
+    # k = 192 never summed.
+    k = _stored_if("K > 200")
+    a, d = _acc206(k)
+    assert d == []
+    (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+    assert r.status == "unknown" and "raise tripCountBound" in r.reason, r
+    text = FULL_TILES.replace(STORE, "    if K > 200:\n    " + STORE)
+    store = text.splitlines().index("    " + STORE)
+    assert f"use at line {store + 1} " in r.reason, r.reason
+    from ave_core.analysis import AnalysisOptions
+    a, (d,) = _acc206(k, options=AnalysisOptions(trip_bound=8))
+    w = d.witness
+    assert (w["what"], w["value"], w["model"]["A.shape[1]"]) == ("never", 192, 201)
+    assert w["trip_counts"] == {"kt": 6}
+    af, bf, c = _run(k, 201)
+    assert abs(float(c[0, 0]) - float(af[0, :192] @ bf[:192, 0])) < 1e-3
+    assert abs(float(c[0, 0]) - float(af[0, :201] @ bf[:201, 0])) > 1e-4
+    # (a branch some analysed trip counts reach is checked there, as before)
+    a, (d,) = _acc206(_stored_if("K >= 64"))
+    assert d.witness["model"]["A.shape[1]"] == 65
+
+
+def test_a_use_after_the_loop_of_a_value_checked_in_the_loop_is_checked_again():
+    # `first = acc` kept at kt == 0 (and stored there too), stored again after the loop:
+    # the check at kt == 0 was made in the prefix later variants resume after, under trip
+    # count 1, and stood for the store after the loop in every variant -- the value holds
+    # k-tile 0 only and was proved (a review helper). Now: never k=32.
+    text = KERNEL.replace("{K0}", "kt * 32").replace(
+        "    acc = ave.zeros((64, 64), ave.f32, tiled.c)\n",
+        "    acc = ave.zeros((64, 64), ave.f32, tiled.c)\n    first = acc\n").replace(
+        MMA_STMT, MMA_STMT + "\n        if kt == 0:\n            first = acc\n"
+        "            ave.store(C[0:64, 0:64], acc, mask=lambda m, n: m < M)").replace(
+        "    ave.store(C[0:64, 0:64], acc,", "    ave.store(C[0:64, 0:64], first,")
+    res = compile_source(text, "first.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    a, (d,) = _acc206(res.kernels[0])
+    assert (d.witness["what"], d.witness["value"]) == ("never", 32)
+    af, bf, c = _run(res.kernels[0], 40)
+    ref = af[:, :40] @ bf[:40, :]
+    assert np.abs(c - ref).max() > 1e-2
+
+
+@pytest.mark.parametrize("rescale", [
+    ("        o_lo = o_lo * alpha[:, None]\n        o_hi = o_hi * alpha[:, None]\n",
+     "        o_lo = ave.where(j > 0, o_lo * alpha[:, None], 0.0)\n"
+     "        o_hi = ave.where(j > 0, o_hi * alpha[:, None], 0.0)\n"),
+    ("        o_hi = o_hi * alpha[:, None]\n",
+     "        o_hi = o_hi * alpha[:, None]\n        o_lo = ave.convert(o_lo, tpv.c)\n"
+     "        o_hi = ave.convert(o_hi, tpv.c)\n"),
+])
+def test_flash_attention_rescaled_through_a_select_or_a_convert_is_followed(rescale):
+    # `where(j > 0, o * alpha, 0.0)` (a condition decided alike for every thread) and
+    # `ave.convert(o, tpv.c)`: the P V chain went unchecked (the select joined both sides
+    # into a tagged value no chain starts from; the convert dropped the scaled zeros'
+    # start), and a KV block visited twice was proved (a review helper)
+    old, new = rescale
+    assert old in FA
+    ok = FA.replace(old, new)
+    a = analyze(_fa(ok, 2))
+    assert a.diagnostics == [], [d.message for d in a.diagnostics]
+    assert sum(r.kind == "accumulate" and r.status == "proved" for r in a.assertions) == 3
+    bad = ok.replace("        n0 = j * BC", "        n0 = (j // 2) * BC")
+    a = analyze(_fa(bad, 2))
+    ws = [d.witness for d in a.diagnostics if d.code == "AVE206"]
+    assert len(ws) == 2 and all((w["what"], w["value"]) == ("twice", 0) for w in ws)
