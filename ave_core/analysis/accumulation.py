@@ -323,6 +323,22 @@ class Call(list):
         self.op = op
 
 
+def lost_at_select(eng: Any, op: Any, select: Any) -> None:
+    """``op`` (an ``ave.mma``) accumulates into the result of ``select``, an ``ave.where``
+    that ended an MMA chain (it may take its other side for some element): the chain
+    cannot be followed on from there -- AVE205 (unknown) at this MMA, never a silent pass
+    (the MMAs after `acc = ave.where(row < M, acc, 0.0)` inside the k loop were checked by
+    nothing; a review helper)."""
+    from ave_core.analysis.engine import PairCheck
+    chk = PairCheck(op, "accumulate", 0)
+    chk.compared = 1
+    line = select.loc.range.start.line + 1
+    chk.unknown = (f"the accumulator's MMA chain cannot be followed through the ave.where at "
+                   f"line {line}: some elements may take its other side, dropping the "
+                   "products before it (mask the accumulator after the loop, or the store)")
+    eng.checks.append(chk)
+
+
 def chain(prev: Any, new: list[Contribution] | None, op: Any = None) -> Any:
     """The contributions of ``mma(a, b, acc)``'s result (``op``): acc's chain plus this
     MMA (``prev`` None: acc is not an MMA result, a new chain starts; ``False``: a chain

@@ -384,6 +384,10 @@ class FragVal:
     #: every element is 0 (``ave.zeros``, ``ave.full(..., 0.0, ...)``, or such a value scaled):
     #: scaled by anything it is still an MMA chain's start (accumulation.scaled_chain)
     zero: bool = False
+    #: the ``ave.where`` that ended an MMA chain to make this value (it may take its other
+    #: side for some element): an MMA accumulating into it cannot follow the chain --
+    #: AVE205 there, not a silent pass (accumulation.passed_chain)
+    ended_by: Any = None
 
 
 def written_tensors(k: KernelIR) -> frozenset:
@@ -1452,10 +1456,13 @@ class Engine:
             out = FragVal(tags, fa.V, ival, varies=varies,
                           global_data=_global_data([fa, fb]))
             # (a select every element of which takes the accumulator: its MMA chain goes
-            # on, AVE206)
+            # on, AVE206; one that may not ended it -- on_consume)
             pc = accumulation.passed_chain(self, op)
             if pc is not None:
                 out.kcov, out.partial = pc
+            elif any(isinstance(x, FragVal) and isinstance(x.kcov, list) and x.kcov
+                     for x in (a, b)):
+                out.ended_by = op
             self.env[op.result] = out
             return
         if isinstance(a, SymInt) and isinstance(b, SymInt) and isinstance(c, np.ndarray):
@@ -3432,6 +3439,8 @@ class Engine:
         prev = c.kcov if c.kcov is not None else (
             False if c.tags.code.any() and not c.global_data else None)
         kcov = False
+        if prev is False and c.ended_by is not None:
+            accumulation.lost_at_select(self, op, c.ended_by)
         if prev is not False:
             contrib = accumulation.contribution(self, op, A, B)
             kept = accumulation.under_branches(self, contrib)

@@ -986,3 +986,26 @@ def test_flash_attention_rescaled_through_a_select_or_a_convert_is_followed(resc
     a = analyze(_fa(bad, 2))
     ws = [d.witness for d in a.diagnostics if d.code == "AVE206"]
     assert len(ws) == 2 and all((w["what"], w["value"]) == ("twice", 0) for w in ws)
+
+
+@pytest.mark.parametrize("k0", ["kt * 32", "kt * 0"])
+def test_an_mma_into_a_select_that_ended_its_chain_is_unknown_not_silent(k0):
+    # `acc = ave.where(row < M, acc, 0.0)` after the MMA inside the k loop: the select may
+    # take 0.0 for some rows, so it ends the chain (checked there, at kt = 0); the MMAs of
+    # later iterations accumulate into its result, which no chain follows. That was a
+    # silent pass -- also for every iteration reading k-tile 0 (kt * 0: wrong in the
+    # interpreter). Now: AVE205 at the MMA, naming the select's line.
+    sel = "        acc = ave.where(ave.coord((64, 64), 0, tiled.c) < M, acc, 0.0)"
+    text = KERNEL.replace("{K0}", k0).replace(MMA_STMT, MMA_STMT + "\n" + sel)
+    res = compile_source(text, "sel_after.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    a = analyze(res.kernels[0])
+    (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+    line = text.splitlines().index(sel) + 1
+    assert r.status == "unknown", r
+    assert f"cannot be followed through the ave.where at line {line}" in r.reason
+    (d,) = [d for d in a.diagnostics if d.code == "AVE205"]
+    assert d.range.start.line == MMA_LINE
+    if k0 == "kt * 0":
+        af, bf, c = _run(res.kernels[0], 40)
+        assert np.abs(c - af[:, :40] @ bf[:40, :]).max() > 1e-2
