@@ -419,7 +419,7 @@ def to_sarif(report: dict, *, cwd: str | None = None, version: str | None = None
     fixed: dict[str, int] = {}      # a fix's JSON -> the index of the result carrying it
     results = []
     for d in diags:
-        props_extra: dict = {}
+        fixed_with = None
         base = fingerprint_base(d, sources, cwd)
         n = seen.get(base, 0)
         seen[base] = n + 1
@@ -446,12 +446,14 @@ def to_sarif(report: dict, *, cwd: str | None = None, version: str | None = None
             # result carries it, the others name it in a property
             key = json.dumps(fixes, sort_keys=True)
             if key in fixed:
-                props_extra["fixedWith"] = fixed[key]
+                fixed_with = fixed[key]
             else:
                 fixed[key] = len(results)
                 result["fixes"] = fixes
         result["partialFingerprints"] = {FINGERPRINT_KEY: f"{base}:{n}"}
-        props: dict = {"severity": d["severity"], **props_extra}
+        props: dict = {"severity": d["severity"]}
+        if fixed_with is not None:
+            props["fixedWith"] = fixed_with
         if d.get("notes"):
             props["notes"] = list(d["notes"])
         if d.get("witness") is not None:

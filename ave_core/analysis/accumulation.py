@@ -398,6 +398,12 @@ def summed_chain(eng: Any, op: Any) -> list | None:
     return out
 
 
+def _sums_k(x: Any) -> bool:
+    """``x`` is a fragment holding an MMA chain (one followed, or one that cannot be)."""
+    from ave_core.analysis.engine import FragVal
+    return type(x) is FragVal and (x.kcov is False or bool(x.kcov))
+
+
 def scaled_chain(eng: Any, op: Any) -> tuple | None:
     """The chain an elementwise scale of an accumulator continues, or None.
 
@@ -424,16 +430,13 @@ def scaled_chain(eng: Any, op: Any) -> tuple | None:
         return None
     xs = [eng.env.get(v) for v in op.operands]
 
-    def sums_k(x: Any) -> bool:
-        return type(x) is FragVal and (x.kcov is False or bool(x.kcov))
-
     def in_layout(i: int) -> bool:
         return type(xs[i]) is FragVal and getattr(op.operands[i].type, "layout", None) == lay
 
     # the accumulator: the operand holding a chain (either side of a product, a quotient's
     # dividend); the factor must sum no k (`0.5 * acc` ended the chain: the factor was
     # tried first and taken for the accumulator's other operand; a review helper)
-    held = [i for i in (0, 1) if sums_k(xs[i])]
+    held = [i for i in (0, 1) if _sums_k(xs[i])]
     if len(held) == 1:
         i = held[0]
         if op.name == "arith.div" and i != 0 or not in_layout(i) or \
@@ -483,8 +486,7 @@ def passed_chain(eng: Any, op: Any) -> tuple | None:
         return None
     c, a, b = (eng.env.get(v) for v in op.operands)
     xs = (a, b)
-    held = [i for i in (0, 1) if type(xs[i]) is FragVal and
-            (xs[i].kcov is False or bool(xs[i].kcov))]
+    held = [i for i in (0, 1) if _sums_k(xs[i])]
     if len(held) != 1:
         return None
     i = held[0]
@@ -588,7 +590,7 @@ def _path_possible(eng: Any, arms: frozenset) -> bool:
     variant's trip counts (z3, once per variant and arms; unknown counts as possible)."""
     z3 = eng.solver.z3
     sv = eng.solver
-    memo = eng.__dict__.setdefault("_paths_possible", {})
+    memo = eng.paths_possible
     key = (id(eng.k), arms)
     if key in memo and memo[key][0] is eng.k:
         return memo[key][1]

@@ -586,6 +586,9 @@ class Engine:
         self._disjoint_memo: dict = {}   # pairs of shared tiles found disjoint
         #: MMA chains checked where they ended, by the fragment (accumulation.end_chain)
         self.chains_ended: dict = {}
+        #: (id of the variant's kernel, arms) -> (that kernel, some sizes take those arms
+        #: with its trip counts): accumulation._path_possible
+        self.paths_possible: dict = {}
         self.tileds = []
         for op in kernel.walk():
             if op.name == "ave.mma" and op.attrs["tiled"] not in self.tileds:

@@ -34,7 +34,7 @@ from urllib.parse import quote
 from lsprotocol import types
 
 from ave_core.diagnostics import IGNORE_CODE_SPLIT as _CODE_SPLIT
-from ave_core.diagnostics import IGNORE_RE, THROUGH_CALL, Diagnostic, utf16_len
+from ave_core.diagnostics import IGNORE_RE, Diagnostic, through_calls, utf16_len
 
 SOURCE = "ave"
 
@@ -201,8 +201,7 @@ def is_suppressed(d: Diagnostic, checked: str, comments_of: Any) -> bool:
     if not _same_file(d.file, checked):
         places.append((checked, display_line(d, checked)))
         # (and the calls between the kernel's and the helper it is in)
-        places += [(r.location.file, r.location.range.start.line) for r in d.related
-                   if r.message == THROUGH_CALL]
+        places += [(f, rng.start.line) for f, rng in through_calls(d)]
     for f, line in places:
         c = comments_of(f)
         if c is not None and c.is_suppressed(line, d.code):

@@ -586,18 +586,12 @@ def test_a_helper_finding_is_shown_and_suppressed_at_its_call(tmp_path, where):
     # nothing, and a comment on the helper's own line worked for --check only (a review
     # helper). Now: the call (line 9, 0-based) is its first related location, the
     # editor's range, and a comment there or on the helper's line drops it in both.
-    from ave_lsp.server.server import _check_in_worker
-    from ave_lsp.server.settings import Settings
-
     (tmp_path / "h3.py").write_text(_HELPER.replace(
         "{H}", "  # ave: ignore[AVE207]" if where == "helper" else ""), "utf-8")
     k = tmp_path / "k3.py"
     k.write_text(_CALLER.replace("{K}", "  # ave: ignore" if where == "call" else ""),
                  "utf-8")
-    out = _check_in_worker(k.as_uri(), str(k), k.read_text("utf-8"), str(tmp_path),
-                           Settings())
-    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", str(k), "-j1"],
-                       capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+    out, p = _editor_and_check(k, tmp_path)
     if where != "none":
         assert out.items == [] and "1 suppressed" in p.stdout, (out.items, p.stdout)
         return
@@ -625,6 +619,26 @@ def stage_inner(A, s, BM, BK, tiled):
 """
 
 
+def _editor_and_check(k, root, *args):
+    """The kernel file ``k`` checked by the language server's worker (its items) and by
+    ``ave-lsp --check k -j1 *args`` in ``root`` (the completed process)."""
+    from ave_lsp.server.server import _check_in_worker
+    from ave_lsp.server.settings import Settings
+
+    out = _check_in_worker(k.as_uri(), str(k), k.read_text("utf-8"), str(root), Settings())
+    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", str(k), "-j1", *args],
+                       capture_output=True, text=True, cwd=str(root), timeout=120)
+    return out, p
+
+
+def _outer_text(layout: str) -> str:
+    """h3.py's stage calling stage_inner: from h4.py, or defined in h3.py itself."""
+    if layout == "three_files":
+        return _OUTER.replace("{INNER_MOD}", "h4").replace("{SAME}", "")
+    return _OUTER.replace("from {INNER_MOD} import stage_inner\n", "").replace(
+        "{SAME}", "\n\n" + _INNER.split("\n\n\n", 1)[1])
+
+
 @pytest.mark.parametrize("layout", ["three_files", "inner_in_helper_file"])
 @pytest.mark.parametrize("suppress", [False, True])
 def test_a_finding_two_helpers_deep_is_shown_at_the_kernels_call(tmp_path, layout,
@@ -635,23 +649,14 @@ def test_a_finding_two_helpers_deep_is_shown_at_the_kernels_call(tmp_path, layou
     # call at all), '# ave: ignore' on the call did nothing, and one on the import line
     # suppressed it (a review helper). Now the kernel's call (0-based line 9) is the
     # editor's range and its comment drops it.
-    from ave_lsp.server.server import _check_in_worker
-    from ave_lsp.server.settings import Settings
-
     if layout == "three_files":
         (tmp_path / "h4.py").write_text(_INNER, "utf-8")
-        outer = _OUTER.replace("{INNER_MOD}", "h4").replace("{SAME}", "")
-    else:
-        outer = _OUTER.replace("from {INNER_MOD} import stage_inner\n", "").replace(
-            "{SAME}", "\n\n" + _INNER.split("\n\n\n", 1)[1])
+    outer = _outer_text(layout)
     (tmp_path / "h3.py").write_text(outer, "utf-8")
     k = tmp_path / "k3.py"
     k.write_text(_CALLER.replace("{K}", "  # ave: ignore[AVE207]" if suppress else ""),
                  "utf-8")
-    out = _check_in_worker(k.as_uri(), str(k), k.read_text("utf-8"), str(tmp_path),
-                           Settings())
-    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", str(k), "-j1"],
-                       capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+    out, p = _editor_and_check(k, tmp_path)
     if suppress:
         assert out.items == [] and "1 suppressed" in p.stdout, (out.items, p.stdout)
         return
@@ -671,26 +676,17 @@ def test_a_comment_on_the_call_between_suppresses_a_finding_two_helpers_deep(tmp
     # stage_inner (h3.py line 5, 0-based) did nothing. Now that call is a related location
     # ("through this call", after the kernel's call) and its comment drops the finding, in
     # the editor and in --check alike.
-    from ave_lsp.server.server import _check_in_worker
-    from ave_lsp.server.settings import Settings
-
     call = "    return stage_inner(A, s, BM, BK, tiled)"
     for suppress in (False, True):
         if layout == "three_files":
             (tmp_path / "h4.py").write_text(_INNER, "utf-8")
-            outer = _OUTER.replace("{INNER_MOD}", "h4").replace("{SAME}", "")
-        else:
-            outer = _OUTER.replace("from {INNER_MOD} import stage_inner\n", "").replace(
-                "{SAME}", "\n\n" + _INNER.split("\n\n\n", 1)[1])
+        outer = _outer_text(layout)
         if suppress:
             outer = outer.replace(call, call + "  # ave: ignore[AVE207]")
         (tmp_path / "h3.py").write_text(outer, "utf-8")
         k = tmp_path / "k3.py"
         k.write_text(_CALLER.replace("{K}", ""), "utf-8")
-        out = _check_in_worker(k.as_uri(), str(k), k.read_text("utf-8"), str(tmp_path),
-                               Settings())
-        p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", str(k), "-j1"],
-                           capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+        out, p = _editor_and_check(k, tmp_path)
         if suppress:
             assert out.items == [] and "1 suppressed" in p.stdout, (out.items, p.stdout)
             continue
@@ -722,9 +718,6 @@ def test_each_path_of_calls_is_its_own_finding(tmp_path, comment):
     # findings, one per path. They were one (keyed by the kernel's call alone): a comment
     # on line 7 of h3.py suppressed the race made through line 8 too, and one on line 8
     # did nothing (a review helper).
-    from ave_lsp.server.server import _check_in_worker
-    from ave_lsp.server.settings import Settings
-
     (tmp_path / "h4.py").write_text(_INNER, "utf-8")
     on = {comment} if isinstance(comment, int) else set(comment or ())
     outer = _OUTER_TWICE
@@ -733,11 +726,7 @@ def test_each_path_of_calls_is_its_own_finding(tmp_path, comment):
     (tmp_path / "h3.py").write_text(outer, "utf-8")
     k = tmp_path / "k3.py"
     k.write_text(_CALLER.replace("{K}", ""), "utf-8")
-    out = _check_in_worker(k.as_uri(), str(k), k.read_text("utf-8"), str(tmp_path),
-                           Settings())
-    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", str(k), "-j1",
-                        "--format", "json"], capture_output=True, text=True,
-                       cwd=str(tmp_path), timeout=120)
+    out, p = _editor_and_check(k, tmp_path, "--format", "json")
     rep = json.loads(p.stdout)
     lines = outer.splitlines()
     call_line = {n: next(i for i, ln in enumerate(lines)
@@ -784,19 +773,13 @@ def test_a_finding_in_a_helper_called_twice_is_at_the_call_that_races(tmp_path, 
     # the copy into s2 before it. The finding was shown at the first call (every copy of
     # the helper's op mapped to it), its comment suppressed it and one on line 15 did
     # nothing (a review helper).
-    from ave_lsp.server.server import _check_in_worker
-    from ave_lsp.server.settings import Settings
-
     (tmp_path / "h5.py").write_text(_READ_HELPER, "utf-8")
     lines = _TWICE.replace("{K}", "").splitlines()
     if comment_on is not None:
         lines[comment_on] += "  # ave: ignore[AVE207]"
     k = tmp_path / "k5.py"
     k.write_text("\n".join(lines) + "\n", "utf-8")
-    out = _check_in_worker(k.as_uri(), str(k), k.read_text("utf-8"), str(tmp_path),
-                           Settings())
-    p = subprocess.run([sys.executable, "-m", "ave_lsp", "--check", str(k), "-j1"],
-                       capture_output=True, text=True, cwd=str(tmp_path), timeout=120)
+    out, p = _editor_and_check(k, tmp_path)
     if comment_on == 14:
         assert out.items == [] and "1 suppressed" in p.stdout, (out.items, p.stdout)
         return
