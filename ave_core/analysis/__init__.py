@@ -842,6 +842,11 @@ def _diagnose_accumulate(r: AssertionResult, w: dict) -> Diagnostic:
             return "by an MMA outside every loop"
         msg = (f"accumulation repeats {f}={v}: {_fmt_threads(w)} accumulates it into acc{acc} "
                f"{at(a, 0)} and again {at(b, 1)}")
+    elif w.get("what") == "dropped":
+        at = ", ".join(f"{k}={x}" for k, x in w.get("loop_indices", {}).items())
+        msg = (f"accumulation incomplete: {_fmt_threads(w)} resets acc{acc} to 0 at the "
+               f"ave.where{' at ' + at if at else ''}, dropping the products summed into it "
+               f"before" + (f" ({span})" if span else "") + ", and the store writes it")
     else:
         # ("never accumulates k=0 into acc[0, 0] (A.shape[1] > 0) over kt=2..2" was hard
         # to read; a new user's report)
@@ -849,6 +854,10 @@ def _diagnose_accumulate(r: AssertionResult, w: dict) -> Diagnostic:
                f"acc{acc}" + (f", though {w['domain']} > {v} puts it in the sum"
                               if w.get("domain") else "")
                + (f" (the MMAs summed into it ran at {span})" if span else ""))
+    if "reset" in w:
+        # (the chain after an ave.where that reset the element: check_resets)
+        at = ", ".join(f"{k}={x}" for k, x in w["reset"].items())
+        msg += f", after the ave.where{' at ' + at if at else ''} reset it to 0"
     notes = _witness_notes(w)
     related = [Related(Location(p["file"], _range(p["range"])), p["label"])
                for p in w.get("program_points", [])]

@@ -196,9 +196,10 @@ def _field_domain(eng: Any, src: int, fname: str) -> tuple | None:
 def under_branches(eng: Any, new: list[Contribution] | None) -> list[Contribution] | None:
     """An MMA under branches on runtime values contributes only when they are taken: their
     conditions join each slot's guard (``if kt * BK + BK <= K: acc = mma(...)`` skips the
-    last partial tile for some K, and the check finds that K). None (the chain cannot be
-    followed) under an else-region or a condition that differs across the threads: the
-    negation of a condition is no conjunction of conditions."""
+    last partial tile for some K, and the check finds that K); an else-arm's is the
+    negation of its branch's condition when that is one condition. None (the chain cannot
+    be followed) under the else-arm of a conjunction (its negation is no conjunction of
+    conditions) or a condition that differs across the threads."""
     branches = eng.runtime_branches
     if not branches or new is None:
         return new
@@ -235,6 +236,18 @@ def join_chains(x: Any, y: Any, token: Any) -> Any:
     if all(p is q for p, q in zip(short, long_)) and all(
             token in c.branches for call in long_[len(short):] for c in call):
         return long_
+    # both arms extend the chain from before the branch, each under its own arm's guard
+    # (full k-tiles in the then-arm, the masked tail tile in the else-arm, an MMA in
+    # each: it was AVE205, "cannot be followed"; a review helper): the chain before it,
+    # then both arms' MMAs -- the guards make them exclusive
+    n = 0
+    while n < min(len(a), len(b)) and a[n] is b[n]:
+        n += 1
+    other = (token[0], 1 - token[1])
+    if a[n:] and b[n:] and \
+            all(token in c.branches for call in a[n:] for c in call) and \
+            all(other in c.branches for call in b[n:] for c in call):
+        return a + b[n:]
     return False
 
 
@@ -321,6 +334,56 @@ class Call(list):
     def __init__(self, items: list, op: Any) -> None:
         super().__init__(items)
         self.op = op
+
+
+class Reset(list):
+    """A point of an MMA chain where some accumulator elements may restart from zero:
+    ``acc = ave.where(c, acc, 0.0)`` (either side) whose condition the analysis cannot
+    decide for every element (``row < M``). The products summed before it stay in the
+    elements that keep the accumulator; the others drop them. The chain goes on through it
+    (the products after it are the chain's, per warp, as before); where the chain is used,
+    :func:`check_resets` asks whether an element the use reads (a global store: under its
+    mask) can have taken the other side. Empty (it contributes no products), so every
+    reader of a chain's calls passes over it.
+
+    ``op``: the select; ``keep``: ``(N,)`` guard rows of the select's condition per element
+    (``N`` = threads x values of the accumulator's layout); ``negate``: the accumulator is
+    the select's false side (an element keeps it where the condition fails); ``loops``:
+    the loop indices at the select; ``arms``: ``(condition ids, arm)`` of the runtime
+    branches every thread takes alike around it (the reset happens only there)."""
+
+    __slots__ = ("op", "keep", "negate", "loops", "arms")
+
+
+def _zero_side(eng: Any, op: Any, j: int) -> bool:
+    """Operand ``j`` of a select is 0 in every element: a constant ``0.0`` (a float
+    constant has no value in the engine: its op says it) or a zero fragment
+    (``ave.zeros``, FragVal.zero) that holds no chain."""
+    from ave_core.analysis.engine import FragVal
+    v = op.operands[j]
+    x = eng.env.get(v)
+    if type(x) is FragVal:
+        return bool(x.zero) and not x.kcov
+    o = getattr(v, "owner", None)
+    return getattr(o, "name", None) == "arith.constant" and \
+        o.attrs.get("value") == 0 and not o.attrs["dtype"].name == "i1"
+
+
+def _reset(eng: Any, op: Any, c: Any, i: int, V: int) -> "Reset | None":
+    """The :class:`Reset` of ``select(c, ...)`` keeping the accumulator on side ``i``, or
+    None when the condition has no guard rows per element."""
+    from ave_core.analysis.engine import FragVal
+    N = eng.T * V
+    if type(c) is FragVal:
+        rows = c.size_cond
+        if rows is None or rows.shape[0] != N:
+            return None
+    else:
+        rows = np.repeat(eng.conds.rows(c, eng.T), V, axis=0)
+    r = Reset()
+    r.op, r.keep, r.negate, r.loops = op, rows, i == 1, eng.loops
+    r.arms = tuple((ids, arm) for ids, arm, _ in eng._uniform_arms())
+    return r
 
 
 def lost_at_select(eng: Any, op: Any, select: Any) -> None:
@@ -462,11 +525,15 @@ def passed_chain(eng: Any, op: Any) -> tuple | None:
     ended the chain (inside the k loop: "never accumulates k=32" at the first tile of a
     correct kernel). ``ave.where(c, acc, x)`` (either side) whose condition is decided, for
     every element, to take the accumulator (``ave.coord`` against a constant, a loop index
-    of the unrolled loop: ``kt >= 0``) is the accumulator too. A select that may take the
-    other side for some element ends the chain and checks it there, as any other use: an
-    element that took ``x`` dropped the products before it, which the per-warp chain cannot
-    tell (carrying the chain on through it -- at most once only -- missed a reset that
-    drops a k-tile and reported a "twice" for an element that took ``x``; a review helper).
+    of the unrolled loop: ``kt >= 0``) is the accumulator too. One that may take the other
+    side for some element, when that side is zero (``ave.where(row < M, acc, 0.0)``), is a
+    :class:`Reset` of those elements: the chain goes on with it, whole (each element that
+    keeps it holds every product), and its use checks the elements it reads
+    (:func:`check_resets`). A select to anything else ends the chain and checks it there, as
+    any other use: an element that took ``x`` dropped the products before it, which the
+    per-warp chain cannot tell (carrying the chain on through it -- at most once only --
+    missed a reset that drops a k-tile and reported a "twice" for an element that took
+    ``x``; a review helper).
 
     Returns ``(kcov, partial)`` for the result.
     """
@@ -496,17 +563,30 @@ def passed_chain(eng: Any, op: Any) -> tuple | None:
         return None
     # each element's condition: 0 true (takes a), 1 false (takes b), else undecided
     if type(c) is FragVal:
-        if c.cond is None:
+        if c.cond is not None:
+            tr = eng.conds.truth(c.cond)
+        elif c.scond is not None:
+            tr = np.full(c.scond.shape[0], 2)       # (over sizes: the resets decide it)
+        else:
             return None
-        tr = eng.conds.truth(c.cond)
     elif isinstance(c, np.ndarray):
         # (a scalar condition, one per thread: `kt >= 0` of an unrolled loop index)
         tr = eng.conds.truth(eng.conds.rows(c, eng.T))
     else:
         return None
-    if not bool((np.asarray(tr) == i).all()):
+    if bool((np.asarray(tr) == i).all()):
+        return x.kcov, x.partial
+    # some element may take the other side: a reset to zero there (`acc = ave.where(row <
+    # M, acc, 0.0)` inside the k loop, of rows no store writes) is followed as such -- the
+    # chain goes on, and its use asks whether an element it reads was reset (check_resets;
+    # ending the chain here was a false "never accumulates k=32" at the first tile of a
+    # correct kernel, and a silent pass after the last MMA)
+    if not _zero_side(eng, op, 2 - i):
         return None
-    return x.kcov, x.partial
+    r = _reset(eng, op, c, i, x.V)
+    if r is None:
+        return None
+    return x.kcov + [r], x.partial
 
 
 def on_consume(eng: Any, op: Any) -> None:
@@ -553,6 +633,15 @@ def end_chain(eng: Any, x: Any, op: Any) -> None:
     c0 = x.kcov[0]
     first = getattr(c0, "op", None) or (c0[0].op if c0 else op)
     chk = PairCheck(first, "accumulate", 0)
+    if any(type(c) is Reset for c in x.kcov):
+        # per class of elements (check_resets); a global store's mask says which elements
+        # it reads: its handler computes it, and runs the check
+        eng.checks.append(chk)
+        if op.name == "ave.store":
+            eng.pending_resets.append((x, chk, op))
+        else:
+            check_resets(eng, x, chk, op)
+        return
     # (a chain holding part of a sum -- see summed_chain -- is checked for "at most
     # once" only: the rest of the sum's k is in an accumulator not followed)
     q0 = eng.solver.queries
@@ -583,6 +672,242 @@ def end_chain(eng: Any, x: Any, op: Any) -> None:
         # skipped, `first = acc` kept at kt == 0 and stored at the end; a review helper)
         ended[id(x)] = (x, len(eng.checks), chk, active.copy(), arms, eng.k)
         eng.checks.append(chk)
+
+
+def flush_resets(eng: Any, op: Any, guard: Any = None) -> None:
+    """Run the :func:`check_resets` that the use ``op`` left pending (``guard``: the
+    ``(N, GUARD)`` guard rows of the elements a global store writes, its mask; None: every
+    element is read)."""
+    pending, eng.pending_resets = eng.pending_resets, []
+    for x, chk, at in pending:
+        check_resets(eng, x, chk, at, guard if at is op else None)
+        if chk.violation is not None:
+            eng.known_violations.add(chk.location)
+
+
+def check_resets(eng: Any, x: Any, chk: Any, consumer: Any, guard: Any = None) -> None:
+    """Check an ended chain with resets (:class:`Reset`), per class of elements: those
+    that kept the accumulator at every reset hold the whole chain; those whose last reset
+    taken is the j-th hold the MMAs after it only. Each class some element the use reads
+    can be in (``guard``: a global store's mask rows; None: every element of the active
+    threads; z3 over the sizes, the conditions of the class's resets and the use's) is
+    checked as a chain of its own (:func:`check_chain`, under the sizes that put an element
+    in the class); a class whose chain is empty (a reset after the last MMA) holds none of
+    the products: "dropped". Sets ``chk``'s counts and verdict. A reset class's violation
+    at a use other than a global store is ``unknown`` (the elements reset may be rows no
+    store writes: whether they reach the output is not followed).
+
+    An element's keep condition that is among its store mask's conjuncts (the same
+    ``row < M``) is decided without z3."""
+    kcov = x.kcov
+    conds = eng.conds
+    N = x.tags.n
+    used = np.repeat(np.asarray(eng.active, bool), x.V)
+    g = None
+    if guard is not None:
+        g = conds.rows(guard, N)
+        used &= conds.truth(g) != 1
+    resets = [(pos, r) for pos, r in enumerate(kcov)
+              if type(r) is Reset and any(type(c) is Call for c in kcov[:pos])]
+    stored = consumer.name == "ave.store" and guard is not None
+    known = chk.location in eng.known_violations
+    for cls in [None] + list(range(len(resets))):
+        # the class's conditions: keep every later reset (all of them: the class that kept
+        # the accumulator throughout), take the j-th
+        terms = [(r, cls is None or li > cls) for li, (_, r) in enumerate(resets)
+                 if cls is None or li >= cls]
+        member = _class_members(eng, terms, used, g, N)
+        if member is None:
+            continue
+        elems, pairs, sure = member
+        if not sure:
+            st, _, _ = _solve(eng, lambda z3: ([_class_term(eng, z3, pairs)], None))
+            if st == "unsat":
+                continue
+            if st == "unknown":
+                chk.unknown = "accumulation check: solver budget exhausted"
+                return
+        reset = None if cls is None else resets[cls]
+        sub = kcov if reset is None else kcov[reset[0] + 1:]
+        if not any(type(c) is Call for c in sub):
+            # (reset after the last MMA: the element holds none of the products)
+            found = _lowest_member(eng, pairs)
+            if found == "unknown":
+                chk.unknown = "accumulation check: solver budget exhausted"
+                return
+            if found is None:
+                continue
+            e, model_of = found
+            if not stored:
+                chk.unknown = _not_followed(reset[1], consumer)
+                return
+            chk.compared, chk.covered = max(chk.compared, 1), max(chk.covered, 1)
+            r = reset[1]
+            wv = _reset_witness(eng, x, r, reset[0], e, model_of(False), consumer)
+            wv["__refine"] = lambda: _reset_witness(eng, x, r, reset[0], e, model_of(True),
+                                                    consumer)
+            chk.violation = wv
+            return
+        eng.chain_class = (lambda z3, pairs=pairs: [_class_term(eng, z3, pairs)]) \
+            if not sure else None
+        try:
+            res = check_chain(eng, sub, consumer, known=known, at_least=not x.partial,
+                              out_keys=_output_keys(x))
+        finally:
+            eng.chain_class = None
+        chk.compared = max(chk.compared, res["compared"])
+        chk.covered = max(chk.covered, res["covered"])
+        if res["unknown"] is not None:
+            chk.unknown = res["unknown"]
+            return
+        v = res["violation"]
+        if v is not None:
+            if reset is not None and not stored:
+                chk.unknown = _not_followed(reset[1], consumer)
+                return
+            if reset is not None:
+                _mark_reset(v, reset[1])
+            chk.violation = v
+            return
+
+
+def _class_members(eng: Any, terms: list, used: np.ndarray, g: Any, N: int) -> Any:
+    """The elements that may be in a class of :func:`check_resets` (``terms``: ``(reset,
+    keeps)``, each reset kept or taken): ``(element indices, pairs, sure)`` -- ``pairs``
+    the distinct ``((use atoms), ((atoms, wants them true, kept, arms), ...))`` with their first
+    element, in element order; ``sure``: an element is in it for certain (its conditions
+    decided) -- or None when no element can be."""
+    conds = eng.conds
+    cand = used.copy()
+    rows = []
+    for r, keeps in terms:
+        tk = conds.truth(r.keep)
+        # an element's keep condition decided: kept (true, or false on the false side)
+        kept_sure = tk == (1 if r.negate else 0)
+        taken_sure = tk == (0 if r.negate else 1)
+        # (under arms of runtime branches, a reset taken for sure happens only there)
+        if not (keeps and r.arms):
+            cand &= ~(taken_sure if keeps else kept_sure)
+        want_true = keeps != r.negate          # the condition itself must hold
+        und = (tk == 2) | bool(r.arms)
+        if keeps and g is not None and not r.negate:
+            # keep's conjuncts all among the mask's: the mask implies it
+            implied = np.ones(N, bool)
+            for j in range(r.keep.shape[1]):
+                kj = r.keep[:, j]
+                implied &= (kj == 0) | any_last(g == kj[:, None])
+            und &= ~implied
+        rows.append((r.keep, want_true, und, keeps, r.arms))
+    if not cand.any():
+        return None
+    idx = np.nonzero(cand)[0]
+    gu = conds.truth(g) if g is not None else np.zeros(N, np.int64)
+    pairs: dict = {}
+    sure = False
+    for e in idx.tolist():
+        use = tuple(a for a in g[e].tolist() if a) if g is not None and gu[e] == 2 else ()
+        parts = tuple((tuple(a for a in keep[e].tolist() if a), want, keeps, arms)
+                      for keep, want, und, keeps, arms in rows if und[e])
+        if not use and not parts:
+            sure = True
+        pairs.setdefault((use, parts), e)
+    return idx, list(pairs.items()), sure
+
+
+def _class_term(eng: Any, z3: Any, pairs: list) -> Any:
+    """Some element is in the class (:func:`_class_members`' pairs), as one z3 term."""
+    return z3.Or(*[_member_term(eng, z3, key) for key, _ in pairs])
+
+
+def _member_term(eng: Any, z3: Any, key: tuple) -> Any:
+    sv = eng.solver
+    use, parts = key
+    out = [sv.cond(list(use))] if use else []
+    for atoms, want, keeps, arms in parts:
+        c = sv.cond(list(atoms))
+        t = c if want else z3.Not(c)
+        if arms:
+            # (a reset under runtime branches happens where they are taken)
+            ran = z3.And(*[eng._arm_term(ids, arm) for ids, arm in arms])
+            t = z3.Or(t, z3.Not(ran)) if keeps else z3.And(t, ran)
+        out.append(t)
+    return z3.And(*out) if out else z3.BoolVal(True, sv.ctx)
+
+
+def _lowest_member(eng: Any, pairs: list) -> Any:
+    """The lowest element of a class that some sizes make (``(element, model_of)``;
+    ``model_of(canonical)``: the sizes, a dict), "unknown" (the solver's budget) or None:
+    one query per pair, in element order."""
+    sv = eng.solver
+    for key, e in pairs:
+        st, m, again = _solve(eng, lambda z3, key=key: ([_member_term(eng, z3, key)], None))
+        if st == "unknown":
+            return "unknown"
+        if st == "sat":
+            atoms = list(sv._atoms.items())
+            return e, (lambda canonical, m=m, again=again:
+                       sv.model_dict(again() if canonical else m, atoms))
+    return None
+
+
+def _not_followed(r: "Reset", consumer: Any) -> str:
+    at = consumer.loc.range.start.line + 1
+    line = r.op.loc.range.start.line + 1
+    return (f"elements of the accumulator may take the zero side of the ave.where at line "
+            f"{line}, and what they hold after it is incomplete; the use at line {at} "
+            "reads them, and whether they reach the output is not followed (reset only "
+            "elements a masked store leaves out, or mask the store)")
+
+
+def _mark_reset(v: dict, r: "Reset") -> None:
+    """A violation of the chain after a reset: the witness names the reset."""
+    at = shown_loops(r.loops, r.op)
+    v["reset"] = dict(at)
+    pts = v.setdefault("program_points", [])
+    pts.insert(len(pts) - 1 if pts else 0, {
+        "file": r.op.loc.file, "range": r.op.loc.range.to_json(),
+        "label": "takes 0 here, dropping the products before it"
+        + (" (" + ", ".join(f"{k}={x}" for k, x in at) + ")" if at else "")})
+    fin = v.get("__refine")
+    if fin is not None:
+        v["__refine"] = lambda: (lambda w: (_mark_reset(w, r), w)[1])(fin())
+
+
+def _reset_witness(eng: Any, x: Any, r: "Reset", pos: int, e: int, model: dict,
+                   consumer: Any) -> dict:
+    """The witness of a reset after the last MMA that leaves element ``e`` none of the
+    products (see :func:`check_resets`)."""
+    V = x.V
+    t0 = e // V
+    acc = [int(c) for c in eng.table(r.op.result.type.layout)[t0, e % V]]
+    before = [c for c in x.kcov[:pos] if type(c) is Call]
+    pts = []
+
+    def pp(op, label):
+        pts.append({"file": op.loc.file, "range": op.loc.range.to_json(), "label": label})
+
+    def when(loops) -> str:
+        return " (" + ", ".join(f"{k}={v}" for k, v in loops) + ")" if loops else ""
+
+    for c in before:
+        pp(c.op, "accumulates" + when(shown_loops(c.op.attrs.get("loop_indices", ()), c.op)))
+    at = shown_loops(r.loops, r.op)
+    pp(r.op, "takes 0 here, dropping the products before it" + when(at))
+    pp(consumer, "the accumulator is used here")
+    model = {k: v for k, v in model.items() if not k.startswith("__")}
+    block = [int(model.get(f"program_id({a})", 0)) for a in range(3)]
+    chain = [dict(shown_loops(c.op.attrs.get("loop_indices", ()), c.op)) for c in before]
+    return {
+        "block": block,
+        "threads": [{"thread": t0, "warp": t0 // eng.ws, "lane": t0 % eng.ws}],
+        "loop_indices": dict(at),
+        "what": "dropped", "accumulator": acc,
+        "coordinates": {"acc": acc},
+        "tags": {},
+        "program_points": pts,
+        "model": model,
+        "chain": chain,
+    }
 
 
 def _path_possible(eng: Any, arms: frozenset) -> bool:
@@ -989,6 +1314,15 @@ def _solve_in(eng: Any, build) -> tuple[str, Any, Any]:
     # not run)
     trips = _trip_constraints(eng, z3) + [eng._arm_term(ids, arm)
                                           for ids, arm, _ in eng._uniform_arms()]
+    # (a class of elements check_resets checks: sizes that put an element in it)
+    if eng.chain_class is not None:
+        trips += eng.chain_class(z3)
+    # the size statements the masks make, as the bounds check reads them (B's `k < K`:
+    # B.shape[0] == A.shape[1]) -- a witness with B.shape[0] = 33 for K = 65 read B out
+    # of bounds, and the interpreter stopped there instead of showing the missing k (a
+    # review helper)
+    trips += [sv.lin(eng.tab.atom(Atom("dim", (t, d))), 0) == sv.lin(k, c)
+              for t, d, k, c in eng.bounds.assumptions]
     # the usual answer is unsat (the chain is complete): a plain solver decides it at a
     # fraction of an optimizing one's cost; only a violation needs the canonical witness
     plain = z3.Solver(ctx=sv.ctx)

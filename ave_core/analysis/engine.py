@@ -388,29 +388,56 @@ class FragVal:
     #: side for some element): an MMA accumulating into it cannot follow the chain --
     #: AVE205 there, not a silent pass (accumulation.passed_chain)
     ended_by: Any = None
+    #: for a predicate fragment from comparing integer fragments with runtime sizes
+    #: (``row < M``, which ``cond`` leaves out: an i32 runtime part may wrap there), each
+    #: element's condition as guard rows over the sizes, unbounded integers as z3 sees them
+    #: (and of such predicates: their conjunction); None otherwise. Read by the MMA chain's
+    #: resets only (accumulation.Reset), which decide them with z3 as the masks are
+    scond: np.ndarray | None = None
+
+    @property
+    def size_cond(self) -> np.ndarray | None:
+        """``cond``, or else ``scond``: each element's condition, decided or over sizes."""
+        return self.cond if self.cond is not None else self.scond
 
 
-def written_tensors(k: KernelIR) -> frozenset:
-    """The names of the tensor parameters kernel ``k`` writes (an ``ave.store`` or a copy
-    into a tile of theirs, a scatter): what a load from them reads may be a partial sum the
-    kernel stored (``C += A B`` through global memory, a stream-K fix-up) -- not global data
-    alone (FragVal.global_data)."""
+def reread_tensors(k: KernelIR) -> frozenset:
+    """The names of the tensor parameters kernel ``k`` (an unrolled variant) reads after it
+    wrote them (an ``ave.store``, a copy or scatter into a tile of theirs, then a load or a
+    copy from one, in program order): what such a load reads may be a partial sum the
+    kernel stored (``C += A B`` through global memory, one k-tile per iteration; a
+    stream-K fix-up) -- not global data alone (FragVal.global_data). A tensor only read
+    before the kernel writes it is input data: ``C = alpha A B + beta C`` loads ``C`` as
+    the accumulator's start (it was no start whenever the kernel wrote ``C``, and the k
+    loop went unchecked, silently; a review helper)."""
     roots = {p.value: p.name for p in k.params}
-    out = set()
-    for op in k.walk():
-        if op.name == "ave.store" and op.operands:
-            v = op.operands[0]
-        elif op.name in ("ave.copy", "ave.copy_async") and len(op.operands) > 1:
-            v = op.operands[1]
-        else:
-            continue
+
+    def root(v: Any) -> str | None:
         for _ in range(256):        # (the tile's chain of views back to its tensor)
             owner = getattr(v, "owner", None)
-            if v in roots or owner is None or not owner.operands:
+            if v in roots or owner is None or not getattr(owner, "operands", None):
                 break
             v = owner.operands[0]
-        if v in roots:
-            out.add(roots[v])
+        return roots.get(v)
+
+    written: set = set()
+    out = set()
+    for op in k.walk():
+        reads, writes = (), ()
+        if op.name == "ave.store" and op.operands:
+            writes = (op.operands[0],)
+        elif op.name in ("ave.copy", "ave.copy_async") and len(op.operands) > 1:
+            reads, writes = (op.operands[0],), (op.operands[1],)
+        elif op.name == "ave.load" and op.operands:
+            reads = (op.operands[0],)
+        for v in reads:
+            r = root(v)
+            if r is not None and r in written:
+                out.add(r)
+        for v in writes:
+            r = root(v)
+            if r is not None:
+                written.add(r)
     return frozenset(out)
 
 
@@ -523,7 +550,7 @@ class Engine:
         self.T = kernel.threads
         self.ws = kernel.warp_size
         #: the tensors the kernel writes (see written_tensors; the variants run here, all)
-        self.written_tensors = written_tensors(kernel)
+        self.written_tensors = reread_tensors(kernel)
         self.tab = tab
         self.conds = conds
         self.solver = solver
@@ -586,6 +613,17 @@ class Engine:
         self._disjoint_memo: dict = {}   # pairs of shared tiles found disjoint
         #: MMA chains checked where they ended, by the fragment (accumulation.end_chain)
         self.chains_ended: dict = {}
+        #: (branch condition ids, A's guard rest, B's) -> the joined guard's condition id
+        #: (_path_guards)
+        self._path_guard_memo: dict = {}
+        #: the granules _landing_marks found written by another arm with the same tags
+        #: (read once by _join_other_paths)
+        self._alike_landed: Any = None
+        #: chains a global store ends whose resets its mask decides (accumulation.Reset):
+        #: checked by the store's handler, or after the op by _step with no mask
+        self.pending_resets: list = []
+        #: while accumulation.check_resets checks a class of elements: its z3 terms
+        self.chain_class: Any = None
         #: (id of the variant's kernel, arms) -> (that kernel, some sizes take those arms
         #: with its trip counts): accumulation._path_possible
         self.paths_possible: dict = {}
@@ -880,6 +918,74 @@ class Engine:
             self.journal.extend(reversed(kept))
         return ub, tags, wr, writer, rg, rows, epoch
 
+    def _else_guard(self, rows: np.ndarray | None) -> np.ndarray | None:
+        """The guard row of the else-arm of a branch whose then-arm has ``rows`` (one
+        condition for every thread): the negation of a single condition (``k0 + BK > K``
+        for ``k0 + BK <= K``), or None (a conjunction's negation is no guard row)."""
+        if rows is None:
+            return None
+        n = self._negated(self._cond_ids(rows))
+        if n is None:
+            return None
+        out = np.zeros_like(rows)
+        out[0] = n
+        return out
+
+    def _path_guards(self, out: Tags, A: Tags, B: Tags, cids: tuple) -> None:
+        """After a uniform branch on ``cids`` (its then-arm's condition ids): where both
+        paths hold the same tags under different guards (``ave.copy(..., mask=m < M)`` of
+        full tiles in the then-arm, ``mask=(m < M) & (k < K)`` of the tail tile in the
+        else-arm), the guard of ``out`` (the join: none, always checked) becomes the
+        guards' common atoms and one condition for the rest: ``If(then, rest of A's
+        guard, rest of B's)`` (a select term, as :meth:`_opaque_cond` makes). A k the
+        tail's mask drops was taken as held on every path: the MMA chain's "at least
+        once" (AVE206) proved a mask ``k < K - 1`` there (a review helper). The common
+        atoms stay atoms of their own (a row's ``m < M`` is not the column's condition:
+        the chain's per-slot guards keep what every row of the slot has)."""
+        if not cids or not len(out.cond):
+            return
+        hold = (A.code != ABSENT).any(axis=1) & (B.code != ABSENT).any(axis=1) & \
+            (A.code == B.code).all(axis=1) & (A.cond != B.cond).any(axis=1)
+        if not hold.any():
+            return
+        idx = np.nonzero(hold)[0]
+        G = A.cond.shape[1]
+        pairs = np.concatenate([A.cond[idx], B.cond[idx]], axis=1)
+        uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
+        memo = self._path_guard_memo
+        label = "joined guard"
+        rows = np.zeros((len(uniq), G), out.cond.dtype)
+        for u, pr in enumerate(uniq.tolist()):
+            ga, gb = set(a for a in pr[:G] if a), set(b for b in pr[G:] if b)
+            if 1 in ga and 1 in gb:
+                rows[u, 0] = 1
+                continue
+            common = sorted(ga & gb)
+            ra, rb = tuple(sorted(ga - set(common))), tuple(sorted(gb - set(common)))
+            key = (cids, ra, rb)
+            h = memo.get(key)
+            if h is None:
+                # [g] = If(g, 1, 0); the rest: If(then, [ra], [rb]) > 0 (a false guard,
+                # id 1, is If(false, ...): 0)
+                def ind(g: tuple) -> tuple:
+                    if not g:
+                        return (0, 1)
+                    if 1 in g:
+                        return (0, 0)
+                    return (self.tab.atom(Atom("select", (g, (0, 1), (0, 0), label))), 0)
+                s_ = self.tab.atom(Atom("select", (tuple(cids), ind(ra), ind(rb), label)))
+                h = memo[key] = self.conds.atomic("gt", s_, 0)
+            row = common + [h]
+            if len(row) > G:
+                continue                    # (no room: always checked, as the join left it)
+            rows[u, :len(row)] = row
+        new = rows[inv.reshape(-1)]
+        keep = (new != 0).any(axis=1) | (pairs == 0).all(axis=1)
+        if keep.any():
+            cond = out.cond.copy()
+            cond[idx[keep]] = new[keep]
+            out.cond = cond
+
     def _fork_join(self, arms: list, uniform: bool, e0: int, cond: tuple | None = None
                    ) -> None:
         """Join the two arms of a forked branch (:meth:`_fork_arm`'s results; the state is
@@ -900,6 +1006,8 @@ class Engine:
             wA, wB = w0.copy(), w0.copy()
             wA[pa], wB[pb] = wa_, wb_
             out = join(A, B, self.conds)
+            if cond is not None:
+                self._path_guards(out, A, B, cond[1])
             if cond is not None and A.data is not None and B.data is not None:
                 # other known data on the two paths of a uniform branch (a buffer refilled
                 # from one table or another, a one-arm refill over -1 padding): a datum of
@@ -1022,7 +1130,7 @@ class Engine:
         resume): the caller runs it on a fresh engine.
         """
         ops = kernel.body.ops
-        self.written_tensors = self.written_tensors | written_tensors(kernel)
+        self.written_tensors = self.written_tensors | reread_tensors(kernel)
         prev = getattr(self, "_prev_ops", None)
         self._keep = None if resume_points is None else frozenset(resume_points)
         if prev is None or self._jlist is None:
@@ -1088,6 +1196,8 @@ class Engine:
             h(op)
         except SymOverflow as e:
             raise AnalysisLimit(f"{e} (int64 would wrap it)", op) from None
+        if self.pending_resets:
+            accumulation.flush_resets(self, op)
 
     # ------------------------------------------------------------------ scalars
 
@@ -1437,6 +1547,8 @@ class Engine:
                         if sel_t.any():
                             idx = np.nonzero(sel_t)[0]
                             tags.put(idx, side.take(idx))
+            if isinstance(c, FragVal) and c.size_cond is not None:
+                tags = self._select_guards(op, c, fa, fb, tags)
             varies = any(isinstance(x, FragVal) and x.varies for x in (c, a, b)) or \
                 self._scalars_vary(op)
             if varies and tags.data is not None:
@@ -1491,6 +1603,66 @@ class Engine:
         if self.env[op.result] is None:
             # (floats, or more per-thread conditions than a select term follows)
             self._mark_varying(op)
+
+    def _select_guards(self, op: Op, c: FragVal, fa: FragVal, fb: FragVal,
+                       tags: Tags) -> Tags:
+        """``ave.where(c, x, 0.0)`` (either side) with a condition undecided for some
+        elements (over sizes: ``k0 + ave.coord(...) < K``): where ``x``'s tags are kept,
+        they hold under ``c`` only (else the element is 0, no data) -- the join held them
+        always. As a masked load's guard: a pairing is checked where it holds, and an MMA
+        chain's k-slot contributes there only (an operand masked ``< K - 1`` in registers
+        was proved complete; a review helper). The false side's condition is the negation
+        of a one-atom ``c`` (a conjunction's is no guard row: the join's stays)."""
+        from ave_core.analysis.accumulation import _zero_side
+        rows = c.size_cond
+        if rows.shape[0] != tags.n:
+            return tags
+        tr = self.conds.truth(rows)
+        if c.cond is not None:
+            # elements decided to take the zero: the other side's tags under a false
+            # guard (as a masked load's padding), not ⊥ -- an A operand zeroed past column
+            # 16 in registers made its rows ⊤ through the MMA: a false AVE201 at the store
+            # (a review helper)
+            for side, x in ((0, fa), (1, fb)):
+                zero = tr == 1 - side
+                if zero.any() and _zero_side(self, op, 2 - side) and x.tags.code.any():
+                    i = np.nonzero(zero & (x.tags.code != ABSENT).any(axis=1))[0]
+                    if len(i):
+                        tags = tags.copy()
+                        tags.put(i, x.tags.take(i))
+                        cond = tags.cond.copy()
+                        cond[i] = 0
+                        cond[i, 0] = 1
+                        tags.cond = cond
+        und = tr == 2
+        if not und.any():
+            return tags
+        for side, x in ((0, fa), (1, fb)):
+            if not _zero_side(self, op, 2 - side) or not x.tags.code.any():
+                continue
+            held = und & (x.tags.code != ABSENT).any(axis=1) & \
+                (tags.code == x.tags.code).all(axis=1)
+            if not held.any():
+                continue
+            i = np.nonzero(held)[0]
+            g = rows[i]
+            if side == 1:
+                neg = np.zeros_like(g)
+                for j, r in enumerate(g.tolist()):
+                    n = self._negated(tuple(a for a in r if a))
+                    if n is None:
+                        neg[j, 0] = -1
+                    else:
+                        neg[j, 0] = n
+                ok = neg[:, 0] >= 0
+                i, g = i[ok], neg[ok]
+                if not len(i):
+                    continue
+            tags = tags.copy()
+            cond = tags.cond.copy()
+            cond[i] = self.conds.conj_arrays(cond[i], g)
+            tags.cond = cond
+        return tags
 
     # ------------------------------------------------------------------ ids
 
@@ -2311,7 +2483,7 @@ class Engine:
             when = self._landing_condition(op)[0]
             if when:
                 marks, joined = self._landing_marks(byts, t, when, op, self.loops)
-                t = self._join_other_paths(byts, t, joined)
+                t = self._join_other_paths(byts, t, joined, when)
                 weak = False
         if thr is not None:
             self.races.write(byts, thr, op, differs=self._differs(byts, t),
@@ -2504,17 +2676,36 @@ class Engine:
             marks = 0
             if when[0]:
                 marks, joined = self._landing_marks(byts, t, *when)
-                t = self._join_other_paths(byts, t, joined)
+                t = self._join_other_paths(byts, t, joined, when[0])
             self._smem_write(byts, t, weak=weak, threads=thr, when=marks)
 
-    def _join_other_paths(self, byts: np.ndarray, t: Tags, joined: np.ndarray) -> Tags:
+    def _join_other_paths(self, byts: np.ndarray, t: Tags, joined: np.ndarray,
+                          when: tuple = ()) -> Tags:
         """``t`` with the rows ``joined`` (granules another path wrote other data into:
-        :meth:`_landing_marks`) joined with the granules' tags now."""
+        :meth:`_landing_marks`) joined with the granules' tags now. Granules the other arm
+        of the one branch ``when`` names wrote with the same tags under another guard (a
+        tail tile's copy masked on k, the full tiles' not): their guard becomes the two
+        paths' (:meth:`_path_guards`; this copy's guard alone held for both paths)."""
+        alike, self._alike_landed = self._alike_landed, None
+        if alike is not None and len(when) == 1:
+            ids, arm, _ = when[0]
+            i = np.nonzero(alike)[0]
+            old, new = self.smem.take(byts[i]), t.take(i)
+            out = new.copy()
+            self._path_guards(out, *((old, new) if arm == 1 else (new, old)), ids)
+            if out.cond is not new.cond:
+                t = t.copy()
+                t.put(i, out)
         if not joined.any():
             return t
         t = t.copy()
         i = np.nonzero(joined)[0]
-        t.put(i, join(t.take(i), self.smem.take(byts[i]), self.conds))
+        new, old = t.take(i), self.smem.take(byts[i])
+        out = join(new, old, self.conds)
+        if len(when) == 1:
+            ids, arm, _ = when[0]
+            self._path_guards(out, *((old, new) if arm == 1 else (new, old)), ids)
+        t.put(i, out)
         return t
 
     def _landing_condition(self, op: Op) -> tuple:
@@ -2568,6 +2759,7 @@ class Engine:
         base = self._landing_id(frozenset((when,)), copy, loops)
         out = np.full(len(byts), base, np.int32)
         joined = np.zeros(len(byts), bool)
+        alike = np.zeros(len(byts), bool)
         for o in np.unique(old).tolist():
             sel = old == o
             if o == 0:
@@ -2582,8 +2774,11 @@ class Engine:
                 # other: only the later arm's tags were kept, and the pairing was proved;
                 # a review helper)
                 joined |= sel & ~same
+                alike |= sel & same
             else:
                 out[sel & same] = merged
+        if alike.any():
+            self._alike_landed = alike
         return out, joined
 
     def _exclusive(self, a: tuple, b: tuple) -> bool:
@@ -3049,6 +3244,8 @@ class Engine:
                 self.bounds.access(op, dst, [c[held] for c in coords], g[held], holders[held])
                 return g
             guard = self._xv_guard(op, entry, global_side)
+            if self.pending_resets:
+                accumulation.flush_resets(self, op, guard)
             if dst.tensor is not None and dst.tensor.tag_op is not None:
                 self._check_store(op, dst, fr, guard, entry)
             self._global_written(dst)
@@ -3271,7 +3468,7 @@ class Engine:
             # (the value wrapped on the GPU: c * 2**31 is negative for odd c in i32, and
             # a where decided on the unwrapped value took the wrong side; a review helper)
             ival = None
-        cond = None
+        cond = scond = None
         if name == "cmp":
             iv = [x.ival if isinstance(x, FragVal) else
                   SymInt(np.repeat(x.key, V), np.repeat(x.conc, V)) if isinstance(x, SymInt)
@@ -3283,10 +3480,18 @@ class Engine:
                         if hasattr(x.type, "dtype")):
                 cond = self.conds.rows(sym_compare(self.tab, self.conds, op.attrs["pred"],
                                                    iv[0], iv[1]), tags.n)
+            elif iv[0] is not None and iv[1] is not None:
+                scond = self.conds.rows(sym_compare(self.tab, self.conds, op.attrs["pred"],
+                                                    iv[0], iv[1]), tags.n)
         elif name == "and" and all(isinstance(x, FragVal) and x.cond is not None for x in xs):
             cond = self.conds.conj_arrays(xs[0].cond, xs[1].cond)
-        return FragVal(tags, V, ival, varies=any(f.varies for f in frs) or
-                       self._scalars_vary(op), cond=cond, global_data=_global_data(frs))
+        elif name == "and" and all(isinstance(x, FragVal) and x.size_cond is not None
+                                   for x in xs):
+            scond = self.conds.conj_arrays(xs[0].size_cond, xs[1].size_cond)
+        out = FragVal(tags, V, ival, varies=any(f.varies for f in frs) or
+                      self._scalars_vary(op), cond=cond, global_data=_global_data(frs))
+        out.scond = scond
+        return out
 
     def _scalars_vary(self, op: Op) -> bool:
         """A scalar operand of a fragment op differs across threads (see FragVal.varies),
@@ -4347,7 +4552,8 @@ class Engine:
             self._arms.append((id(op), ri))
             if runtime:
                 self.runtime_branches.append(RuntimeBranch(
-                    op, ri, crows, then_m if ri == 0 else else_m, rows if ri == 0 else None,
+                    op, ri, crows, then_m if ri == 0 else else_m,
+                    rows if ri == 0 else self._else_guard(rows),
                     fork, uniform, tags_fork or single, rows if uniform else None,
                     not single, alike))
             jl: list = []

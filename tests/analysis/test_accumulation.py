@@ -990,12 +990,13 @@ def test_flash_attention_rescaled_through_a_select_or_a_convert_is_followed(resc
 
 @pytest.mark.parametrize("k0", ["kt * 32", "kt * 0"])
 def test_an_mma_into_a_select_that_ended_its_chain_is_unknown_not_silent(k0):
-    # `acc = ave.where(row < M, acc, 0.0)` after the MMA inside the k loop: the select may
-    # take 0.0 for some rows, so it ends the chain (checked there, at kt = 0); the MMAs of
-    # later iterations accumulate into its result, which no chain follows. That was a
-    # silent pass -- also for every iteration reading k-tile 0 (kt * 0: wrong in the
-    # interpreter). Now: AVE205 at the MMA, naming the select's line.
-    sel = "        acc = ave.where(ave.coord((64, 64), 0, tiled.c) < M, acc, 0.0)"
+    # `acc = ave.where(row < M, acc, 1.0)` after the MMA inside the k loop: the select may
+    # take 1.0 for some rows (not a reset to zero: accumulation.Reset), so it ends the
+    # chain (checked there, at kt = 0); the MMAs of later iterations accumulate into its
+    # result, which no chain follows. That was a silent pass -- also for every iteration
+    # reading k-tile 0 (kt * 0: wrong in the interpreter). Now: AVE205 at the MMA, naming
+    # the select's line.
+    sel = "        acc = ave.where(ave.coord((64, 64), 0, tiled.c) < M, acc, 1.0)"
     text = KERNEL.replace("{K0}", k0).replace(MMA_STMT, MMA_STMT + "\n" + sel)
     res = compile_source(text, "sel_after.py")
     assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
@@ -1009,3 +1010,358 @@ def test_an_mma_into_a_select_that_ended_its_chain_is_unknown_not_silent(k0):
     if k0 == "kt * 0":
         af, bf, c = _run(res.kernels[0], 40)
         assert np.abs(c - af[:, :40] @ bf[:40, :]).max() > 1e-2
+
+
+ROW = "ave.coord((64, 64), 0, tiled.c)"
+
+
+def _reset_kernel(select: str, k0: str = "kt * 32", where: str = "before"):
+    """KERNEL with ``select`` (a statement) before or after the MMA in the k loop, or
+    ("end") after the loop, before the store."""
+    text = KERNEL.replace("{K0}", k0)
+    if where == "end":
+        text = text.replace("    ave.store(", "    " + select + "\n    ave.store(")
+    else:
+        stmt = "        " + select
+        text = text.replace(MMA_STMT, stmt + "\n" + MMA_STMT if where == "before"
+                            else MMA_STMT + "\n" + stmt)
+    res = compile_source(text, "reset.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    return res.kernels[0], text
+
+
+def _gemm_in_interpreter(kernel, M: int, K: int, seed: int):
+    """C (64 x 64, NaN where not stored) and A B in float64 for an M x K A."""
+    rng = np.random.default_rng(seed)
+    A = NUM.to_storage(bf16, rng.standard_normal((M, K)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((K, 64)).astype(np.float32))
+    C = np.full((64, 64), np.nan, np.float32)
+    run(kernel, (1,), [A, B, C], checks=False)
+    af = NUM.from_storage(bf16, A).astype(np.float64)
+    bf = NUM.from_storage(bf16, B).astype(np.float64)
+    return C, af, bf
+
+
+@pytest.mark.parametrize("select, where", [
+    (f"acc = ave.where({ROW} < M, acc, 0.0)", "before"),
+    (f"acc = ave.where({ROW} < M, acc, 0.0)", "after"),
+    (f"acc = ave.where({ROW} >= M, 0.0, acc)", "before"),
+    (f"acc = ave.where({ROW} < M, acc, 0.0)", "end"),
+    (f"acc = ave.where({ROW} < M, acc, ave.zeros((64, 64), ave.f32, tiled.c))", "before"),
+])
+def test_a_reset_of_rows_the_store_leaves_out_is_proved(select, where):
+    # `acc = ave.where(row < M, acc, 0.0)` inside the k loop resets only rows the masked
+    # store (m < M) never writes: correct (the interpreter agrees with A B on every stored
+    # row, M = 50). Before the MMA it ended the chain at the first tile: a false "never
+    # accumulates k=32"; after it, AVE205 (unknown) -- now each stored element keeps the
+    # accumulator at every reset (its condition is the store mask's), so the whole chain
+    # is checked for it, and proved.
+    k, _ = _reset_kernel(select, where=where)
+    a = analyze(k)
+    assert a.diagnostics == [], [d.message for d in a.diagnostics]
+    (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+    assert r.status == "proved" and r.compared >= 1
+    C, af, bf = _gemm_in_interpreter(k, 50, 72, 3)
+    ref = af @ bf
+    assert np.abs(C[:50] - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
+
+
+def test_a_reset_of_a_stored_row_inside_the_loop_is_caught_for_that_row():
+    # `where(row < M - 1, acc, 0.0)` before the MMA resets the last stored row (M - 1)
+    # at every k-tile: that row holds the last tile's products only. Its class of elements
+    # (reset at the last k-tile) is checked as a chain of its own: "never accumulates
+    # k=0", naming the reset; the interpreter's C[M - 1] is exactly the last tile's
+    # product, the other rows are right.
+    k, text = _reset_kernel(f"acc = ave.where({ROW} < M - 1, acc, 0.0)")
+    a, (d,) = _acc206(k)
+    w = d.witness
+    assert (w["what"], w["value"]) == ("never", 0)
+    assert w["trip_counts"] == {"kt": 2} and w["reset"] == {"kt": 1}
+    assert w["chain"] == [{"kt": 1}]
+    assert "after the ave.where at kt=1 reset it to 0" in d.message
+    sel_line = next(i for i, t in enumerate(text.splitlines()) if "M - 1, acc" in t)
+    assert any(r.location.range.start.line == sel_line and "takes 0 here" in r.message
+               for r in d.related)
+    # thread 0's first element (row 0) is the reset row for M = 1; K > 32: two k-tiles
+    assert w["accumulator"] == [0, 0] and w["model"]["A.shape[0]"] == 1
+    assert w["model"]["A.shape[1]"] > 32
+    C, af, bf = _gemm_in_interpreter(k, 64, 72, 4)
+    ref = af @ bf
+    assert np.abs(C[:63] - ref[:63]).max() < 1e-3 * np.abs(ref).max()
+    last = af[63, 64:] @ bf[64:, :]               # the last k-tile only
+    assert np.abs(C[63] - last).max() < 1e-3 * max(1.0, np.abs(last).max())
+    assert np.abs(C[63] - ref[63]).max() > 1e-1
+
+
+@pytest.mark.parametrize("select", [
+    f"acc = ave.where({ROW} < M - 1, acc, 0.0)",
+    f"acc = ave.where({ROW} >= M - 1, 0.0, acc)",
+])
+def test_a_reset_after_the_last_mma_of_a_stored_row_is_dropped(select):
+    # after the loop, `where(row < M - 1, acc, 0.0)` zeroes a stored row: it holds none
+    # of the products ("dropped", at the lowest such element and the sizes that store
+    # it). It was unchecked: the select ended the chain (complete there), and the store
+    # had none. The interpreter stores 0.0 in row M - 1.
+    k, _ = _reset_kernel(select, where="end")
+    a, (d,) = _acc206(k)
+    w = d.witness
+    assert w["what"] == "dropped"
+    assert w["accumulator"] == [0, 0] and w["model"]["A.shape[0]"] == 1
+    assert w["chain"] == [{"kt": 0}]
+    assert d.message.startswith("accumulation incomplete: thread 0 (warp 0, lane 0) resets "
+                                "acc[0, 0] to 0 at the ave.where, dropping the products")
+    C, af, bf = _gemm_in_interpreter(k, 64, 40, 5)
+    assert (C[63] == 0.0).all()
+    ref = af @ bf
+    assert np.abs(C[:63] - ref[:63]).max() < 1e-3 * np.abs(ref).max()
+
+
+def test_the_stored_rows_after_their_last_reset_are_checked_as_a_chain():
+    # every iteration reads k-tile 0 (kt * 0) and the select resets the stored rows before
+    # each MMA: a stored row holds k-tile 0 once -- the last MMA's -- the whole sum when
+    # K <= 32, missing k = 32.. beyond: "never k=32", not "twice" (the chain of the class
+    # of stored rows starts after their last reset). The interpreter's stored rows hold
+    # tile 0 once.
+    k, _ = _reset_kernel(f"acc = ave.where({ROW} >= M, acc, 0.0)", k0="kt * 0")
+    a, (d,) = _acc206(k)
+    assert (d.witness["what"], d.witness["value"]) == ("never", 32)
+    C, af, bf = _gemm_in_interpreter(k, 50, 72, 6)
+    tile0 = af[:, :32] @ bf[:32, :]
+    assert np.abs(C[:50] - tile0).max() < 1e-3 * max(1.0, np.abs(tile0).max())
+
+
+TAIL = '''
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def tail(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    M, K = A.shape
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32),
+                          warps=(2, 2), tile=(64, 64, 32))
+    sA = ave.alloc((64, 32), ave.bf16, space="shared")
+    sB = ave.alloc((32, 64), ave.bf16, space="shared")
+    acc = ave.zeros((64, 64), ave.f32, tiled.c)
+    for kt in ave.range(0, (K + 31) // 32):
+        k0 = kt * 32
+        if k0 + 32 <= K:
+            ave.copy(A[0:64, k0:k0 + 32], sA, mask=lambda m, k: {FULL})
+            ave.copy(B[k0:k0 + 32, 0:64], sB)
+        else:
+            ave.copy(A[0:64, k0:k0 + 32], sA, mask=lambda m, k: {TAIL})
+            ave.copy(B[k0:k0 + 32, 0:64], sB, mask=lambda k, n: k < K)
+        ave.barrier()
+        acc = ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), acc, tiled)
+        ave.barrier()
+    ave.store(C[0:64, 0:64], acc, mask=lambda m, n: m < M)
+'''
+
+
+def _async(text: str) -> str:
+    """TAIL with cp.async copies (landing at a wait after the branch)."""
+    return text.replace("ave.copy(", "ave.copy_async(").replace(
+        "        ave.barrier()\n        acc",
+        "        ave.commit_async()\n        ave.wait_async(0)\n        ave.barrier()\n        acc")
+
+
+@pytest.mark.parametrize("form", ["copy", "copy_async"])
+@pytest.mark.parametrize("full, tail_, verdict", [
+    ("m < M", "(m < M) & (k < K)", None),
+    ("m < M", "(m < M) & (k < K - 1)", (0, 1)),       # the tail drops k = K - 1
+    ("(m < M) & (k < K - 1)", "(m < M) & (k < K)", (31, 32)),   # a full tile drops its last
+])
+def test_a_tail_tile_masked_in_its_own_arm_is_checked_on_each_path(full, tail_, verdict,
+                                                                   form):
+    # Full k-tiles copied with a row mask only, the last partial tile (the else-arm of a
+    # branch on the sizes) with a k mask too: the CUTLASS-style predicated tail. The two
+    # paths' guards differed, so the join held the copied tags "always": a tail mask that
+    # drops k = K - 1 (or a full tile's mask dropping its last k) was proved (a review
+    # helper; wrong in the interpreter). Now the joined guard is the paths' If(then, ...):
+    # the missing k is found, with the sizes that take that path. With cp.async copies
+    # (the arms run on one state, the copies land after the branch) alike.
+    text = TAIL.replace("{FULL}", full).replace("{TAIL}", tail_)
+    if form == "copy_async":
+        text = _async(text)
+        assert "ave.copy(" not in text and text.count("wait_async(0)") == 1
+    res = compile_source(text, "tail.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    k = res.kernels[0]
+    a, ds = _acc206(k)
+    if verdict is None:
+        assert a.diagnostics == [], [d.message for d in a.diagnostics]
+        for K in (40, 64):
+            C, af, bf = _gemm_in_interpreter(k, 64, K, 7)
+            ref = af @ bf
+            assert np.abs(C - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
+        return
+    k0, K = verdict
+    (d,) = ds
+    w = d.witness
+    assert (w["what"], w["value"]) == ("never", k0)
+    assert w["model"]["A.shape[1]"] == K
+    C, af, bf = _gemm_in_interpreter(k, 64, K, 8)
+    ref = af @ bf
+    # C misses exactly A[:, k0] B[k0, :]
+    miss = np.outer(af[:, k0], bf[k0, :])
+    assert np.abs(C - (ref - miss)).max() < 1e-3 * max(1.0, np.abs(ref).max())
+    assert np.abs(miss).max() > 1e-2
+
+
+@pytest.mark.parametrize("bound, verdict", [
+    ("k0 + {C} < K", None),
+    ("k0 + {C} < K - 1", (0, 1)),          # drops k = K - 1 of every tile's last column
+    ("{C} < 16", (16, 17)),                # a constant: columns 16.. of each tile zeroed
+])
+def test_an_operand_masked_in_registers_holds_its_tags_under_the_mask(bound, verdict):
+    # `a = ave.where(k0 + ave.coord(..., 1, tiled.a) < K - 1, a, 0.0)` after the load: the
+    # elements it zeroes contribute nothing, so the MMA chain misses k = K - 1. The select
+    # joined `a`'s tags with the zero's (⊥), which kept them "always": proved (a review
+    # helper; wrong in the interpreter). Now they hold under the select's condition, as a
+    # masked load's do; a condition decided to zero (a constant bound) keeps the tags under
+    # a false guard instead of ⊥ (rows of ⊥ through the MMA were ⊤: a false AVE201 at the
+    # store).
+    sel = bound.replace("{C}", "ave.coord((64, 32), 1, tiled.a)")
+    body = ("        a = ave.load(sA, tiled.a)\n"
+            f"        a = ave.where({sel}, a, 0.0)\n"
+            "        acc = ave.mma(a, ave.load(sB, tiled.b), acc, tiled)")
+    res = compile_source(KERNEL.replace("{K0}", "kt * 32").replace(MMA_STMT, body), "opw.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    k = res.kernels[0]
+    a, ds = _acc206(k)
+    if verdict is None:
+        assert a.diagnostics == [], [d.message for d in a.diagnostics]
+        C, af, bf = _gemm_in_interpreter(k, 64, 72, 9)
+        ref = af @ bf
+        assert np.abs(C - ref).max() < 1e-3 * np.abs(ref).max()
+        return
+    assert [d.code for d in a.diagnostics] == ["AVE206"], [d.message for d in a.diagnostics]
+    k0, K = verdict
+    w = ds[0].witness
+    assert (w["what"], w["value"]) == ("never", k0) and w["model"]["A.shape[1]"] == K
+    C, af, bf = _gemm_in_interpreter(k, 64, K, 10)
+    ref = af @ bf
+    miss = np.outer(af[:, k0], bf[k0, :])
+    assert np.abs(C - (ref - miss)).max() < 1e-3 * max(1.0, np.abs(ref).max())
+    assert np.abs(miss).max() > 1e-2
+
+
+@pytest.mark.parametrize("k0, verdict", [("kt * 32", None), ("(kt + 1) * 32", ("never", 0)),
+                                         ("kt * 0", ("twice", 0))])
+def test_an_accumulator_started_from_the_output_it_overwrites_is_followed(k0, verdict):
+    # C = A B + beta C in place (BLAS): `acc = ave.load(C[...]) * beta` before the k loop,
+    # the store into C after it. C was no chain's start because the kernel writes C (it
+    # may hold a partial sum the kernel stored) -- and a skipped or doubled k-tile went
+    # unchecked, silently (a review helper; wrong in the interpreter). A tensor the
+    # kernel only reads before writing it is input data: the chain starts at the load.
+    text = KERNEL.replace("{K0}", k0).replace(
+        "    acc = ave.zeros((64, 64), ave.f32, tiled.c)",
+        "    acc = ave.load(C[0:64, 0:64], tiled.c, mask=lambda m, n: m < M) * 0.5")
+    res = compile_source(text, "inplace.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    k = res.kernels[0]
+    a, ds = _acc206(k)
+    rng = np.random.default_rng(11)
+    A = NUM.to_storage(bf16, rng.standard_normal((64, 72)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((72, 64)).astype(np.float32))
+    C0 = rng.standard_normal((64, 64)).astype(np.float32)
+    C = C0.copy()
+    run(k, (1,), [A, B, C], checks=False)
+    ref = 0.5 * C0.astype(np.float64) + NUM.from_storage(bf16, A).astype(np.float64) @ \
+        NUM.from_storage(bf16, B).astype(np.float64)
+    err = np.abs(C - ref).max()
+    if verdict is None:
+        assert a.diagnostics == [], [d.message for d in a.diagnostics]
+        (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+        assert r.status == "proved"
+        assert err < 1e-3 * np.abs(ref).max()
+    else:
+        (d,) = ds
+        assert (d.witness["what"], d.witness["value"]) == verdict
+        assert err > 1e-1
+
+
+TAIL_MMA = TAIL.replace('''        ave.barrier()
+        acc = ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), acc, tiled)
+        ave.barrier()
+''', '').replace('''            ave.copy(B[k0:k0 + 32, 0:64], sB)
+''', '''            ave.copy(B[k0:k0 + 32, 0:64], sB)
+            ave.barrier()
+            acc = ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), acc, tiled)
+            ave.barrier()
+''').replace('''            ave.copy(B[k0:k0 + 32, 0:64], sB, mask=lambda k, n: k < K)
+''', '''            ave.copy(B[k0:k0 + 32, 0:64], sB, mask=lambda k, n: k < K)
+            ave.barrier()
+            {ELSE_MMA}
+            ave.barrier()
+''')
+ELSE_MMA = "acc = ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), acc, tiled)"
+
+
+@pytest.mark.parametrize("tail_, else_mma, verdict", [
+    ("(m < M) & (k < K)", ELSE_MMA, None),
+    ("(m < M) & (k < K - 1)", ELSE_MMA, ("never", 0, 1)),
+    ("(m < M) & (k < K)", "acc = acc * 1.0", ("never", 0, 1)),          # the tail skipped
+    ("(m < M) & (k < K)", ELSE_MMA.replace("acc, tiled", "ave.mma(ave.load(sA, tiled.a), "
+                                           "ave.load(sB, tiled.b), acc, tiled), tiled"),
+     ("twice", 0, 1)),
+])
+def test_full_tiles_and_the_tail_each_with_an_mma_in_its_own_arm(tail_, else_mma, verdict):
+    # `if k0 + 32 <= K:` full tile and its MMA, `else:` the masked tail and its MMA: the
+    # else-arm's MMAs contribute under the negated condition (one condition: k0 + 32 > K),
+    # and the chain after the branch holds both arms' MMAs. It was AVE205 "cannot be
+    # followed" (a review helper). Wrong tails are found with the sizes that take them.
+    text = TAIL_MMA.replace("{FULL}", "m < M").replace("{TAIL}", tail_).replace(
+        "{ELSE_MMA}", else_mma)
+    assert text.count("ave.mma(") == 1 + else_mma.count("ave.mma(")
+    res = compile_source(text, "tail2.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    k = res.kernels[0]
+    a, ds = _acc206(k)
+    if verdict is None:
+        assert a.diagnostics == [], [d.message for d in a.diagnostics]
+        for K in (40, 64):
+            C, af, bf = _gemm_in_interpreter(k, 64, K, 12)
+            ref = af @ bf
+            assert np.abs(C - ref).max() < 1e-3 * max(1.0, np.abs(ref).max())
+        return
+    what, k0, K = verdict
+    assert [d.code for d in a.diagnostics] == ["AVE206"], [d.message for d in a.diagnostics]
+    w = ds[0].witness
+    assert (w["what"], w["value"], w["model"]["A.shape[1]"]) == (what, k0, K)
+    C, af, bf = _gemm_in_interpreter(k, 64, K, 13)
+    ref = af @ bf
+    assert np.abs(C - ref).max() > 1e-2
+
+
+def test_witness_sizes_keep_the_size_statements_of_the_masks():
+    # The B copy's mask `k < K` states B.shape[0] == A.shape[1] (the bounds check reads it
+    # so). The accumulation check's sizes did not: a peeled first tile and a loop from 2
+    # (k-tile 1 skipped) gave "for A.shape[1] = 65, B.shape[0] = 33", sizes at which the
+    # kernel reads B out of bounds -- the interpreter stopped there instead of showing the
+    # missing k (a review helper). Now the witness' sizes agree, and replay there shows C
+    # missing exactly k-tile 1.
+    text = KERNEL.replace("{K0}", "kt * 32").replace(
+        "    for kt in ave.range(0, (K + 31) // 32):",
+        "    ave.copy(A[0:64, 0:32], sA, mask=lambda m, k: (m < M) & (k < K))\n"
+        "    ave.copy(B[0:32, 0:64], sB, mask=lambda k, n: k < K)\n"
+        "    ave.barrier()\n"
+        "    acc = ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), acc, tiled)\n"
+        "    ave.barrier()\n"
+        "    for kt in ave.range(2, (K + 31) // 32):")
+    res = compile_source(text, "peel.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    k = res.kernels[0]
+    a, (d,) = _acc206(k)
+    w = d.witness
+    assert (w["what"], w["value"]) == ("never", 32)
+    K = w["model"]["A.shape[1]"]
+    assert w["model"]["B.shape[0]"] == K and K > 32
+    rng = np.random.default_rng(14)
+    A = NUM.to_storage(bf16, rng.standard_normal((64, K)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((K, 64)).astype(np.float32))
+    C = np.zeros((64, 64), np.float32)
+    assert run(k, (1,), [A, B, C]).diagnostics == []          # (no out-of-bounds read)
+    af, bf = (NUM.from_storage(bf16, x).astype(np.float64) for x in (A, B))
+    expect = af @ bf - af[:, 32:64] @ bf[32:64, :]
+    assert np.abs(C - expect).max() < 1e-3 * max(1.0, np.abs(expect).max())
