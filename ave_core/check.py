@@ -91,6 +91,18 @@ def read_source(path: str) -> tuple[str | None, Diagnostic | None]:
         return decode_source(data), None
     except (UnicodeDecodeError, SyntaxError, LookupError):
         pass
+    for bom, enc in ((b"\xff\xfe\x00\x00", "utf-32"), (b"\x00\x00\xfe\xff", "utf-32"),
+                     (b"\xff\xfe", "utf-16"), (b"\xfe\xff", "utf-16")):
+        # (a UTF-16 or UTF-32 file, as some Windows editors save: "ave_core" is not among
+        # its bytes, and a kernel there was skipped without a word; a review helper)
+        if data.startswith(bom):
+            if "ave_core" in data.decode(enc, errors="replace"):
+                return None, Diagnostic(
+                    "AVE901", f"cannot read {path}: {enc.upper()} text (its byte order "
+                    "mark says so)", path, ZERO_RANGE,
+                    notes=["Ave reads source files as UTF-8, as Python does: save the file "
+                           "as UTF-8"])
+            break
     if b"ave_core" not in data:
         return data.decode("utf-8", errors="replace"), None
     # Point at the first byte that is not UTF-8 (the prefix before it decodes).

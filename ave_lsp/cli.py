@@ -604,6 +604,13 @@ def run_check(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
         print(f"{PROG}: error: --write-baseline and --watch do not go together", file=stderr)
         return EXIT_USAGE
     files = iter_python_files(args.paths)
+    # (the report written over a checked source file: `-o k.py` replaced the kernel with
+    # JSON, without a word; a review helper)
+    for what, out in (("--output", args.output), ("--write-baseline", args.write_baseline)):
+        if out is not None and out != "-" and any(
+                os.path.exists(out) and os.path.samefile(out, f) for f in files):
+            print(f"{PROG}: error: {what} {out} is one of the files checked", file=stderr)
+            return EXIT_USAGE
     pool = None
     if not args.no_analysis and files:
         from ave_core.pool import AnalysisPool, resolve_jobs

@@ -221,7 +221,10 @@ def read_pyproject(path: str) -> tuple[dict[str, Any], list[str]]:
     try:
         with open(path, "rb") as f:
             data = tomllib.load(f)
-    except (OSError, tomllib.TOMLDecodeError) as e:
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        # (TOML is UTF-8: a Latin-1 byte in a comment raised UnicodeDecodeError, which
+        # ended `--check` with an internal error and made every editor check AVE900; a
+        # review helper)
         values, warnings = {}, [f"{path}: cannot read [tool.ave]: {e}"]
     else:
         section = data.get("tool", {}).get("ave") if isinstance(data.get("tool"), dict) \
@@ -263,7 +266,12 @@ def too_long_message(lines: int, limit: int) -> str:
 
 # ----------------------------------------------------------------------------- baseline
 
-BASELINE_VERSION = 1
+#: 2: fingerprints leave the line's comment out and name a helper's call (each call its
+#: own finding). A file of version 1 may hold the older fingerprints: matched by them too
+#: (Baseline.matches); a file of version 2 by its own keys only -- a version-1 file written
+#: after the change could not be told from an older one, and the fallback let the helper
+#: file's own finding's entry accept a new kernel's call of that helper (a review helper).
+BASELINE_VERSION = 2
 
 
 def _baseline_key(d: dict, base_dir: str, sources: Any, legacy: bool = False,
@@ -309,8 +317,11 @@ def write_baseline(path: str, diagnostics: list[dict]) -> int:
 class Baseline:
     """Accepted findings (a baseline file); :meth:`filter` drops the ones present."""
 
-    def __init__(self, path: str, entries: list[dict]) -> None:
+    def __init__(self, path: str, entries: list[dict], version: int = BASELINE_VERSION
+                 ) -> None:
         self.path = os.path.abspath(path)
+        #: the file's format (see BASELINE_VERSION): before 2, older fingerprints match too
+        self.version = version
         self.dir = os.path.dirname(self.path)
         self.keys: dict[tuple[str, str, str], int] = {}
         for e in entries:
@@ -335,7 +346,9 @@ class Baseline:
                         for e in data["findings"]):
             raise ValueError(f"{path}: not an ave-lsp baseline file (each finding needs "
                              "the strings code, file and fingerprint)")
-        return cls(path, data["findings"])
+        v = data.get("version")
+        return cls(path, data["findings"],
+                   v if isinstance(v, int) and not isinstance(v, bool) else 1)
 
     def matches(self, diagnostics: list[dict], reader: Any = None,
                 taken: dict | None = None, used: dict | None = None) -> list[bool]:
@@ -346,15 +359,16 @@ class Baseline:
         kernel reaches it: one entry absorbed it in every file, a new kernel's race too; a
         review helper); ``used`` receives the entries these absorb.
 
-        A baseline written before the fingerprint left the line's comment out holds the
-        legacy fingerprint (the whole line): a diagnostic on a commented line takes such
+        A baseline of version 1 (``BASELINE_VERSION``) may have been written before the
+        fingerprint left the line's comment out: it holds the legacy fingerprint (the whole line): a diagnostic on a commented line takes such
         an entry first -- it names that line only -- then every diagnostic its
         fingerprint's (matched in one pass, a commented line took an uncommented twin's
         entry and the twin's finding came back; review helpers). A finding in a helper
         from another file is one per call of the helper, its fingerprint naming the call;
         an entry written before (the helper's line alone, or the whole line) stood for
-        every call's finding, and still does: it absorbs them all (an upgrade does not
-        turn accepted findings into new ones)."""
+        every call's finding, and still does in a version-1 file: it absorbs them all (an
+        upgrade does not turn accepted findings into new ones). A version-2 file is matched
+        by the current fingerprints only."""
         from ave_core.diagnostics import call_site
         from ave_lsp.sarif import Sources
 
@@ -374,7 +388,9 @@ class Baseline:
         # current key, so that it takes no entry of a finding without a call on the same
         # helper line: the helper's file's own kernel)
         absorbing: set = set()
-        for pick, with_call in ((1, False), (0, None), (1, True), (2, True)):
+        passes = ((1, False), (0, None), (1, True), (2, True)) if self.version < 2 \
+            else ((0, None),)
+        for pick, with_call in passes:
             for i, ks in enumerate(keys):
                 k = ks[pick]
                 if out[i] or k is None or (with_call is not None and calls[i] != with_call):

@@ -3553,8 +3553,12 @@ def compile_source(text: str, path: str, *, workspace: str | None = None,
     except (ValueError, RecursionError, MemoryError) as e:
         if "ave_core" not in text:
             return FrontendResult(False)
-        return FrontendResult(True, [Diagnostic("AVE100", f"cannot parse the file: {e}", path,
-                                                source.line_range(0))], files=[path])
+        # (CPython's parser raises MemoryError('') on 100,000 nested unary operators: the
+        # message ended at the colon; a review helper)
+        why = str(e) or {MemoryError: "the parser ran out of memory (nested too deeply?)",
+                         RecursionError: "nested too deeply"}.get(type(e), type(e).__name__)
+        return FrontendResult(True, [Diagnostic("AVE100", f"cannot parse the file: {why}",
+                                                path, source.line_range(0))], files=[path])
     loader = ModuleLoader(workspace, overlay)
     module = ModuleContext(os.path.abspath(path) if path and not path.startswith("<") else path,
                            text, tree, loader)

@@ -24,6 +24,7 @@ value in that iteration (``ave.range(1, KT + 1)``'s first iteration is ``kt=1``)
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Sequence
 
@@ -306,11 +307,19 @@ def unrolled_variants(kernel: KernelIR, bound: int | None = None,
         return
     zids = {id(z) for z in zero}
     ranges = [range(0 if id(op) in zids else 1, T + 1) for op in loops]
+    # (counted before any is built: `tripCountBound = 2**31` built the list -- a hang, or
+    # a MemoryError with two loops; a review helper)
+    total = math.prod(len(r) for r in ranges)
+    if zero:
+        total -= math.prod(len(r) - (r.start == 0) for r in ranges)
+    cap = MAX_VARIANTS * 16 if keep is not None else MAX_VARIANTS
+    if total > cap:
+        raise UnrollError(f"{len(loops)} runtime loop{'s' if len(loops) > 1 else ''} with "
+                          f"trip counts up to {T} make {total} "
+                          f"{'combinations' if keep is not None else 'variants'} "
+                          f"(limit {cap})")
     combos = [c for c in itertools.product(*ranges) if not zero or 0 in c]
     if keep is not None:
-        if len(combos) > MAX_VARIANTS * 16:
-            raise UnrollError(f"{len(loops)} runtime loops with trip counts up to {T} make "
-                              f"{len(combos)} combinations (limit {MAX_VARIANTS * 16})")
         combos = [c for c in combos if keep(dict(zip(loops, c)))]
     if len(combos) > MAX_VARIANTS:
         raise UnrollError(f"{len(loops)} runtime loops with trip counts up to {T} make "

@@ -133,7 +133,31 @@ def suppress_edit(text: str, line: int, code: str,
                   comments: LineComments | None = None) -> types.TextEdit | None:
     """The edit that suppresses ``code`` on ``line``: ``  # ave: ignore[CODE]`` appended
     at the end of the line, or ``, CODE`` added to the line's ``# ave: ignore[...]``.
-    None when the line cannot take a comment, or already suppresses the code."""
+    None when the line cannot take a comment, already suppresses the code, or the edit
+    would not suppress it (the line's comment holds an unclosed ``# ave: ignore[AVE201``:
+    the appended ``# ave: ignore[AVE207]`` was read as part of that list, and the action
+    suppressed nothing; a review helper)."""
+    edit = _suppress_edit(text, line, code, comments)
+    if edit is None:
+        return None
+    src = _lines(text)[line]
+    at = _code_points(src, edit.range.start.character)
+    after = LineComments.of(src[:at] + edit.new_text + src[at:])
+    return edit if after.is_suppressed(0, code) else None
+
+
+def _code_points(s: str, utf16: int) -> int:
+    """The index in ``s`` of the UTF-16 offset ``utf16``."""
+    n = 0
+    for i, ch in enumerate(s):
+        if n >= utf16:
+            return i
+        n += 2 if ord(ch) > 0xFFFF else 1
+    return len(s)
+
+
+def _suppress_edit(text: str, line: int, code: str,
+                   comments: LineComments | None = None) -> types.TextEdit | None:
     lines = _lines(text)
     if not 0 <= line < len(lines):
         return None
@@ -209,19 +233,9 @@ def is_suppressed(d: Diagnostic, checked: str, comments_of: Any) -> bool:
     return False
 
 
-def to_lsp(diagnostics: Iterable[Diagnostic], *, path: str, uri: str, text: str,
-           root: str | None = None) -> list[types.Diagnostic]:
-    """Convert the diagnostics of one check of the document ``uri`` (checked as
-    ``path``, with contents ``text``) and drop those suppressed by a comment.
-
-    A diagnostic pointing into another file (a helper inlined from elsewhere) is shown
-    in this document at its first related location here (the call site), or at the
-    top of the file, with the other file's location prefixed to the message and first
-    in ``relatedInformation``. It is suppressed by a comment on that line here, or on its
-    own line in the other file (read from disk), as ``ave-lsp --check`` does (the editor
-    ignored the helper file's comment; a review helper).
-    """
-    out: list[types.Diagnostic] = []
+def _comments_reader(path: str, text: str, root: str | None) -> Any:
+    """``comments_of(file)`` for :func:`is_suppressed`: the editor's buffer for the
+    document ``path`` itself, other files from disk (once each)."""
     others: dict[str, LineComments | None] = {}
 
     def comments_of(f: str) -> LineComments | None:
@@ -235,6 +249,33 @@ def to_lsp(diagnostics: Iterable[Diagnostic], *, path: str, uri: str, text: str,
                 f if os.path.isabs(f) or not root else os.path.join(root, f))[0]
             others[f] = LineComments.of(src) if src is not None else None
         return others[f]
+    return comments_of
+
+
+def drop_suppressed(diagnostics: Iterable[Diagnostic], *, path: str, text: str,
+                    root: str | None = None) -> list[Diagnostic]:
+    """The diagnostics of one check of the document ``path`` (contents ``text``) that no
+    ``# ave: ignore`` comment suppresses (:func:`is_suppressed`). The server filters them
+    before the baseline, as ``ave-lsp --check`` does: a suppressed finding took the
+    baseline entry of another (a review helper)."""
+    comments_of = _comments_reader(path, text, root)
+    return [d for d in diagnostics if not is_suppressed(d, path, comments_of)]
+
+
+def to_lsp(diagnostics: Iterable[Diagnostic], *, path: str, uri: str, text: str,
+           root: str | None = None) -> list[types.Diagnostic]:
+    """Convert the diagnostics of one check of the document ``uri`` (checked as
+    ``path``, with contents ``text``) and drop those suppressed by a comment.
+
+    A diagnostic pointing into another file (a helper inlined from elsewhere) is shown
+    in this document at its first related location here (the call site), or at the
+    top of the file, with the other file's location prefixed to the message and first
+    in ``relatedInformation``. It is suppressed by a comment on that line here, or on its
+    own line in the other file (read from disk), as ``ave-lsp --check`` does (the editor
+    ignored the helper file's comment; a review helper).
+    """
+    out: list[types.Diagnostic] = []
+    comments_of = _comments_reader(path, text, root)
 
     def file_uri(f: str) -> str:
         if _same_file(f, path):

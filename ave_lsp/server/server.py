@@ -124,6 +124,8 @@ class _Result:
     version: int | None
     items: list[types.Diagnostic]
     result_id: str
+    #: the text the diagnostics were computed for (None: not kept)
+    text: str | None = None
 
 
 @dataclass
@@ -233,6 +235,8 @@ def _check_in_worker(uri: str, path: str, text: str, root: str | None,
                                    *(f"    {n}" for n in d.notes)]))
     diags = list(report.diagnostics)
     if cfg.baseline is not None and diags:
+        # (suppressions first, as ave-lsp --check: the baseline lists what they leave)
+        diags = convert.drop_suppressed(diags, path=path, text=text, root=root)
         baseline, err = load_baseline_cached(cfg.baseline)
         if err is not None:
             warnings.append(err)
@@ -753,7 +757,7 @@ class AveLanguageServer(LanguageServer):
             return
         st.files = outcome.files
         st.unresolved = outcome.unresolved
-        st.result = _Result(version, outcome.items, _result_id(version, outcome.items))
+        st.result = _Result(version, outcome.items, _result_id(version, outcome.items), text)
         self._deliver(st)
 
     async def _with_progress(self, fut: asyncio.Future, path: str) -> Any:
@@ -958,12 +962,15 @@ class AveLanguageServer(LanguageServer):
         if doc is None:
             return None
         st = self.docs.get(uri)
-        if st is None or st.result is None or st.result.version != doc.version:
-            # the diagnostics the client shows were computed for another version of the
-            # text (an edit since, not saved yet: checkOnChange is off by default), so
-            # their lines and a fix's positions may name other statements now -- a barrier
-            # or a suppression comment landed on the wrong line, in an edit stamped with
-            # the new version (a review helper). No fix until the text is checked again.
+        if st is None or st.result is None or (st.result.version != doc.version and
+                                               st.result.text != doc.source):
+            # the diagnostics the client shows were computed for another text (an edit
+            # since, not saved yet: checkOnChange is off by default), so their lines and a
+            # fix's positions may name other statements now -- a barrier or a suppression
+            # comment landed on the wrong line, in an edit stamped with the new version (a
+            # review helper). No fix until the text is checked again -- unless the edits
+            # since were undone: the text is the checked one again (no fix was offered
+            # after an undo; another review)
             return []
         text = doc.source
 

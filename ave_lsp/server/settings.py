@@ -23,6 +23,10 @@ from ave_lsp.config import DEFAULT_SOLVER_TIMEOUT_MS, Config
 SECTION = "ave"
 
 
+#: keys of the ``ave`` section that configure the client, not the server
+CLIENT_KEYS = frozenset({"server", "trace"})
+
+
 @dataclass(frozen=True)
 class Settings:
     check_on_change: bool = False
@@ -43,7 +47,13 @@ class Settings:
         if value is not None and not isinstance(value, dict):
             return cls(), [f"the 'ave' settings must be an object, not {type(value).__name__}"]
         raw_baseline = value.get("baseline") if isinstance(value, dict) else None
-        values, warnings = config_mod.validate(value, "ave", warn_unknown=False)
+        # an unknown key is ignored with a warning in the log, as docs/lsp.md says (it
+        # was silent: a misspelt setting did nothing and said nothing; a review helper);
+        # not the keys a client's own settings of the same section use (VS Code's
+        # `ave.server.*` and `ave.trace.server`, when a client sends the whole section)
+        if isinstance(value, dict) and any(k in CLIENT_KEYS for k in value):
+            value = {k: v for k, v in value.items() if k not in CLIENT_KEYS}
+        values, warnings = config_mod.validate(value, "ave", warn_unknown=True)
         if "baseline" in values:
             values["baseline"] = os.path.expanduser(raw_baseline)   # resolved per root
         base = Settings()

@@ -980,3 +980,12 @@ def test_a_suppression_comment_that_suppresses_nothing_is_reported():
 def test_no_suppression_check_in_files_without_ave():
     res = compile_source("x = 1  # ave: ignore(AVE203)\n", "plain.py")
     assert not res.uses_ave and res.diagnostics == []
+
+
+def test_a_parser_failure_without_a_message_still_says_why():
+    # 100,000 unary minus signs: CPython's parser raises MemoryError('') -- the message
+    # ended at "cannot parse the file: " (a review helper)
+    res = compile_source("import ave_core.lang as ave\nx = " + "-" * 100_000 + "1\n", "deep.py")
+    (d,) = res.diagnostics
+    assert d.code == "AVE100" and d.message.startswith("cannot parse the file: ")
+    assert d.message.rstrip() != "cannot parse the file:"

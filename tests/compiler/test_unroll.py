@@ -74,6 +74,17 @@ def test_variants_cover_one_to_bound():
     assert [n for n, _ in unrolled_variants(k, bound=2)] == [{"kt": 1}, {"kt": 2}]
 
 
+@pytest.mark.parametrize("bound", [2 ** 31, 10 ** 12])
+def test_a_huge_trip_bound_is_refused_before_any_variant_is_built(bound):
+    # the combinations were listed before the variant limit was checked: a bound of 2**31
+    # (tripCountBound in pyproject.toml) ran for minutes, two loops ran out of memory (a
+    # review helper). Counted first: refused at once, with the count.
+    k = _kernel()
+    with pytest.raises(UnrollError, match=f"trip counts up to {bound} make {bound} variants "
+                                          r"\(limit 256\)"):
+        next(unrolled_variants(k, bound=bound))
+
+
 def test_runtime_loop_without_trip_count_is_an_error():
     with pytest.raises(UnrollError, match="runtime trip count"):
         unroll(_kernel())

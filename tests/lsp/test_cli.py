@@ -230,6 +230,24 @@ def test_non_utf8_file_is_ave901_at_the_bad_byte(fake_frontend, tmp_path):
     assert fake_frontend.calls == []
 
 
+@pytest.mark.parametrize("enc", ["utf-16", "utf-16-be", "utf-32"])
+def test_a_utf16_or_utf32_file_is_ave901(tmp_path, enc):
+    # saved as UTF-16 with a byte order mark (some Windows editors): "ave_core" is not among
+    # its bytes, and the kernel was skipped with exit 0 (a review helper)
+    text = "import ave_core.lang as ave\nx = 1\n"
+    data = text.encode(enc)
+    if enc == "utf-16-be":
+        data = b"\xfe\xff" + data
+    p = tmp_path / "k.py"
+    p.write_bytes(data)
+    rep = check_file(str(p))
+    (d,) = rep.diagnostics
+    assert d.code == "AVE901" and "UTF-" in d.message and "byte order mark" in d.message
+    # a UTF-16 file that is not Ave's gets nothing
+    p.write_bytes("x = 1\n".encode("utf-16"))
+    assert check_file(str(p)).diagnostics == []
+
+
 def test_non_utf8_file_without_ave_gets_nothing(tmp_path):
     # a file that does not use Ave gets nothing, undecodable or not (it was an AVE901
     # error, failing CI over a tree Python itself reads; a review helper)
@@ -402,6 +420,12 @@ def test_output_file(fake_frontend, tmp_path, capsys):
     validate_report(json.loads(dest.read_text("utf-8")))
     rc, _, err = run(capsys, "--check", path, "--output", str(tmp_path / "no" / "dir" / "x"))
     assert rc == 2 and "cannot write" in err
+    # never over a file checked (it replaced the kernel with the report; a review helper)
+    before = open(path, encoding="utf-8").read()
+    for flag in ("--output", "--write-baseline"):
+        rc, out, err = run(capsys, "--check", str(tmp_path), flag, path)
+        assert rc == 2 and f"{flag} {path} is one of the files checked" in err, err
+        assert open(path, encoding="utf-8").read() == before
 
 
 def test_missing_path_is_usage_error(fake_frontend, tmp_path, capsys):
@@ -1112,3 +1136,48 @@ def test_json_status_is_violated_for_findings_outside_assertions(tmp_path):
     assert sp["status"] == "violated" and sp["findings"] == {"AVE207": 1}
     assert sorted((d["file"], d["code"]) for d in report["diagnostics"]) == sorted(
         [(moe, "AVE208"), (str(race), "AVE207")])
+
+
+_OWN_HELPER = '''import ave_core.lang as ave
+
+
+def out(s, Y, m0, n0):
+    ave.copy(ave.transpose(s), Y[n0:n0 + 32, m0:m0 + 32], vector_bytes=4)
+
+
+@ave.kernel(threads=128)
+def t_own(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):
+    m0 = ave.program_id(0) * 32
+    n0 = ave.program_id(1) * 32
+    s = ave.alloc((32, 32), ave.f32, space="shared")
+    ave.copy(X[m0:m0 + 32, n0:n0 + 32], s, vector_bytes=16)
+    out(s, Y, m0, n0)
+'''
+
+
+@pytest.mark.parametrize("order", [["a_k.py"], ["a_k.py", "z_h.py"], ["z_h.py", "a_k.py"]])
+def test_a_helper_files_own_baselined_finding_does_not_accept_a_new_kernels_call(
+        tmp_path, order):
+    # z_h.py: a helper with a race (no barrier between the copy into s and its transposed
+    # read) and its own kernel; the baseline accepts that kernel's finding. A new kernel
+    # in a_k.py calls the helper: its finding is new. The fallback for baselines written
+    # before each call was a finding gave the new call the same key as the helper file's
+    # own finding: "1 baselined" for a_k.py alone, and with both files the result depended
+    # on their order (a review helper). Baselines are now version 2, matched exactly.
+    (tmp_path / "z_h.py").write_text(_OWN_HELPER, "utf-8")
+    (tmp_path / "a_k.py").write_text(
+        "import ave_core.lang as ave\nfrom z_h import out\n\n\n"
+        + _OWN_HELPER.split("\n\n\n", 2)[2].replace("t_own", "t_new"), "utf-8")
+    p = _python("-m", "ave_lsp", "--check", "z_h.py", "--write-baseline", "base.json", "-j1",
+                cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "base.json").read_text())["version"] == 2
+    p = _python("-m", "ave_lsp", "--check", *order, "--baseline", "base.json", "-j1",
+                "--format", "json", cwd=tmp_path)
+    rep = json.loads(p.stdout)
+    assert p.returncode == 1, p.stdout
+    shown = [(d["code"], os.path.basename(d["file"]), d["range"]["start"]["line"])
+             for d in rep["diagnostics"]]
+    # the one finding left is the new kernel's call (the helper's line, through a_k.py)
+    assert len(shown) == 1 and shown[0][0] == "AVE207", shown
+    assert rep["summary"].get("baselined", 0) == (1 if "z_h.py" in order else 0)

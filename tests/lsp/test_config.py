@@ -161,6 +161,24 @@ def test_unparsable_pyproject_is_a_warning(tmp_path):
     assert cfg.solver_timeout_ms == 2000 and len(warnings) == 1
 
 
+def test_a_pyproject_that_is_not_utf8_is_a_warning_and_the_check_runs(tmp_path, capsys):
+    # a Latin-1 byte in a comment (TOML is UTF-8): it was an internal error, exit 2, and
+    # AVE900 in place of every finding in the editor (a review helper)
+    (tmp_path / "pyproject.toml").write_bytes(
+        b"[project]\nname = 'x'  # Jos\xe9\n\n[tool.ave]\nsolverTimeoutMs = 10\n")
+    cfg, warnings = resolve(str(tmp_path / "k.py"))
+    assert cfg.solver_timeout_ms == 2000
+    assert len(warnings) == 1 and "cannot read [tool.ave]" in warnings[0]
+    f = tmp_path / "k.py"
+    shutil.copy(BROKEN, f)
+    assert cli.main(["--check", str(f), "--format", "json"]) == 1
+    out = capsys.readouterr()
+    report = json.loads(out.out)
+    codes = {d["code"] for d in report["diagnostics"]}
+    assert "AVE201" in codes and "AVE900" not in codes
+    assert "cannot read [tool.ave]" in out.err
+
+
 def test_cli_prints_pyproject_warnings(tmp_path, capsys):
     pyproject(tmp_path, "solverTimeoutMs = 'fast'\n")
     f = tmp_path / "k.py"
@@ -307,3 +325,30 @@ def test_baseline_in_the_server(broken):
     out = _check_in_worker(k.as_uri(), str(k), text, str(broken), s)
     assert not any(d.code == "AVE201" for d in out.items)
     assert str(k) in out.files
+
+
+def test_the_server_drops_suppressed_findings_before_the_baseline(tmp_path):
+    # Two identical reads on consecutive lines, the first suppressed by a comment: the
+    # baseline (written after suppressions, as --check lists them) holds the second's.
+    # The server matched the baseline first, so the suppressed finding took that entry and
+    # the second read's race showed in the editor while --check passed (a review helper).
+    from ave_lsp.server.server import _check_in_worker
+
+    src = (ROOT / "examples" / "broken" / "gemm_missing_barrier.py").read_text("utf-8")
+    read = "        a = ave.ldmatrix(sA[s], tiled.a)\n"
+    assert src.count(read) == 1
+    src = src.replace(read, read.rstrip("\n") + "  # ave: ignore[AVE207]\n"
+                      + read.rstrip("\n") + "  # second read\n")
+    k = tmp_path / "k.py"
+    k.write_text(src, "utf-8")
+    base = tmp_path / "base.json"
+    assert cli.main(["--check", str(k), "--write-baseline", str(base), "-j", "1"]) == 0
+    assert cli.main(["--check", str(k), "--baseline", str(base), "-j", "1"]) == 0
+    s, _ = Settings.from_json({"baseline": str(base), "jobs": 1})
+    out = _check_in_worker(k.as_uri(), str(k), src, str(tmp_path), s)
+    assert [d.code for d in out.items if d.code.startswith("AVE2")] == []
+    # without the baseline both reads' races show but the suppressed one
+    out = _check_in_worker(k.as_uri(), str(k), src, str(tmp_path), Settings())
+    second = src.splitlines().index(read.rstrip("\n") + "  # second read")
+    lines = {d.range.start.line for d in out.items if d.code == "AVE207"}
+    assert second in lines and second - 1 not in lines

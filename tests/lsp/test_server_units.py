@@ -148,6 +148,22 @@ def test_suppress_edit_not_offered_where_a_comment_cannot_go():
     assert suppress_edit(text, 99, "AVE201") is None
 
 
+def test_suppress_edit_not_offered_where_it_would_not_suppress():
+    # an unclosed list on the line: the appended `# ave: ignore[AVE207]` was read as
+    # part of it (codes AVE201, #, ave:, ignore[AVE207) and suppressed nothing, the
+    # AVE122 on the line became three (a review helper)
+    text = "import ave_core.lang as ave\nx = f(a)  # ave: ignore[AVE201\ny = f(b)\n"
+    assert not LineComments.of(text).is_suppressed(1, "AVE207")
+    assert suppress_edit(text, 1, "AVE207") is None
+    assert suppress_edit(text, 1, "AVE122") is None
+    e = suppress_edit(text, 2, "AVE207")
+    assert e is not None and e.new_text == "  # ave: ignore[AVE207]"
+    # (a non-BMP character before the comment: the check applies the edit where it goes)
+    text = "import ave_core.lang as ave\nx = f('\U0001F600')  # why\n"
+    e = suppress_edit(text, 1, "AVE201")
+    assert e is not None and e.range.start.character == len("x = f('')  # why") + 2
+
+
 def test_suppress_edit_on_a_file_that_does_not_tokenize():
     text = "import ave_core.lang as ave\nx = f(a,\ny = 1  # ave: ignore[AVE100]\n"
     assert to_lsp([diag(code="AVE100", line=2)], path="/w/k.py", uri="u", text=text) == []
@@ -170,6 +186,12 @@ def test_settings():
     assert s.inlay_hints is False and w == [] and s.explicit == {"inlay_hints": False}
     s, w = Settings.from_json([1, 2])
     assert s == Settings() and len(w) == 1
+    # an unknown key: a warning (it was silent); the client's own keys of the section
+    # (VS Code's ave.server.*, ave.trace.server) are not the server's and say nothing
+    s, w = Settings.from_json({"solverTimeOutMs": 10, "trace": {"server": "verbose"},
+                               "server": {"path": "ave-lsp"}, "jobs": 1})
+    assert s.jobs == 1 and s.solver_timeout_ms == Settings().solver_timeout_ms
+    assert w == ["ave: unknown key 'solverTimeOutMs' ignored"]
 
 
 # ----------------------------------------------------------------------------- hover
