@@ -413,9 +413,14 @@ def _record(k: Any, spec: dict | None, summary: tuple, diags: list[Diagnostic],
         key = (d.code, d.file, d.range, call_site(d), through_calls(d))
         if key in seen:
             # (with what it found there when that differs: another field, tensor or
-            # witness was dropped under "also in"; a review helper)
-            seen[key].notes.append(f"also in the specialization {cfg}" + (
-                f", there: {d.message}" if d.message != seen[key].message else ""))
+            # witness was dropped under "also in"; a review helper) -- and the kernel,
+            # when it is another one (a helper in the file two kernels call is one
+            # finding: "also in the specialization configs[0]" named the first kernel's;
+            # another review)
+            other = seen.get(("kernel", key)) != (str(k.name), int(k.line))
+            seen[key].notes.append(
+                f"also in {'kernel ' + str(k.name) + ', ' if other else ''}the specialization "
+                f"{cfg}" + (f", there: {d.message}" if d.message != seen[key].message else ""))
             if d.fix is not None or (isinstance(d.witness, dict) and "advice" in d.witness):
                 from ave_core.analysis import merge_wait_fixes
                 merge_wait_fixes(seen[key], d)
@@ -424,6 +429,7 @@ def _record(k: Any, spec: dict | None, summary: tuple, diags: list[Diagnostic],
             " = " + ", ".join(f"{n}={v!r}" for n, v in k.constexprs.items())
             if k.constexprs else " (no constexprs)"))
         seen[key] = d
+        seen[("kernel", key)] = (str(k.name), int(k.line))
         diags.append(d)
 
 

@@ -1181,3 +1181,15 @@ def test_a_helper_files_own_baselined_finding_does_not_accept_a_new_kernels_call
     # the one finding left is the new kernel's call (the helper's line, through a_k.py)
     assert len(shown) == 1 and shown[0][0] == "AVE207", shown
     assert rep["summary"].get("baselined", 0) == (1 if "z_h.py" in order else 0)
+
+
+def test_a_same_file_helpers_finding_names_the_other_kernel_that_reaches_it(tmp_path):
+    # one finding at the helper's line for both kernels of the file (docs/lsp.md); its
+    # "also in" note named a specialization of the first kernel ("also in the
+    # specialization defaults") for the second kernel's (a review helper)
+    text = _OWN_HELPER + "\n\n" + _OWN_HELPER.split("\n\n\n", 2)[2].replace("t_own", "t_two")
+    (tmp_path / "k.py").write_text(text, "utf-8")
+    p = _python("-m", "ave_lsp", "--check", "k.py", "--format", "json", "-j1", cwd=tmp_path)
+    (d,) = json.loads(p.stdout)["diagnostics"]
+    assert d["code"] == "AVE207" and d["range"]["start"]["line"] == 4
+    assert "also in kernel t_two, the specialization defaults" in d["notes"], d["notes"]
