@@ -78,6 +78,17 @@ class LineComments:
 
     comments: dict[int, tuple[int, str]] = field(default_factory=dict)  # line -> (col, text)
     no_comment: set[int] = field(default_factory=set)
+    #: the lines ending with a backslash continuation (outside strings): a statement
+    #: starting there is suppressed on the first line after it that does not (no comment
+    #: can follow a backslash: such a finding could not be suppressed; a review helper)
+    backslash: set[int] = field(default_factory=set)
+
+    def target(self, line: int) -> int:
+        """The line whose comment suppresses a finding on ``line``: itself, or past a
+        backslash continuation, the first line of the statement that can take one."""
+        while line in self.backslash:
+            line += 1
+        return line
 
     @classmethod
     def of(cls, text: str) -> "LineComments":
@@ -103,6 +114,8 @@ class LineComments:
                     out.comments[i] = (j, lines[i][j:])
         for i, line in enumerate(lines):
             if i not in out.comments and line.rstrip().endswith("\\"):
+                if i not in out.no_comment:
+                    out.backslash.add(i)
                 out.no_comment.add(i)
         return out
 
@@ -120,7 +133,7 @@ class LineComments:
         return codes if codes else False
 
     def is_suppressed(self, line: int, code: str) -> bool:
-        ignored = self.ignored_codes(line)
+        ignored = self.ignored_codes(self.target(line))
         return ignored is None or (ignored is not False and code.upper() in ignored)
 
 
@@ -140,7 +153,7 @@ def suppress_edit(text: str, line: int, code: str,
     edit = _suppress_edit(text, line, code, comments)
     if edit is None:
         return None
-    src = _lines(text)[line]
+    src = _lines(text)[edit.range.start.line]
     at = _code_points(src, edit.range.start.character)
     after = LineComments.of(src[:at] + edit.new_text + src[at:])
     return edit if after.is_suppressed(0, code) else None
@@ -162,7 +175,9 @@ def _suppress_edit(text: str, line: int, code: str,
     if not 0 <= line < len(lines):
         return None
     comments = comments or LineComments.of(text)
-    if line in comments.no_comment or comments.is_suppressed(line, code):
+    line = comments.target(line)            # (past a backslash continuation)
+    if not 0 <= line < len(lines) or line in comments.no_comment or \
+            comments.is_suppressed(line, code):
         return None
     src = lines[line]
     c = comments.comments.get(line)

@@ -141,7 +141,16 @@ def test_suppress_edit_adds_to_an_existing_list():
 def test_suppress_edit_not_offered_where_a_comment_cannot_go():
     text = ('import ave_core.lang as ave\nx = f(a) + \\\n    g(b)\ns = """doc\nmore\n"""\n'
             'y = 1  # ave: ignore\n')
-    assert suppress_edit(text, 1, "AVE201") is None       # backslash continuation
+    # a statement continued by a backslash: the comment goes on the first line after it
+    # that can take one (no action was offered, and no comment suppressed it: a review
+    # helper)
+    e = suppress_edit(text, 1, "AVE201")
+    assert e is not None and e.range.start.line == 2
+    assert e.range.start.character == len("    g(b)")
+    done = text.replace("    g(b)\n", "    g(b)  # ave: ignore[AVE201]\n")
+    assert LineComments.of(done).is_suppressed(1, "AVE201")
+    assert not LineComments.of(done).is_suppressed(1, "AVE207")
+    assert suppress_edit(done, 1, "AVE201") is None       # already suppressed
     assert suppress_edit(text, 3, "AVE201") is None       # inside a triple-quoted string
     assert suppress_edit(text, 6, "AVE201") is None       # already suppressed
     assert suppress_edit(text, 2, "AVE201") is not None
