@@ -460,6 +460,7 @@ def to_sarif(report: dict, *, cwd: str | None = None, version: str | None = None
             props["witness"] = d["witness"]
         result["properties"] = props
         results.append(result)
+    _merge_covered_fixes(results)
     driver = {"name": TOOL_NAME, "version": str(version), "semanticVersion": str(version),
               "rules": [rule(c) for c in codes]}
     run = {
@@ -471,6 +472,61 @@ def to_sarif(report: dict, *, cwd: str | None = None, version: str | None = None
         "properties": {"summary": report.get("summary", {})},
     }
     return {"$schema": SARIF_SCHEMA_URI, "version": SARIF_VERSION, "runs": [run]}
+
+
+def _insertion(result: dict) -> tuple | None:
+    """``(file, line, column, inserted lines)`` of a result's fix when it is one
+    insertion (an empty deleted region), else None."""
+    fixes = result.get("fixes")
+    if not fixes or len(fixes) != 1 or len(fixes[0]["artifactChanges"]) != 1:
+        return None
+    ch = fixes[0]["artifactChanges"][0]
+    if len(ch["replacements"]) != 1:
+        return None
+    rep = ch["replacements"][0]
+    reg = rep["deletedRegion"]
+    if (reg.get("endLine"), reg.get("endColumn")) != (reg.get("startLine"),
+                                                       reg.get("startColumn")):
+        return None
+    lines = tuple(x.strip() for x in rep["insertedContent"]["text"].splitlines() if x.strip())
+    return (json.dumps(ch["artifactLocation"], sort_keys=True), reg.get("startLine"),
+            reg.get("startColumn"), lines)
+
+
+def _merge_covered_fixes(results: list[dict]) -> None:
+    """A fix inserted where another fix inserts more (``ave.barrier()`` where another
+    finding's fix inserts ``ave.wait_async(1)`` and ``ave.barrier()``): applying both put
+    two barriers there; the larger one does what the smaller does (its lines include the
+    other's, at the same place). The smaller result then carries no fix and names the
+    larger in ``properties.fixedWith``, as identical fixes do (and results that named the
+    smaller name the larger)."""
+    ins = {i: _insertion(r) for i, r in enumerate(results)}
+    moved: dict[int, int] = {}
+    for i, a in ins.items():
+        if a is None:
+            continue
+        best = None
+        for j, b in ins.items():
+            if j == i or b is None or b[:3] != a[:3] or len(b[3]) <= len(a[3]):
+                continue
+            rest = list(b[3])
+            if all(x in rest and not rest.remove(x) for x in a[3]):
+                if best is None or len(b[3]) > len(ins[best][3]):
+                    best = j
+        if best is not None:
+            moved[i] = best
+    for i, j in moved.items():
+        while j in moved:               # (the largest of a chain)
+            j = moved[j]
+        del results[i]["fixes"]
+        results[i].setdefault("properties", {})["fixedWith"] = j
+    for r in results:
+        props = r.get("properties", {})
+        k = props.get("fixedWith")
+        while k in moved:
+            k = moved[k]
+        if k is not None:
+            props["fixedWith"] = k
 
 
 def _dir_uri(path: str) -> str:

@@ -961,3 +961,37 @@ def test_a_call_that_does_not_start_its_line_keeps_the_fix_inside_it(tmp_path):
     assert d["code"] == "AVE207" and d["file"].endswith("h4.py"), d
     line = _INNER.splitlines().index("    a = ave.ldmatrix(s, tiled.a)")
     assert d["fix"]["kind"] == "insert_barrier" and d["fix"]["line"] == line, d
+
+
+def test_a_fix_another_fix_contains_at_the_same_place_is_in_the_sarif_log_once(tmp_path):
+    # Two races fixed before the same line: one by `ave.barrier()`, the other by
+    # `ave.wait_async(1)` + `ave.barrier()`. Each result carried its own fix, and applying
+    # every result's fixes put two barriers there (noticed in an earlier session). The
+    # smaller fix is in the larger: the result carrying the larger carries it, the other
+    # (and a third with the smaller fix again) name that result in `fixedWith`.
+    text = ("import ave_core.lang as ave\n\n\n@ave.kernel(threads=32)\ndef k():\n"
+            "    x = 1\n    y = 2\n")
+    p = write(tmp_path, "k.py", text)
+
+    def diag(line: int, fix: dict) -> dict:
+        d = Diagnostic("AVE207", f"race {line}", str(p), Range.of(line, 4, line, 9)).to_json()
+        d["fix"] = fix
+        return d
+
+    barrier = {"kind": "insert_barrier", "line": 6, "indent": "    "}
+    wait = {"kind": "insert_wait", "line": 6, "indent": "    ", "count": 1, "commit": False}
+    other = {"kind": "insert_barrier", "line": 5, "indent": "    "}
+    report = {"diagnostics": [diag(6, barrier), diag(6, wait), diag(6, barrier),
+                              diag(5, other)], "summary": {}}
+    results = sarif.to_sarif(report, cwd=str(tmp_path))["runs"][0]["results"]
+    assert "fixes" not in results[0] and results[0]["properties"]["fixedWith"] == 1
+    assert results[1]["fixes"] and "fixedWith" not in results[1]["properties"]
+    assert "fixes" not in results[2] and results[2]["properties"]["fixedWith"] == 1
+    assert results[3]["fixes"] and "fixedWith" not in results[3]["properties"]
+    fixed = text
+    for r in sorted((r for r in results if "fixes" in r), key=lambda r: -r["fixes"][0][
+            "artifactChanges"][0]["replacements"][0]["deletedRegion"]["startLine"]):
+        fixed = _apply(fixed, r["fixes"][0]["artifactChanges"][0]["replacements"][0])
+    assert fixed.count("ave.barrier()") == 2 and fixed.count("ave.wait_async(1)") == 1
+    assert fixed.splitlines()[5:9] == ["    ave.barrier()", "    x = 1",
+                                       "    ave.wait_async(1)", "    ave.barrier()"]
