@@ -844,7 +844,7 @@ def _diagnose_accumulate(r: AssertionResult, w: dict) -> Diagnostic:
                f"{at(a, 0)} and again {at(b, 1)}")
     elif w.get("what") == "dropped":
         at = ", ".join(f"{k}={x}" for k, x in w.get("loop_indices", {}).items())
-        msg = (f"accumulation incomplete: {_fmt_threads(w)} resets acc{acc} to 0 at the "
+        msg = (f"accumulation incomplete: {_fmt_threads(w)} resets acc{acc} at the "
                f"ave.where{' at ' + at if at else ''}, dropping the products summed into it "
                f"before" + (f" ({span})" if span else "") + ", and the store writes it")
     else:
@@ -857,7 +857,7 @@ def _diagnose_accumulate(r: AssertionResult, w: dict) -> Diagnostic:
     if "reset" in w:
         # (the chain after an ave.where that reset the element: check_resets)
         at = ", ".join(f"{k}={x}" for k, x in w["reset"].items())
-        msg += f", after the ave.where{' at ' + at if at else ''} reset it to 0"
+        msg += f", after the ave.where{' at ' + at if at else ''} reset it"
     notes = _witness_notes(w)
     related = [Related(Location(p["file"], _range(p["range"])), p["label"])
                for p in w.get("program_points", [])]

@@ -337,9 +337,10 @@ class Call(list):
 
 
 class Reset(list):
-    """A point of an MMA chain where some accumulator elements may restart from zero:
-    ``acc = ave.where(c, acc, 0.0)`` (either side) whose condition the analysis cannot
-    decide for every element (``row < M``). The products summed before it stay in the
+    """A point of an MMA chain where some accumulator elements may restart from a value
+    holding no products: ``acc = ave.where(c, acc, 0.0)`` (either side; any constant or
+    untagged fragment) whose condition the analysis cannot decide for every element
+    (``row < M``). The products summed before it stay in the
     elements that keep the accumulator; the others drop them. The chain goes on through it
     (the products after it are the chain's, per warp, as before); where the chain is used,
     :func:`check_resets` asks whether an element the use reads (a global store: under its
@@ -355,18 +356,13 @@ class Reset(list):
     __slots__ = ("op", "keep", "negate", "loops", "arms")
 
 
-def _zero_side(eng: Any, op: Any, j: int) -> bool:
-    """Operand ``j`` of a select is 0 in every element: a constant ``0.0`` (a float
-    constant has no value in the engine: its op says it) or a zero fragment
-    (``ave.zeros``, FragVal.zero) that holds no chain."""
-    from ave_core.analysis.engine import FragVal
-    v = op.operands[j]
-    x = eng.env.get(v)
-    if type(x) is FragVal:
-        return bool(x.zero) and not x.kcov
-    o = getattr(v, "owner", None)
-    return getattr(o, "name", None) == "arith.constant" and \
-        o.attrs.get("value") == 0 and not o.attrs["dtype"].name == "i1"
+def _bare_side(eng: Any, op: Any, j: int) -> bool:
+    """Operand ``j`` of a select holds none of a chain's products: a constant (``0.0``,
+    ``5.0``), a scalar, or a fragment with no tags and no MMA chain (``ave.zeros``,
+    ``ave.full``). A select to it is a reset (:class:`Reset`); to a non-zero value too
+    (``where(row < M - 1, acc, 5.0)`` after the loop: the stored row holds 5.0, none of
+    the products, and was proved; a review helper)."""
+    return eng._bare_side(op, j)
 
 
 def _reset(eng: Any, op: Any, c: Any, i: int, V: int) -> "Reset | None":
@@ -399,6 +395,20 @@ def lost_at_select(eng: Any, op: Any, select: Any) -> None:
     chk.unknown = (f"the accumulator's MMA chain cannot be followed through the ave.where at "
                    f"line {line}: some elements may take its other side, dropping the "
                    "products before it (mask the accumulator after the loop, or the store)")
+    eng.checks.append(chk)
+
+
+def lost_at_readback(eng: Any, op: Any) -> None:
+    """``op`` (an ``ave.mma``) accumulates into a tile loaded from a global tensor the
+    kernel wrote before and reads back, where no chain was stored (FragVal.readback):
+    AVE205 (unknown) at this MMA -- it was a fresh chain (untagged C) or no check at all
+    (a review helper)."""
+    from ave_core.analysis.engine import PairCheck
+    chk = PairCheck(op, "accumulate", 0)
+    chk.compared = 1
+    chk.unknown = ("the accumulator starts from a tile read back from global memory the "
+                   "kernel wrote before, where no MMA chain of the same elements was stored: "
+                   "it may hold a partial sum, which the check does not follow")
     eng.checks.append(chk)
 
 
@@ -581,7 +591,7 @@ def passed_chain(eng: Any, op: Any) -> tuple | None:
     # chain goes on, and its use asks whether an element it reads was reset (check_resets;
     # ending the chain here was a false "never accumulates k=32" at the first tile of a
     # correct kernel, and a silent pass after the last MMA)
-    if not _zero_side(eng, op, 2 - i):
+    if not _bare_side(eng, op, 2 - i):
         return None
     r = _reset(eng, op, c, i, x.V)
     if r is None:
@@ -600,12 +610,15 @@ def on_consume(eng: Any, op: Any) -> None:
         return
     if op.name in ("ave.convert", "arith.select") and passed_chain(eng, op) is not None:
         return
+    deferred = op.name == "ave.store" and eng.defers_store(op)
     for i, v in enumerate(op.operands):
         x = eng.env.get(v)
         if type(x) is not FragVal or not x.kcov:
             continue
         if op.name == "ave.mma" and i == 2:
             continue
+        if deferred and i == 1:
+            continue            # (continued by a load, or checked at the end: defers_store)
         end_chain(eng, x, op)
 
 
@@ -730,7 +743,14 @@ def check_resets(eng: Any, x: Any, chk: Any, consumer: Any, guard: Any = None) -
         reset = None if cls is None else resets[cls]
         sub = kcov if reset is None else kcov[reset[0] + 1:]
         if not any(type(c) is Call for c in sub):
-            # (reset after the last MMA: the element holds none of the products)
+            # (reset after the last MMA: the element holds none of the products.) A use
+            # that computes with it reads the value the select gave on purpose -- flash
+            # attention's `ave.where(keys < n, x, NEG)` masks scores before the softmax:
+            # the class is not checked (the others' chains are). One that passes it on (a
+            # store into shared memory, a cast or convert on the way to one) does not say
+            # whether those elements reach the output: unknown, below
+            if not stored and consumer.name not in _PASSES_ON:
+                continue
             found = _lowest_member(eng, pairs)
             if found == "unknown":
                 chk.unknown = "accumulation check: solver budget exhausted"
@@ -769,6 +789,10 @@ def check_resets(eng: Any, x: Any, chk: Any, consumer: Any, guard: Any = None) -
                 _mark_reset(v, reset[1])
             chk.violation = v
             return
+
+
+#: uses that pass an accumulator's value on, unchanged in what it sums (check_resets)
+_PASSES_ON = frozenset({"ave.store", "arith.cast", "ave.convert", "ave.copy"})
 
 
 def _class_members(eng: Any, terms: list, used: np.ndarray, g: Any, N: int) -> Any:
@@ -853,7 +877,7 @@ def _lowest_member(eng: Any, pairs: list) -> Any:
 def _not_followed(r: "Reset", consumer: Any) -> str:
     at = consumer.loc.range.start.line + 1
     line = r.op.loc.range.start.line + 1
-    return (f"elements of the accumulator may take the zero side of the ave.where at line "
+    return (f"elements of the accumulator may take the other side of the ave.where at line "
             f"{line}, and what they hold after it is incomplete; the use at line {at} "
             "reads them, and whether they reach the output is not followed (reset only "
             "elements a masked store leaves out, or mask the store)")
@@ -866,7 +890,7 @@ def _mark_reset(v: dict, r: "Reset") -> None:
     pts = v.setdefault("program_points", [])
     pts.insert(len(pts) - 1 if pts else 0, {
         "file": r.op.loc.file, "range": r.op.loc.range.to_json(),
-        "label": "takes 0 here, dropping the products before it"
+        "label": "takes its other side here, dropping the products before it"
         + (" (" + ", ".join(f"{k}={x}" for k, x in at) + ")" if at else "")})
     fin = v.get("__refine")
     if fin is not None:
@@ -892,7 +916,7 @@ def _reset_witness(eng: Any, x: Any, r: "Reset", pos: int, e: int, model: dict,
     for c in before:
         pp(c.op, "accumulates" + when(shown_loops(c.op.attrs.get("loop_indices", ()), c.op)))
     at = shown_loops(r.loops, r.op)
-    pp(r.op, "takes 0 here, dropping the products before it" + when(at))
+    pp(r.op, "takes its other side here, dropping the products before it" + when(at))
     pp(consumer, "the accumulator is used here")
     model = {k: v for k, v in model.items() if not k.startswith("__")}
     block = [int(model.get(f"program_id({a})", 0)) for a in range(3)]
@@ -1321,8 +1345,11 @@ def _solve_in(eng: Any, build) -> tuple[str, Any, Any]:
     # B.shape[0] == A.shape[1]) -- a witness with B.shape[0] = 33 for K = 65 read B out
     # of bounds, and the interpreter stopped there instead of showing the missing k (a
     # review helper)
-    trips += [sv.lin(eng.tab.atom(Atom("dim", (t, d))), 0) == sv.lin(k, c)
-              for t, d, k, c in eng.bounds.assumptions]
+    # (only for sizes the analysis has met: a new atom here would be listed, unconstrained,
+    # in every later witness's sizes -- V.shape[2] = 1 next to a V element read at key 4)
+    trips += [sv.lin(eng.tab.lin(((eng.tab.atom_ids[Atom("dim", (t, d))], 1),)), 0) ==
+              sv.lin(k, c) for t, d, k, c in eng.bounds.assumptions
+              if sv.knows_dim((t, d)) and sv.knows(k)]
     # the usual answer is unsat (the chain is complete): a plain solver decides it at a
     # fraction of an optimizing one's cost; only a violation needs the canonical witness
     plain = z3.Solver(ctx=sv.ctx)

@@ -394,6 +394,11 @@ class FragVal:
     #: (and of such predicates: their conjunction); None otherwise. Read by the MMA chain's
     #: resets only (accumulation.Reset), which decide them with z3 as the masks are
     scond: np.ndarray | None = None
+    #: loaded from a global tensor the kernel wrote before (here) and reads back, with no
+    #: MMA chain stored there to continue (Engine.defers_store): it may hold a partial sum
+    #: -- an MMA accumulating into it cannot follow the chain (AVE205, never a silent pass
+    #: nor a fresh start; a review helper)
+    readback: bool = False
 
     @property
     def size_cond(self) -> np.ndarray | None:
@@ -411,6 +416,7 @@ def reread_tensors(k: KernelIR) -> frozenset:
     the accumulator's start (it was no start whenever the kernel wrote ``C``, and the k
     loop went unchecked, silently; a review helper)."""
     roots = {p.value: p.name for p in k.params}
+    names = {p.name for p in k.params}
 
     def root(v: Any) -> str | None:
         for _ in range(256):        # (the tile's chain of views back to its tensor)
@@ -418,18 +424,24 @@ def reread_tensors(k: KernelIR) -> frozenset:
             if v in roots or owner is None or not getattr(owner, "operands", None):
                 break
             v = owner.operands[0]
-        return roots.get(v)
+        if v in roots:
+            return roots[v]
+        # (a runtime loop of the front end's kernel: its parameters by name)
+        n = getattr(v, "name", None)
+        return n if n in names and not isinstance(getattr(v, "owner", None), Op) else None
+
+    def accesses(ops: Any) -> Any:
+        for op in ops:
+            if op.name == "ave.store" and op.operands:
+                yield (), (op.operands[0],)
+            elif op.name in ("ave.copy", "ave.copy_async") and len(op.operands) > 1:
+                yield (op.operands[0],), (op.operands[1],)
+            elif op.name == "ave.load" and op.operands:
+                yield (op.operands[0],), ()
 
     written: set = set()
     out = set()
-    for op in k.walk():
-        reads, writes = (), ()
-        if op.name == "ave.store" and op.operands:
-            writes = (op.operands[0],)
-        elif op.name in ("ave.copy", "ave.copy_async") and len(op.operands) > 1:
-            reads, writes = (op.operands[0],), (op.operands[1],)
-        elif op.name == "ave.load" and op.operands:
-            reads = (op.operands[0],)
+    for reads, writes in accesses(k.walk()):
         for v in reads:
             r = root(v)
             if r is not None and r in written:
@@ -438,6 +450,18 @@ def reread_tensors(k: KernelIR) -> frozenset:
             r = root(v)
             if r is not None:
                 written.add(r)
+    # a runtime loop that reads and writes a tensor reads it back in its next iteration,
+    # also in a variant that unrolls it once (its chain through C was checked at the
+    # first iteration's store, in the prefix later variants resume from)
+    for lop in getattr(k, "trip_loop_ops", None) or ():
+        got: tuple[set, set] = (set(), set())
+        for reads, writes in accesses(lop.walk() if hasattr(lop, "walk") else ()):
+            for i, vs in ((0, reads), (1, writes)):
+                for v in vs:
+                    r = root(v)
+                    if r is not None:
+                        got[i].add(r)
+        out |= got[0] & got[1]
     return frozenset(out)
 
 
@@ -622,6 +646,9 @@ class Engine:
         #: chains a global store ends whose resets its mask decides (accumulation.Reset):
         #: checked by the store's handler, or after the op by _step with no mask
         self.pending_resets: list = []
+        #: chains deferred stores wrote into global tensors the kernel reads back: their
+        #: elements' key -> (value, store, its guard, branches, active threads, loops)
+        self.global_chains: dict = {}
         #: while accumulation.check_resets checks a class of elements: its z3 terms
         self.chain_class: Any = None
         #: (id of the variant's kernel, arms) -> (that kernel, some sizes take those arms
@@ -774,6 +801,7 @@ class Engine:
             self._exec_top(self.k.body.ops, 0)
         else:
             self.exec_block(self.k.body)
+            self._end_global_chains()
             self._retire_at_exit()
 
     # ------------------------------------------------------------------ incremental variants
@@ -944,21 +972,42 @@ class Engine:
         the chain's per-slot guards keep what every row of the slot has)."""
         if not cids or not len(out.cond):
             return
-        hold = (A.code != ABSENT).any(axis=1) & (B.code != ABSENT).any(axis=1) & \
-            (A.code == B.code).all(axis=1) & (A.cond != B.cond).any(axis=1)
-        if not hold.any():
+        pa, pb = (A.code != ABSENT).any(axis=1), (B.code != ABSENT).any(axis=1)
+        hold = pa & pb & (A.code == B.code).all(axis=1) & (A.cond != B.cond).any(axis=1)
+        # a path where the element holds no tags (a mask false for it outright: `k < k0 +
+        # 31` drops a full tile's last column) holds it under no condition there -- the
+        # join took the other path's guard for both, and such a mask was proved (a review
+        # helper)
+        one = pa ^ pb
+        if not (hold | one).any():
             return
-        idx = np.nonzero(hold)[0]
+        idx = np.nonzero(hold | one)[0]
         G = A.cond.shape[1]
-        pairs = np.concatenate([A.cond[idx], B.cond[idx]], axis=1)
+        ca, cb = A.cond[idx].copy(), B.cond[idx].copy()
+        never = np.zeros(G, ca.dtype)
+        never[0] = 1
+        ca[~pa[idx]] = never
+        cb[~pb[idx]] = never
+        pairs = np.concatenate([ca, cb], axis=1)
         uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
         memo = self._path_guard_memo
         label = "joined guard"
         rows = np.zeros((len(uniq), G), out.cond.dtype)
+        neg = self._negated(tuple(cids))
         for u, pr in enumerate(uniq.tolist()):
             ga, gb = set(a for a in pr[:G] if a), set(b for b in pr[G:] if b)
             if 1 in ga and 1 in gb:
                 rows[u, 0] = 1
+                continue
+            # held on one path only: that path's condition and guard, a conjunction (the
+            # guard's per-row atoms stay atoms of their own, as below)
+            one = None
+            if 1 in gb:                         # the then-path's: then and its guard
+                one = sorted(set(cids) | ga)
+            elif 1 in ga and neg is not None:   # the else-path's: not then and its guard
+                one = sorted({neg} | gb)
+            if one is not None and len(one) <= G:
+                rows[u, :len(one)] = one
                 continue
             common = sorted(ga & gb)
             ra, rb = tuple(sorted(ga - set(common))), tuple(sorted(gb - set(common)))
@@ -1168,6 +1217,7 @@ class Engine:
                 # journal only what a later variant may undo
                 self.journal = self._jlist if i >= floor else None
                 self._step(op)
+            self._end_global_chains()
             self._retire_at_exit()
         finally:
             self.journal = None
@@ -1604,28 +1654,49 @@ class Engine:
             # (floats, or more per-thread conditions than a select term follows)
             self._mark_varying(op)
 
+    def _element_cond(self, x: Any, V: int, n: int) -> np.ndarray | None:
+        """Each element's condition (guard rows, ``n`` of them) of an ``i1`` operand: a
+        fragment's ``size_cond``, or a scalar condition (one per thread) for each of the
+        thread's ``V`` elements; None when not known."""
+        if isinstance(x, FragVal):
+            sc = x.size_cond
+            return sc if sc is not None and sc.shape[0] == n else None
+        if isinstance(x, np.ndarray) and x.ndim == 1 and len(x) == self.T and \
+                self.T * V == n:
+            return np.repeat(self.conds.rows(x, self.T), V, axis=0)
+        return None
+
+    def _bare_side(self, op: Op, j: int) -> bool:
+        """Operand ``j`` of a select carries no tags and no MMA chain: a constant (``0.0``,
+        ``1.0``), a scalar, ``ave.zeros``/``ave.full`` -- data that is no element of a
+        tagged tensor."""
+        x = self.env.get(op.operands[j])
+        if isinstance(x, FragVal):
+            return not x.tags.code.any() and not x.kcov
+        return not isinstance(x, (TileVal, TensorVal))
+
     def _select_guards(self, op: Op, c: FragVal, fa: FragVal, fb: FragVal,
                        tags: Tags) -> Tags:
-        """``ave.where(c, x, 0.0)`` (either side) with a condition undecided for some
-        elements (over sizes: ``k0 + ave.coord(...) < K``): where ``x``'s tags are kept,
-        they hold under ``c`` only (else the element is 0, no data) -- the join held them
-        always. As a masked load's guard: a pairing is checked where it holds, and an MMA
+        """``ave.where(c, x, 0.0)`` (either side; any value with no tags: ``1.0``, a scalar)
+        with a condition undecided for some elements (over sizes: ``k0 + ave.coord(...) <
+        K``): where ``x``'s tags are kept, they hold under ``c`` only (else the element is
+        that value, no data of a tagged tensor) -- the join held them always. As a masked load's guard: a pairing is checked where it holds, and an MMA
         chain's k-slot contributes there only (an operand masked ``< K - 1`` in registers
         was proved complete; a review helper). The false side's condition is the negation
         of a one-atom ``c`` (a conjunction's is no guard row: the join's stays)."""
-        from ave_core.analysis.accumulation import _zero_side
         rows = c.size_cond
         if rows.shape[0] != tags.n:
             return tags
         tr = self.conds.truth(rows)
-        if c.cond is not None:
+        if tr.shape[0] == tags.n:
             # elements decided to take the zero: the other side's tags under a false
             # guard (as a masked load's padding), not ⊥ -- an A operand zeroed past column
             # 16 in registers made its rows ⊤ through the MMA: a false AVE201 at the store
-            # (a review helper)
+            # (a review helper); also where only part of a conjunction decides it (`(k0 +
+            # c < K) & (c != 5)`: column 5 kept its tags "always"; another review)
             for side, x in ((0, fa), (1, fb)):
                 zero = tr == 1 - side
-                if zero.any() and _zero_side(self, op, 2 - side) and x.tags.code.any():
+                if zero.any() and self._bare_side(op, 2 - side) and x.tags.code.any():
                     i = np.nonzero(zero & (x.tags.code != ABSENT).any(axis=1))[0]
                     if len(i):
                         tags = tags.copy()
@@ -1638,7 +1709,7 @@ class Engine:
         if not und.any():
             return tags
         for side, x in ((0, fa), (1, fb)):
-            if not _zero_side(self, op, 2 - side) or not x.tags.code.any():
+            if not self._bare_side(op, 2 - side) or not x.tags.code.any():
                 continue
             held = und & (x.tags.code != ABSENT).any(axis=1) & \
                 (tags.code == x.tags.code).all(axis=1)
@@ -1658,6 +1729,13 @@ class Engine:
                 i, g = i[ok], neg[ok]
                 if not len(i):
                     continue
+            # (only where the guard row has room: conj_arrays keeps GUARD atoms, and one
+            # it dropped -- the copy mask `64 < S_KV` of a key read from the wrong stage --
+            # made a witness at sizes where that key is not even loaded)
+            room = _nonzero_count(tags.cond[i]) + _nonzero_count(g) <= self.conds.GUARD
+            i, g = i[room], g[room]
+            if not len(i):
+                continue
             tags = tags.copy()
             cond = tags.cond.copy()
             cond[i] = self.conds.conj_arrays(cond[i], g)
@@ -2845,6 +2923,82 @@ class Engine:
                                         "model": {k: v for k, v in model.items()
                                                   if not k.startswith("__")}}))
 
+    # ------------------------------------------------------------------ chains through global
+
+    def _global_key(self, tile: Any, lay: Any) -> tuple | None:
+        """The elements a global access of ``tile`` in layout ``lay`` touches, per
+        (thread, value) position: ``(tensor, their coordinates' forms)`` (two accesses with
+        equal keys move the same element to the same register), or None."""
+        if tile is None or tile.space != "global" or tile.tensor is None or \
+                not hasattr(lay, "coords_table"):
+            return None
+        try:
+            gc = self.global_coords(tile, self.layout_coords(lay))
+        except Exception:  # noqa: BLE001 - (a tile the forms do not cover: no key)
+            return None
+        return (tile.tensor.name,) + tuple(
+            (np.asarray(c.key).tobytes(), np.asarray(c.conc).tobytes()) for c in gc)
+
+    def defers_store(self, op: Op) -> bool:
+        """A global store of an MMA chain into a tensor the kernel reads back after writing
+        it (``C += A B`` one k-tile per iteration through global memory): the chain does not
+        end there -- a later load of the same elements continues it, and a chain no load
+        continues is checked at the kernel's end (:meth:`_end_global_chains`)."""
+        if op.name != "ave.store" or len(op.operands) < 2:
+            return False
+        dst, fr = self.env.get(op.operands[0]), self.env.get(op.operands[1])
+        return isinstance(dst, TileVal) and dst.space == "global" and \
+            dst.tensor is not None and dst.tensor.name in self.written_tensors and \
+            isinstance(fr, FragVal) and isinstance(fr.kcov, list) and bool(fr.kcov)
+
+    def _keep_global_chain(self, op: Op, dst: TileVal, fr: FragVal, guard: Any) -> None:
+        """Register the chain a deferred store (:meth:`defers_store`) writes (journaled)."""
+        key = self._global_key(dst, op.operands[1].type.layout)
+        if key is None:
+            accumulation.end_chain(self, fr, op)
+            accumulation.flush_resets(self, op, guard)
+            return
+        old = self.global_chains.get(key)
+        self.global_chains[key] = (fr, op, guard, list(self.runtime_branches),
+                                   self.active.copy(), self.loops)
+        self._journal_chains(key, old)
+
+    def _journal_chains(self, key: tuple, old: Any) -> None:
+        if self.journal is not None:
+            def undo() -> None:
+                if old is None:
+                    self.global_chains.pop(key, None)
+                else:
+                    self.global_chains[key] = old
+            self.journal.append(undo)
+
+    def _take_global_chain(self, op: Op, src: TileVal, out: FragVal) -> None:
+        """A global load of elements a deferred store wrote with an MMA chain: the loaded
+        value continues that chain (C += A B through global memory was "never accumulates
+        k=0" for each iteration's one MMA, or no check at all; a review helper)."""
+        key = self._global_key(src, op.attrs["layout"])
+        hit = self.global_chains.get(key) if key is not None else None
+        if hit is None:
+            return
+        fr = hit[0]
+        out.kcov, out.partial = fr.kcov, fr.partial
+        del self.global_chains[key]
+        self._journal_chains(key, hit)
+
+    def _end_global_chains(self) -> None:
+        """The kernel ends: each chain a deferred store wrote that no load continued is
+        checked there, as a store's would be (under the store's branches, threads and
+        mask)."""
+        for key in list(self.global_chains):
+            fr, op, guard, branches, active, loops = self.global_chains[key]
+            saved = (self.runtime_branches, self.active, self.loops)
+            self.runtime_branches, self.active, self.loops = branches, active, loops
+            try:
+                accumulation.end_chain(self, fr, op)
+                accumulation.flush_resets(self, op, guard)
+            finally:
+                self.runtime_branches, self.active, self.loops = saved
+
     def _retire_at_exit(self) -> None:
         """The kernel ends: the asynchronous copies no ``ave.wait_async`` retired still
         land (the hardware completes them), so they race like retired ones with the
@@ -3215,11 +3369,21 @@ class Engine:
                 ival = self._shared_int_values(src, coords, op, name_of)
         # a mask (or 'other') over a scalar that differs across threads: the copies of an
         # element may differ (one thread's copy masked off, another's loaded)
-        self.env[op.result] = FragVal(tags, V, ival, varies=bool(op.attrs.get("masked")) and
-                                      self._scalars_vary(op),
-                                      global_data=src.space == "global" and
-                                      src.tensor is not None and
-                                      src.tensor.name not in self.written_tensors)
+        # global data: a tensor the kernel does not read back after writing it, or one it
+        # has not written yet here (C += A B through global memory: the first load is
+        # C's own data, the chain's start; the later ones continue the chain stored)
+        out = FragVal(tags, V, ival, varies=bool(op.attrs.get("masked")) and
+                      self._scalars_vary(op),
+                      global_data=src.space == "global" and src.tensor is not None and
+                      (src.tensor.name not in self.written_tensors or
+                       not self._gversion.get(src.tensor.name, 0)))
+        if self.global_chains and src.space == "global":
+            self._take_global_chain(op, src, out)
+        # (read back after the kernel wrote the tensor, no chain stored there continued:
+        # it may hold a partial sum -- an accumulator starting from it is not followed)
+        out.readback = out.kcov is None and src.space == "global" and \
+            src.tensor is not None and not out.global_data
+        self.env[op.result] = out
 
     def op_ave_store(self, op):
         dst: TileVal = self.env[op.operands[0]]
@@ -3244,6 +3408,8 @@ class Engine:
                 self.bounds.access(op, dst, [c[held] for c in coords], g[held], holders[held])
                 return g
             guard = self._xv_guard(op, entry, global_side)
+            if self.defers_store(op):
+                self._keep_global_chain(op, dst, fr, guard)
             if self.pending_resets:
                 accumulation.flush_resets(self, op, guard)
             if dst.tensor is not None and dst.tensor.tag_op is not None:
@@ -3473,6 +3639,16 @@ class Engine:
             iv = [x.ival if isinstance(x, FragVal) else
                   SymInt(np.repeat(x.key, V), np.repeat(x.conc, V)) if isinstance(x, SymInt)
                   and np.shape(x.key) == (self.T,) else None for x in xs]
+            if op.attrs["pred"] in ("eq", "ne") and iv[0] is None and iv[1] is None:
+                # conditions compared (`(r >= M) == (r < 0)`): `!=` is xor, `==` its
+                # negation, per element (a select on them was no reset; a review helper)
+                ea, eb = (self._element_cond(x, V, tags.n) for x in xs)
+                if ea is not None and eb is not None:
+                    r = self._bool_op("xor", ea, eb, op)
+                    if r is not None and op.attrs["pred"] == "eq":
+                        r = self._bool_op("xor", r, np.zeros(tags.n, np.int32), op)
+                    if r is not None:
+                        scond = self.conds.rows(r, tags.n)
             # (only concrete values within the operands' dtype: a runtime part may wrap)
             if iv[0] is not None and iv[1] is not None and not iv[0].key.any() and \
                     not iv[1].key.any() and all(
@@ -3485,9 +3661,15 @@ class Engine:
                                                     iv[0], iv[1]), tags.n)
         elif name == "and" and all(isinstance(x, FragVal) and x.cond is not None for x in xs):
             cond = self.conds.conj_arrays(xs[0].cond, xs[1].cond)
-        elif name == "and" and all(isinstance(x, FragVal) and x.size_cond is not None
-                                   for x in xs):
-            scond = self.conds.conj_arrays(xs[0].size_cond, xs[1].size_cond)
+        elif name in ("and", "or", "xor"):
+            # (of conditions over sizes, per element: `(row < M) | (kt > 0)`, `~(row >= M)`
+            # -- a select on them was no reset, and a correct kernel "never accumulates
+            # k=32"; a review helper)
+            ea, eb = (self._element_cond(x, V, tags.n) for x in xs)
+            if ea is not None and eb is not None:
+                r = self._bool_op(name, ea, eb, op)
+                if r is not None:
+                    scond = self.conds.rows(r, tags.n)
         out = FragVal(tags, V, ival, varies=any(f.varies for f in frs) or
                       self._scalars_vary(op), cond=cond, global_data=_global_data(frs))
         out.scond = scond
@@ -3645,10 +3827,12 @@ class Engine:
         # the first P V); an accumulator with other history that is not an MMA chain
         # (computed from tagged data, joined, staged in shared memory) cannot be followed
         prev = c.kcov if c.kcov is not None else (
-            False if c.tags.code.any() and not c.global_data else None)
+            False if (c.tags.code.any() and not c.global_data) or c.readback else None)
         kcov = False
         if prev is False and c.ended_by is not None:
             accumulation.lost_at_select(self, op, c.ended_by)
+        elif c.readback and c.kcov is None:
+            accumulation.lost_at_readback(self, op)
         if prev is not False:
             contrib = accumulation.contribution(self, op, A, B)
             kept = accumulation.under_branches(self, contrib)
@@ -4610,7 +4794,13 @@ class Engine:
                     kcov = None
                 if kcov is False:
                     accumulation.lost_chain(self, op, tv, ev)
-                self.env[r] = FragVal(join(tv.tags, ev.tags, self.conds), tv.V, kcov=kcov,
+                jt = join(tv.tags, ev.tags, self.conds)
+                if runtime and uniform and rows is not None:
+                    # (the paths' guards, as for shared memory: a select in one arm that
+                    # guards the tags it keeps -- flash attention's score mask -- made the
+                    # join drop both arms' guards, the copy mask `key < S_KV` too)
+                    self._path_guards(jt, tv.tags, ev.tags, self._cond_ids(rows))
+                self.env[r] = FragVal(jt, tv.V, kcov=kcov,
                                       varies=tv.varies or ev.varies or
                                       self._varies(op.operands[0]),
                                       global_data=_global_data([tv, ev]),

@@ -990,13 +990,14 @@ def test_flash_attention_rescaled_through_a_select_or_a_convert_is_followed(resc
 
 @pytest.mark.parametrize("k0", ["kt * 32", "kt * 0"])
 def test_an_mma_into_a_select_that_ended_its_chain_is_unknown_not_silent(k0):
-    # `acc = ave.where(row < M, acc, 1.0)` after the MMA inside the k loop: the select may
-    # take 1.0 for some rows (not a reset to zero: accumulation.Reset), so it ends the
-    # chain (checked there, at kt = 0); the MMAs of later iterations accumulate into its
-    # result, which no chain follows. That was a silent pass -- also for every iteration
-    # reading k-tile 0 (kt * 0: wrong in the interpreter). Now: AVE205 at the MMA, naming
-    # the select's line.
-    sel = "        acc = ave.where(ave.coord((64, 64), 0, tiled.c) < M, acc, 1.0)"
+    # `acc = ave.where(row < M, acc, t)` after the MMA inside the k loop, `t` a tagged
+    # tile (not a value without products: no accumulation.Reset): the select may take `t`
+    # for some rows, so it ends the chain (checked there, at kt = 0); the MMAs of later
+    # iterations accumulate into its result, which no chain follows. That was a silent
+    # pass -- also for every iteration reading k-tile 0 (kt * 0: wrong in the
+    # interpreter). Now: AVE205 at the MMA, naming the select's line.
+    sel = ("        acc = ave.where(ave.coord((64, 64), 0, tiled.c) < M, acc, "
+           "ave.cast(ave.load(A[0:64, 0:64], tiled.c), ave.f32))")
     text = KERNEL.replace("{K0}", k0).replace(MMA_STMT, MMA_STMT + "\n" + sel)
     res = compile_source(text, "sel_after.py")
     assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
@@ -1078,10 +1079,10 @@ def test_a_reset_of_a_stored_row_inside_the_loop_is_caught_for_that_row():
     assert (w["what"], w["value"]) == ("never", 0)
     assert w["trip_counts"] == {"kt": 2} and w["reset"] == {"kt": 1}
     assert w["chain"] == [{"kt": 1}]
-    assert "after the ave.where at kt=1 reset it to 0" in d.message
+    assert "after the ave.where at kt=1 reset it" in d.message
     sel_line = next(i for i, t in enumerate(text.splitlines()) if "M - 1, acc" in t)
-    assert any(r.location.range.start.line == sel_line and "takes 0 here" in r.message
-               for r in d.related)
+    assert any(r.location.range.start.line == sel_line and
+               "takes its other side here" in r.message for r in d.related)
     # thread 0's first element (row 0) is the reset row for M = 1; K > 32: two k-tiles
     assert w["accumulator"] == [0, 0] and w["model"]["A.shape[0]"] == 1
     assert w["model"]["A.shape[1]"] > 32
@@ -1109,7 +1110,7 @@ def test_a_reset_after_the_last_mma_of_a_stored_row_is_dropped(select):
     assert w["accumulator"] == [0, 0] and w["model"]["A.shape[0]"] == 1
     assert w["chain"] == [{"kt": 0}]
     assert d.message.startswith("accumulation incomplete: thread 0 (warp 0, lane 0) resets "
-                                "acc[0, 0] to 0 at the ave.where, dropping the products")
+                                "acc[0, 0] at the ave.where, dropping the products")
     C, af, bf = _gemm_in_interpreter(k, 64, 40, 5)
     assert (C[63] == 0.0).all()
     ref = af @ bf
@@ -1365,3 +1366,140 @@ def test_witness_sizes_keep_the_size_statements_of_the_masks():
     af, bf = (NUM.from_storage(bf16, x).astype(np.float64) for x in (A, B))
     expect = af @ bf - af[:, 32:64] @ bf[32:64, :]
     assert np.abs(C - expect).max() < 1e-3 * max(1.0, np.abs(expect).max())
+
+
+@pytest.mark.parametrize("select", [
+    f"acc = ave.where(({ROW} < M) | ({ROW} < 0), acc, 0.0)",
+    f"acc = ave.where(~({ROW} >= M), acc, 0.0)",
+    f"acc = ave.where(({ROW} >= M) == ({ROW} < 0), acc, 0.0)",
+    f"acc = ave.where(({ROW} < M) | (kt > 0), acc, 0.0)",
+])
+def test_a_reset_on_a_condition_built_with_or_not_xor_eq_is_followed(select):
+    # `|`, `~` and `==` of conditions gave no per-element condition, so the select was
+    # no reset but a use: a correct kernel "never accumulates k=32" (a review helper)
+    k, _ = _reset_kernel(select)
+    a = analyze(k)
+    assert a.diagnostics == [], [d.message for d in a.diagnostics]
+    C, af, bf = _gemm_in_interpreter(k, 50, 72, 15)
+    ref = af @ bf
+    assert np.abs(C[:50] - ref).max() < 1e-3 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("where, what", [("end", "dropped"), ("before", "never")])
+def test_a_reset_to_a_value_other_than_zero_is_a_reset(where, what):
+    # `ave.where(row < M - 1, acc, 5.0)`: row M - 1 holds 5.0 (after the loop) or 5.0 and
+    # the last tile (in the loop), none of the products before; it was proved after the
+    # loop (a select to a non-zero value ended the chain, complete there; a review helper)
+    k, _ = _reset_kernel(f"acc = ave.where({ROW} < M - 1, acc, 5.0)", where=where)
+    a, (d,) = _acc206(k)
+    assert d.witness["what"] == what
+    C, af, bf = _gemm_in_interpreter(k, 64, 72, 16)
+    ref = af @ bf
+    assert np.abs(C[:63] - ref[:63]).max() < 1e-3 * np.abs(ref).max()
+    assert np.abs(C[63] - ref[63]).max() > 1e-1
+
+
+def test_a_full_tiles_mask_false_outright_for_some_k_is_caught():
+    # the full-tile arm's A mask `(m < M) & (k < k0 + 31)` drops every full tile's last
+    # column: in that arm the element holds no tags, and the join took the tail arm's
+    # guard for both paths -- proved (a review helper). Held on one path only, the tags
+    # hold under that path's condition.
+    text = TAIL.replace("{FULL}", "(m < M) & (k < k0 + 31)").replace(
+        "{TAIL}", "(m < M) & (k < K)")
+    res = compile_source(text, "tail31.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    k = res.kernels[0]
+    a, (d,) = _acc206(k)
+    assert (d.witness["what"], d.witness["value"]) == ("never", 31)
+    K = d.witness["model"]["A.shape[1]"]
+    assert K >= 32
+    C, af, bf = _gemm_in_interpreter(k, 64, 64, 17)
+    ref = af @ bf
+    miss = np.outer(af[:, 31], bf[31, :]) + np.outer(af[:, 63], bf[63, :])
+    assert np.abs(C - (ref - miss)).max() < 1e-3 * np.abs(ref).max()
+
+
+@pytest.mark.parametrize("sel, verdict", [
+    ("(k0 + {C} < K) & ({C} != 5)", ("never", 5)),      # a decided part: column 5 dropped
+    ("k0 + {C} < K - 1", ("never", 0)),                 # the other side is 1.0, not 0.0
+])
+def test_an_operand_select_with_a_decided_part_or_another_value(sel, verdict):
+    # (a review helper: both were proved) -- the elements that take the other side hold no
+    # data of A: their k-slot contributes nothing there
+    other = "1.0" if "K - 1" in sel else "0.0"
+    c = "ave.coord((64, 32), 1, tiled.a)"
+    body = ("        a = ave.load(sA, tiled.a)\n"
+            f"        a = ave.where({sel.replace('{C}', c)}, a, {other})\n"
+            "        acc = ave.mma(a, ave.load(sB, tiled.b), acc, tiled)")
+    res = compile_source(KERNEL.replace("{K0}", "kt * 32").replace(MMA_STMT, body), "o.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    a, ds = _acc206(res.kernels[0])
+    assert [d.code for d in a.diagnostics] == ["AVE206"], [d.message for d in a.diagnostics]
+    assert (ds[0].witness["what"], ds[0].witness["value"]) == verdict
+
+
+RMW = KERNEL.replace(
+    "        acc = ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), acc, tiled)\n",
+    "        part = ave.load(C[0:64, 0:64], tiled.c, mask=lambda m, n: m < M)\n"
+    "        part = ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), part, tiled)\n"
+    "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n").replace(
+    "    ave.store(C[0:64, 0:64], acc, mask=lambda m, n: m < M)\n", "")
+
+
+@pytest.mark.parametrize("tag", [False, True])
+@pytest.mark.parametrize("k0, verdict", [("kt * 32", None), ("kt * 0", "twice")])
+def test_an_accumulator_kept_in_global_memory_across_iterations(tag, k0, verdict):
+    # C += A B one k-tile per iteration, through global memory (load C, one MMA, store C).
+    # The store's chain goes on at the next iteration's load of the same elements and is
+    # checked at the kernel's end. It was "never accumulates k=0" for an untagged C (each
+    # load a fresh start), and for a tagged C the iterations after the first were not
+    # checked: every iteration reading k-tile 0 was proved (a review helper).
+    text = RMW.replace("{K0}", k0)
+    if tag:
+        text = text.replace("    B = ave.tag(", "    C = ave.tag(C, lambda m, n: ave.label("
+                            "row=m, col=n))\n    B = ave.tag(")
+    res = compile_source(text, "rmw.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    k = res.kernels[0]
+    a, ds = _acc206(k)
+    rng = np.random.default_rng(18)
+    A = NUM.to_storage(bf16, rng.standard_normal((64, 72)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((72, 64)).astype(np.float32))
+    C = np.zeros((64, 64), np.float32)
+    run(k, (1,), [A, B, C], checks=False)
+    ref = NUM.from_storage(bf16, A).astype(np.float64) @ \
+        NUM.from_storage(bf16, B).astype(np.float64)
+    if verdict is None:
+        assert a.diagnostics == [], [d.message for d in a.diagnostics]
+        assert [r.status for r in a.assertions if r.kind == "accumulate"] == ["proved"]
+        assert np.abs(C - ref).max() < 1e-3 * np.abs(ref).max()
+    else:
+        (d,) = ds
+        assert d.witness["what"] == verdict
+        assert np.abs(C - ref).max() > 1e-1
+
+
+def test_an_accumulator_read_back_where_no_chain_was_stored_is_unknown():
+    # the first pass's result staged through shared memory into C, then C loaded as the
+    # start of a second pass: C holds a partial sum the check did not follow there (the
+    # store into shared memory ended the chain). It was a fresh start: proved, for a kernel
+    # that sums every k twice (a review helper). Now AVE205 at the MMA.
+    text = KERNEL.replace("{K0}", "kt * 32").replace(
+        "    ave.store(C[0:64, 0:64], acc, mask=lambda m, n: m < M)\n",
+        "    sC = ave.alloc((64, 64), ave.f32, space=\"shared\")\n"
+        "    ave.store(sC, acc)\n    ave.barrier()\n"
+        "    ave.copy(sC, C[0:64, 0:64], mask=lambda m, n: m < M)\n    ave.barrier()\n"
+        "    acc = ave.load(C[0:64, 0:64], tiled.c, mask=lambda m, n: m < M)\n"
+        "    for kt in ave.range(0, (K + 31) // 32):\n        k0 = kt * 32\n"
+        "        ave.copy(A[0:64, k0:k0 + 32], sA, mask=lambda m, k: (m < M) & (k < K))\n"
+        "        ave.copy(B[k0:k0 + 32, 0:64], sB, mask=lambda k, n: k < K)\n"
+        "        ave.barrier()\n"
+        "        acc = ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), acc, tiled)\n"
+        "        ave.barrier()\n"
+        "    ave.store(C[0:64, 0:64], acc, mask=lambda m, n: m < M)\n")
+    res = compile_source(text, "twice.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    a = analyze(res.kernels[0])
+    (d,) = [d for d in a.diagnostics if d.code == "AVE205"]
+    assert "read back from global memory" in d.message
+    assert not any(d.code == "AVE206" for d in a.diagnostics)
