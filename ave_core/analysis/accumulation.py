@@ -732,7 +732,7 @@ def check_resets(eng: Any, x: Any, chk: Any, consumer: Any, guard: Any = None) -
         member = _class_members(eng, terms, used, g, N)
         if member is None:
             continue
-        elems, pairs, sure = member
+        elems, pairs, sure, _ = member
         if not sure:
             st, _, _ = _solve(eng, lambda z3: ([_class_term(eng, z3, pairs)], None))
             if st == "unsat":
@@ -749,7 +749,7 @@ def check_resets(eng: Any, x: Any, chk: Any, consumer: Any, guard: Any = None) -
             # the class is not checked (the others' chains are). One that passes it on (a
             # store into shared memory, a cast or convert on the way to one) does not say
             # whether those elements reach the output: unknown, below
-            if not stored and consumer.name not in _PASSES_ON:
+            if not stored and _computes_with(eng, consumer, x):
                 continue
             found = _lowest_member(eng, pairs)
             if found == "unknown":
@@ -768,15 +768,29 @@ def check_resets(eng: Any, x: Any, chk: Any, consumer: Any, guard: Any = None) -
                                                     consumer)
             chk.violation = wv
             return
-        eng.chain_class = (lambda z3, pairs=pairs: [_class_term(eng, z3, pairs)]) \
-            if not sure else None
-        try:
-            res = check_chain(eng, sub, consumer, known=known, at_least=not x.partial,
-                              out_keys=_output_keys(x))
-        finally:
-            eng.chain_class = None
-        chk.compared = max(chk.compared, res["compared"])
-        chk.covered = max(chk.covered, res["covered"])
+        if reset is None:
+            runs = [(None, (lambda z3, pairs=pairs: [_class_term(eng, z3, pairs)])
+                     if not sure else None)]
+        else:
+            # a reset's class, warp by warp: each warp holding a member is checked with
+            # sizes that make its lowest member one, which the witness names (the class
+            # was checked in every warp, and the witness named thread 0's acc[0, 0], an
+            # element that kept the accumulator; a review helper)
+            runs = []
+            for w, (e, key) in _members_by_warp(eng, x, elems, member).items():
+                runs.append(((w, e), lambda z3, key=key: [_member_term(eng, z3, key)]))
+        res = {"compared": 0, "covered": 0, "violation": None, "unknown": None}
+        for at, term in runs:
+            eng.chain_class, eng.chain_member = term, at
+            try:
+                res = check_chain(eng, sub, consumer, known=known, at_least=not x.partial,
+                                  out_keys=_output_keys(x))
+            finally:
+                eng.chain_class = eng.chain_member = None
+            chk.compared = max(chk.compared, res["compared"])
+            chk.covered = max(chk.covered, res["covered"])
+            if res["unknown"] is not None or res["violation"] is not None:
+                break
         if res["unknown"] is not None:
             chk.unknown = res["unknown"]
             return
@@ -791,13 +805,25 @@ def check_resets(eng: Any, x: Any, chk: Any, consumer: Any, guard: Any = None) -
             return
 
 
-#: uses that pass an accumulator's value on, unchanged in what it sums (check_resets)
-_PASSES_ON = frozenset({"ave.store", "arith.cast", "ave.convert", "ave.copy"})
+def _computes_with(eng: Any, op: Any, x: Any) -> bool:
+    """``op`` combines the accumulator ``x`` with other data -- a reduction (a row max), or an
+    elementwise op with a tagged operand besides it (``s - m[:, None]``): the masked-score
+    idiom of flash attention, whose reset elements are meant (check_resets). Not a store,
+    a cast or a convert, nor an op with constants only (``ave.maximum(acc, 0.0)``, a ReLU
+    epilogue: its result is what the store writes -- proved with a stored row reset; a
+    review helper)."""
+    from ave_core.analysis.engine import FragVal
+    if op.name == "ave.reduce":
+        return True
+    if op.name.startswith(("arith.", "math.")) and op.name != "arith.cast":
+        return any(type(y) is FragVal and y is not x and y.tags.code.any()
+                   for y in (eng.env.get(v) for v in op.operands))
+    return False
 
 
 def _class_members(eng: Any, terms: list, used: np.ndarray, g: Any, N: int) -> Any:
     """The elements that may be in a class of :func:`check_resets` (``terms``: ``(reset,
-    keeps)``, each reset kept or taken): ``(element indices, pairs, sure)`` -- ``pairs``
+    keeps)``, each reset kept or taken): ``(element indices, pairs, sure, key_of)`` -- ``pairs``
     the distinct ``((use atoms), ((atoms, wants them true, kept, arms), ...))`` with their first
     element, in element order; ``sure``: an element is in it for certain (its conditions
     decided) -- or None when no element can be."""
@@ -827,6 +853,7 @@ def _class_members(eng: Any, terms: list, used: np.ndarray, g: Any, N: int) -> A
     idx = np.nonzero(cand)[0]
     gu = conds.truth(g) if g is not None else np.zeros(N, np.int64)
     pairs: dict = {}
+    key_of: dict = {}
     sure = False
     for e in idx.tolist():
         use = tuple(a for a in g[e].tolist() if a) if g is not None and gu[e] == 2 else ()
@@ -835,7 +862,20 @@ def _class_members(eng: Any, terms: list, used: np.ndarray, g: Any, N: int) -> A
         if not use and not parts:
             sure = True
         pairs.setdefault((use, parts), e)
-    return idx, list(pairs.items()), sure
+        key_of[e] = (use, parts)
+    return idx, list(pairs.items()), sure, key_of
+
+
+def _members_by_warp(eng: Any, x: Any, elems: np.ndarray, member: tuple) -> dict:
+    """Per warp holding a candidate member of a class (``elems``, element indices in
+    order), its lowest: ``{warp: (element, its pair key)}``."""
+    key_of = member[3]
+    out: dict = {}
+    for e in elems.tolist():
+        w = (e // x.V) // eng.ws
+        if w not in out:
+            out[w] = (e, key_of[e])
+    return out
 
 
 def _class_term(eng: Any, z3: Any, pairs: list) -> Any:
@@ -1255,6 +1295,12 @@ def check_chain(eng: Any, chain_: list, consumer: Any, known: bool = False,
         act = np.asarray(eng.active)
         per = len(act) // W if W else 0
         using = act[:per * W].reshape(W, per).any(axis=1) if per else np.ones(W, bool)
+        if eng.chain_member is not None:
+            # (a class of a reset: the warp of the member it is checked for)
+            only = np.zeros(W, bool)
+            if 0 <= eng.chain_member[0] < W:
+                only[eng.chain_member[0]] = True
+            using = using & only
         for w in range(W):
             if not using[w]:
                 continue
@@ -1287,11 +1333,12 @@ def check_chain(eng: Any, chain_: list, consumer: Any, known: bool = False,
                     res["unknown"] = v["unknown"]
                 else:
                     again = v.pop("__again", None)
-                    wv = _witness(eng, v, calls, w, f, consumer)
+                    member = eng.chain_member
+                    wv = _witness(eng, v, calls, w, f, consumer, member)
                     if again is not None:
                         # the canonical model, for the witness the analysis keeps
                         wv["__refine"] = (lambda: _witness(eng, again(), calls, w, f,
-                                                           consumer))
+                                                           consumer, member))
                     res["violation"] = wv
                 return res
     return res
@@ -1500,12 +1547,18 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int,
     return v
 
 
-def _witness(eng: Any, v: dict, calls: list, w: int, f: int, consumer: Any) -> dict:
+def _witness(eng: Any, v: dict, calls: list, w: int, f: int, consumer: Any,
+             member: Any = None) -> dict:
     at = calls[0].op.attrs["tiled"].atom.threads
     tiled = calls[0].op.attrs["tiled"]
     t0 = w * at
     tc = eng.table(tiled.c)
     acc = [int(x) for x in tc[t0, 0]]
+    if member is not None and member[0] == w:
+        # (the member of a reset's class the warp was checked for: check_resets)
+        e = member[1]
+        t0 = e // tc.shape[1]
+        acc = [int(x) for x in tc[t0, e % tc.shape[1]]]
     fname = eng.fields[f]
     pts = []
 

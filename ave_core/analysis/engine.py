@@ -651,6 +651,8 @@ class Engine:
         self.global_chains: dict = {}
         #: while accumulation.check_resets checks a class of elements: its z3 terms
         self.chain_class: Any = None
+        #: and ``(warp, element)``: the class's member it is checked for (that warp only)
+        self.chain_member: Any = None
         #: (id of the variant's kernel, arms) -> (that kernel, some sizes take those arms
         #: with its trip counts): accumulation._path_possible
         self.paths_possible: dict = {}
@@ -2317,6 +2319,8 @@ class Engine:
         name = tile.tensor.name if tile.tensor is not None else None
         if name is None:
             return
+        if self.global_chains:
+            self._global_written_chains(tile)
         old = self._gversion.get(name, 0)
         self._gversion[name] = old + 1
         if self.journal is not None:
@@ -2925,10 +2929,12 @@ class Engine:
 
     # ------------------------------------------------------------------ chains through global
 
-    def _global_key(self, tile: Any, lay: Any) -> tuple | None:
-        """The elements a global access of ``tile`` in layout ``lay`` touches, per
-        (thread, value) position: ``(tensor, their coordinates' forms)`` (two accesses with
-        equal keys move the same element to the same register), or None."""
+    def _global_key(self, tile: Any, lay: Any, guard: Any) -> tuple | None:
+        """The elements a global access of ``tile`` in layout ``lay`` under ``guard`` (its
+        mask's rows) touches, per (thread, value) position: ``(tensor, their coordinates'
+        forms, the mask)`` -- two accesses with equal keys move the same elements, under
+        the same mask, to the same registers (a load masked `m < M - 1` continued a chain
+        stored under `m < M`: its last row read zeros; a review helper) -- or None."""
         if tile is None or tile.space != "global" or tile.tensor is None or \
                 not hasattr(lay, "coords_table"):
             return None
@@ -2936,7 +2942,9 @@ class Engine:
             gc = self.global_coords(tile, self.layout_coords(lay))
         except Exception:  # noqa: BLE001 - (a tile the forms do not cover: no key)
             return None
-        return (tile.tensor.name,) + tuple(
+        g = b"" if guard is None else np.ascontiguousarray(
+            self.conds.rows(guard, len(gc[0].conc) if gc else 1)).tobytes()
+        return (tile.tensor.name, g) + tuple(
             (np.asarray(c.key).tobytes(), np.asarray(c.conc).tobytes()) for c in gc)
 
     def defers_store(self, op: Op) -> bool:
@@ -2952,16 +2960,29 @@ class Engine:
             isinstance(fr, FragVal) and isinstance(fr.kcov, list) and bool(fr.kcov)
 
     def _keep_global_chain(self, op: Op, dst: TileVal, fr: FragVal, guard: Any) -> None:
-        """Register the chain a deferred store (:meth:`defers_store`) writes (journaled)."""
-        key = self._global_key(dst, op.operands[1].type.layout)
+        """Register the chain a deferred store (:meth:`defers_store`) writes (journaled):
+        the tile's content now (the tensor's other registered tiles are dropped: this
+        store may overlap them)."""
+        key = self._global_key(dst, op.operands[1].type.layout, guard)
+        self._global_written_chains(dst)
         if key is None:
             accumulation.end_chain(self, fr, op)
             accumulation.flush_resets(self, op, guard)
             return
-        old = self.global_chains.get(key)
         self.global_chains[key] = (fr, op, guard, list(self.runtime_branches),
                                    self.active.copy(), self.loops)
-        self._journal_chains(key, old)
+        self._journal_chains(key, None)
+
+    def _global_written_chains(self, tile: Any) -> None:
+        """Any write into a global tensor: the chains registered in its tiles are no longer
+        known to be there (a store of zeros, or of another tile overlapping them, over a
+        chain: the reload continued it, and the kernel was proved; a review helper). A
+        chain dropped so is not checked at the end (its tile was overwritten); a load of
+        it is a read back with no chain (AVE205 at an MMA into it)."""
+        name = tile.tensor.name if getattr(tile, "tensor", None) is not None else None
+        for key in [k for k in self.global_chains if k[0] == name]:
+            old = self.global_chains.pop(key)
+            self._journal_chains(key, old)
 
     def _journal_chains(self, key: tuple, old: Any) -> None:
         if self.journal is not None:
@@ -2972,18 +2993,18 @@ class Engine:
                     self.global_chains[key] = old
             self.journal.append(undo)
 
-    def _take_global_chain(self, op: Op, src: TileVal, out: FragVal) -> None:
+    def _take_global_chain(self, op: Op, src: TileVal, out: FragVal, guard: Any) -> None:
         """A global load of elements a deferred store wrote with an MMA chain: the loaded
         value continues that chain (C += A B through global memory was "never accumulates
         k=0" for each iteration's one MMA, or no check at all; a review helper)."""
-        key = self._global_key(src, op.attrs["layout"])
+        key = self._global_key(src, op.attrs["layout"], guard)
         hit = self.global_chains.get(key) if key is not None else None
         if hit is None:
             return
+        # (the tile keeps it: a second load of it continues it too -- two loads added
+        # count its products twice -- and the kernel's end checks it while it is there)
         fr = hit[0]
         out.kcov, out.partial = fr.kcov, fr.partial
-        del self.global_chains[key]
-        self._journal_chains(key, hit)
 
     def _end_global_chains(self) -> None:
         """The kernel ends: each chain a deferred store wrote that no load continued is
@@ -3378,7 +3399,7 @@ class Engine:
                       (src.tensor.name not in self.written_tensors or
                        not self._gversion.get(src.tensor.name, 0)))
         if self.global_chains and src.space == "global":
-            self._take_global_chain(op, src, out)
+            self._take_global_chain(op, src, out, guard)
         # (read back after the kernel wrote the tensor, no chain stored there continued:
         # it may hold a partial sum -- an accumulator starting from it is not followed)
         out.readback = out.kcov is None and src.space == "global" and \
@@ -3408,13 +3429,14 @@ class Engine:
                 self.bounds.access(op, dst, [c[held] for c in coords], g[held], holders[held])
                 return g
             guard = self._xv_guard(op, entry, global_side)
-            if self.defers_store(op):
-                self._keep_global_chain(op, dst, fr, guard)
+            defer = self.defers_store(op)
             if self.pending_resets:
                 accumulation.flush_resets(self, op, guard)
             if dst.tensor is not None and dst.tensor.tag_op is not None:
                 self._check_store(op, dst, fr, guard, entry)
             self._global_written(dst)
+            if defer:
+                self._keep_global_chain(op, dst, fr, guard)
             return                                    # global writes are not tracked
         lay = op.operands[1].type.layout
         tab = self.table(lay)

@@ -1503,3 +1503,64 @@ def test_an_accumulator_read_back_where_no_chain_was_stored_is_unknown():
     (d,) = [d for d in a.diagnostics if d.code == "AVE205"]
     assert "read back from global memory" in d.message
     assert not any(d.code == "AVE206" for d in a.diagnostics)
+
+
+@pytest.mark.parametrize("change, code", [
+    # the load under a narrower mask than the store: its last row reads zeros
+    (("        part = ave.load(C[0:64, 0:64], tiled.c, mask=lambda m, n: m < M)\n",
+      "        part = ave.load(C[0:64, 0:64], tiled.c, mask=lambda m, n: m < M - 1)\n"),
+     "AVE205"),
+    # zeros stored over the chain: each load reads zeros
+    (("        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n",
+      "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n"
+      "        ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
+      " mask=lambda m, n: m < M)\n"), "AVE205"),
+    # the stored chain loaded twice and added: every earlier tile counted twice
+    (("        part = ave.load(C[0:64, 0:64], tiled.c, mask=lambda m, n: m < M)\n",
+      "        part = ave.load(C[0:64, 0:64], tiled.c, mask=lambda m, n: m < M) + "
+      "ave.load(C[0:64, 0:64], tiled.c, mask=lambda m, n: m < M)\n"), "AVE206"),
+])
+def test_a_chain_in_global_memory_is_continued_only_by_what_reads_it_back(change, code):
+    # (a review helper: all three were proved) -- a load continues the chain stored in the
+    # same elements under the same mask; any other write into the tensor drops what is
+    # known to be there (a later load of it: AVE205); a load leaves the chain in place
+    old, new = change
+    text = RMW.replace("{K0}", "kt * 32")
+    assert old in text
+    res = compile_source(text.replace(old, new), "rmw2.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    a = analyze(res.kernels[0])
+    assert code in {d.code for d in a.diagnostics}, [d.message for d in a.diagnostics]
+    if code == "AVE206":
+        (d,) = [d for d in a.diagnostics if d.code == "AVE206"]
+        assert (d.witness["what"], d.witness["value"]) == ("twice", 0)
+    assert any(r.status in ("unknown", "violated") for r in a.assertions
+               if r.kind == "accumulate")
+
+
+def test_a_reset_after_the_loop_read_by_an_epilogue_is_not_passed_over():
+    # `acc = where(row < M - 1, acc, 0.0)` then `ave.maximum(acc, 0.0)` (a ReLU epilogue)
+    # and the store: the stored row M - 1 holds 0. The computation made the reset class
+    # pass unchecked, as flash attention's masked scores are (a review helper): only a
+    # reduction or an op with other tagged data is that idiom; here AVE205.
+    k, _ = _reset_kernel(f"acc = ave.where({ROW} < M - 1, acc, 0.0)\n"
+                         "    acc = ave.maximum(acc, 0.0)", where="end")
+    a = analyze(k)
+    assert [d.code for d in a.diagnostics] == ["AVE205"], [d.message for d in a.diagnostics]
+
+
+def test_a_reset_class_witness_names_a_reset_element():
+    # `where((row == 3) & (kt == 1), 0.0, acc)`: only row 3 is reset, at kt = 1. The class
+    # was checked in every warp and the witness named thread 0's acc[0, 0], which kept the
+    # accumulator (a review helper); now a member: thread 12 holds row 3 (m16n8k16 C:
+    # thread t holds rows t // 4 and t // 4 + 8), and the interpreter's row 3 is the one
+    # wrong.
+    k, _ = _reset_kernel(f"acc = ave.where(({ROW} == 3) & (kt == 1), 0.0, acc)")
+    a, (d,) = _acc206(k)
+    w = d.witness
+    assert w["threads"][0]["thread"] == 12 and w["accumulator"] == [3, 0]
+    assert (w["what"], w["value"]) == ("never", 0)
+    C, af, bf = _gemm_in_interpreter(k, 64, 72, 19)
+    ref = af @ bf
+    bad = np.nonzero(np.abs(C - ref).max(axis=1) > 1e-2)[0].tolist()
+    assert bad == [3]
