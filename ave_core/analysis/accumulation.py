@@ -729,6 +729,23 @@ def check_resets(eng: Any, x: Any, chk: Any, consumer: Any, guard: Any = None) -
         # the accumulator throughout), take the j-th
         terms = [(r, cls is None or li > cls) for li, (_, r) in enumerate(resets)
                  if cls is None or li >= cls]
+        reset = None if cls is None else resets[cls]
+        sub = kcov if reset is None else kcov[reset[0] + 1:]
+        empty = not any(type(c) is Call for c in sub)
+        if empty and not stored and _computes_with(eng, consumer, x):
+            continue            # (below: the masked-score idiom)
+        if not empty:
+            # the class's chain checked for every size first (the usual answer: complete,
+            # for the class too -- the membership of thousands of elements, a z3 term
+            # each, made flash attention's check 3x slower); only a violation needs the
+            # class's members, to be found for sizes that make one
+            chk.compared = max(chk.compared, 1)
+            first = check_chain(eng, sub, consumer, known=known, at_least=not x.partial,
+                                out_keys=_output_keys(x))
+            chk.compared = max(chk.compared, first["compared"])
+            chk.covered = max(chk.covered, first["covered"])
+            if first["violation"] is None and first["unknown"] is None:
+                continue
         member = _class_members(eng, terms, used, g, N)
         if member is None:
             continue
@@ -740,9 +757,7 @@ def check_resets(eng: Any, x: Any, chk: Any, consumer: Any, guard: Any = None) -
             if st == "unknown":
                 chk.unknown = "accumulation check: solver budget exhausted"
                 return
-        reset = None if cls is None else resets[cls]
-        sub = kcov if reset is None else kcov[reset[0] + 1:]
-        if not any(type(c) is Call for c in sub):
+        if empty:
             # (reset after the last MMA: the element holds none of the products.) A use
             # that computes with it reads the value the select gave on purpose -- flash
             # attention's `ave.where(keys < n, x, NEG)` masks scores before the softmax:
