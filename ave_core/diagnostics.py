@@ -481,6 +481,16 @@ def utf16_len(s: str) -> int:
     return len(s.encode("utf-16-le", "surrogatepass")) // 2
 
 
+def utf16_to_index(s: str, units: int) -> int:
+    """A UTF-16 column -> a code-point index into ``s`` (clamped to the line)."""
+    n = 0
+    for i, ch in enumerate(s):
+        if n >= units:
+            return i
+        n += 2 if ord(ch) > 0xFFFF else 1
+    return len(s)
+
+
 class AveError(Exception):
     """An error in the user's kernel, raised by a layer and turned into a Diagnostic.
 

@@ -356,15 +356,6 @@ class Reset(list):
     __slots__ = ("op", "keep", "negate", "loops", "arms")
 
 
-def _bare_side(eng: Any, op: Any, j: int) -> bool:
-    """Operand ``j`` of a select holds none of a chain's products: a constant (``0.0``,
-    ``5.0``), a scalar, or a fragment with no tags and no MMA chain (``ave.zeros``,
-    ``ave.full``). A select to it is a reset (:class:`Reset`); to a non-zero value too
-    (``where(row < M - 1, acc, 5.0)`` after the loop: the stored row holds 5.0, none of
-    the products, and was proved; a review helper)."""
-    return eng._bare_side(op, j)
-
-
 def _reset(eng: Any, op: Any, c: Any, i: int, V: int) -> "Reset | None":
     """The :class:`Reset` of ``select(c, ...)`` keeping the accumulator on side ``i``, or
     None when the condition has no guard rows per element."""
@@ -591,7 +582,9 @@ def passed_chain(eng: Any, op: Any) -> tuple | None:
     # chain goes on, and its use asks whether an element it reads was reset (check_resets;
     # ending the chain here was a false "never accumulates k=32" at the first tile of a
     # correct kernel, and a silent pass after the last MMA)
-    if not _bare_side(eng, op, 2 - i):
+    # (a value holding none of the products: a reset to it -- 0.0, 5.0, ave.zeros, an
+    # untagged value; Engine._bare_side)
+    if not eng._bare_side(op, 2 - i):
         return None
     r = _reset(eng, op, c, i, x.V)
     if r is None:

@@ -640,9 +640,6 @@ class Engine:
         #: (branch condition ids, A's guard rest, B's) -> the joined guard's condition id
         #: (_path_guards)
         self._path_guard_memo: dict = {}
-        #: the granules _landing_marks found written by another arm with the same tags
-        #: (read once by _join_other_paths)
-        self._alike_landed: Any = None
         #: chains a global store ends whose resets its mask decides (accumulation.Reset):
         #: checked by the store's handler, or after the op by _step with no mask
         self.pending_resets: list = []
@@ -1671,7 +1668,9 @@ class Engine:
     def _bare_side(self, op: Op, j: int) -> bool:
         """Operand ``j`` of a select carries no tags and no MMA chain: a constant (``0.0``,
         ``1.0``), a scalar, ``ave.zeros``/``ave.full`` -- data that is no element of a
-        tagged tensor."""
+        tagged tensor and holds none of a chain's products. A select of an accumulator
+        to it is a reset (accumulation.Reset: ``where(row < M - 1, acc, 5.0)`` after the
+        loop stores 5.0 in that row, and was proved; a review helper)."""
         x = self.env.get(op.operands[j])
         if isinstance(x, FragVal):
             return not x.tags.code.any() and not x.kcov
@@ -2564,8 +2563,8 @@ class Engine:
             # review helper)
             when = self._landing_condition(op)[0]
             if when:
-                marks, joined = self._landing_marks(byts, t, when, op, self.loops)
-                t = self._join_other_paths(byts, t, joined, when)
+                marks, joined, alike = self._landing_marks(byts, t, when, op, self.loops)
+                t = self._join_other_paths(byts, t, joined, alike, when)
                 weak = False
         if thr is not None:
             self.races.write(byts, thr, op, differs=self._differs(byts, t),
@@ -2757,19 +2756,19 @@ class Engine:
         if tags:
             marks = 0
             if when[0]:
-                marks, joined = self._landing_marks(byts, t, *when)
-                t = self._join_other_paths(byts, t, joined, when[0])
+                marks, joined, alike = self._landing_marks(byts, t, *when)
+                t = self._join_other_paths(byts, t, joined, alike, when[0])
             self._smem_write(byts, t, weak=weak, threads=thr, when=marks)
 
     def _join_other_paths(self, byts: np.ndarray, t: Tags, joined: np.ndarray,
-                          when: tuple = ()) -> Tags:
+                          alike: np.ndarray, when: tuple = ()) -> Tags:
         """``t`` with the rows ``joined`` (granules another path wrote other data into:
-        :meth:`_landing_marks`) joined with the granules' tags now. Granules the other arm
-        of the one branch ``when`` names wrote with the same tags under another guard (a
-        tail tile's copy masked on k, the full tiles' not): their guard becomes the two
-        paths' (:meth:`_path_guards`; this copy's guard alone held for both paths)."""
-        alike, self._alike_landed = self._alike_landed, None
-        if alike is not None and len(when) == 1:
+        :meth:`_landing_marks`) joined with the granules' tags now. Where the other arm
+        of the one branch ``when`` names wrote (``joined``, or ``alike``: the same data)
+        under another guard (a tail tile's copy masked on k, the full tiles' not), the
+        guard becomes the two paths' (:meth:`_path_guards`; this copy's guard alone held
+        for both paths)."""
+        if alike.any() and len(when) == 1:
             ids, arm, _ = when[0]
             i = np.nonzero(alike)[0]
             old, new = self.smem.take(byts[i]), t.take(i)
@@ -2821,7 +2820,7 @@ class Engine:
         return c if arm == 0 else self.solver.z3.Not(c)
 
     def _landing_marks(self, byts: np.ndarray, t: Tags, when: tuple, copy: Op,
-                       loops: tuple) -> tuple[np.ndarray, np.ndarray]:
+                       loops: tuple) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The :attr:`landed_when` of granules ``byts`` that a copy issued under ``when``
         (:meth:`_landing_condition`: one clause, a conjunction of branch arms) writes
         with tags ``t``. A mark is a disjunction of such clauses: the granule holds the
@@ -2832,8 +2831,9 @@ class Engine:
         the old clauses are each exclusive with this one (other arms of the same branches:
         if/else, if/elif/else, nested arms; the arms run one after the other on one
         state), one of them ran: their disjunction, and where they wrote other data the
-        tags are to be joined (the second array: :meth:`_join_other_paths`). Otherwise
-        this copy's clause alone."""
+        tags are to be joined (the second array: :meth:`_join_other_paths`; the third: the
+        granules of such paths that hold the same data). Otherwise this copy's clause
+        alone."""
         old = self.landed_when[byts]
         same = self.written[byts] & (rows_take(self.smem.code, byts) == t.code).all(axis=1)
         if t.data is not None:
@@ -2859,9 +2859,7 @@ class Engine:
                 alike |= sel & same
             else:
                 out[sel & same] = merged
-        if alike.any():
-            self._alike_landed = alike
-        return out, joined
+        return out, joined, alike
 
     def _exclusive(self, a: tuple, b: tuple) -> bool:
         """Two clauses of branch arms cannot both hold: different arms of one branch, or

@@ -34,7 +34,8 @@ from urllib.parse import quote
 from lsprotocol import types
 
 from ave_core.diagnostics import IGNORE_CODE_SPLIT as _CODE_SPLIT
-from ave_core.diagnostics import IGNORE_RE, Diagnostic, through_calls, utf16_len
+from ave_core.diagnostics import (IGNORE_RE, Diagnostic, through_calls, utf16_len,
+                                  utf16_to_index)
 
 SOURCE = "ave"
 
@@ -154,19 +155,9 @@ def suppress_edit(text: str, line: int, code: str,
     if edit is None:
         return None
     src = _lines(text)[edit.range.start.line]
-    at = _code_points(src, edit.range.start.character)
+    at = utf16_to_index(src, edit.range.start.character)
     after = LineComments.of(src[:at] + edit.new_text + src[at:])
     return edit if after.is_suppressed(0, code) else None
-
-
-def _code_points(s: str, utf16: int) -> int:
-    """The index in ``s`` of the UTF-16 offset ``utf16``."""
-    n = 0
-    for i, ch in enumerate(s):
-        if n >= utf16:
-            return i
-        n += 2 if ord(ch) > 0xFFFF else 1
-    return len(s)
 
 
 def _suppress_edit(text: str, line: int, code: str,

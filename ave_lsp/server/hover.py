@@ -26,7 +26,7 @@ import tokenize
 from dataclasses import dataclass, field
 from typing import Any
 
-from ave_core.diagnostics import Position, Range, parse_source, utf16_len
+from ave_core.diagnostics import Position, Range, parse_source, utf16_len, utf16_to_index
 
 _IDENT = re.compile(r"[^\W\d]\w*")
 
@@ -226,7 +226,7 @@ class HoverIndex:
         if not 0 <= line < len(self.lines):
             return None
         src = self.lines[line]
-        col = _utf16_to_index(src, character)
+        col = utf16_to_index(src, character)
         for m in _IDENT.finditer(src):
             if m.start() <= col < m.end():
                 if self.names is not None and (m.start(), m.end()) not in \
@@ -520,14 +520,14 @@ class HoverIndex:
     def _source(self, r: Range, limit: int = 160) -> str:
         if r.start.line == r.end.line:
             src = self.lines[r.start.line] if r.start.line < len(self.lines) else ""
-            s = src[_utf16_to_index(src, r.start.character):
-                    _utf16_to_index(src, r.end.character)]
+            s = src[utf16_to_index(src, r.start.character):
+                    utf16_to_index(src, r.end.character)]
         else:
             parts = []
             for ln in range(r.start.line, min(r.end.line, len(self.lines) - 1) + 1):
                 src = self.lines[ln]
-                a = _utf16_to_index(src, r.start.character) if ln == r.start.line else 0
-                b = _utf16_to_index(src, r.end.character) if ln == r.end.line else len(src)
+                a = utf16_to_index(src, r.start.character) if ln == r.start.line else 0
+                b = utf16_to_index(src, r.end.character) if ln == r.end.line else len(src)
                 parts.append(src[a:b].strip())
             s = " ".join(parts)
         s = " ".join(s.split()).replace("`", "'")
@@ -578,16 +578,6 @@ def _spec_name(k: Any) -> str:
     cfg = "defaults" if k.config_index is None else f"configs[{k.config_index}]"
     vals = ", ".join(f"{n}={v!r}" for n, v in (k.constexprs or {}).items())
     return f"{cfg} ({vals})" if vals else cfg
-
-
-def _utf16_to_index(s: str, units: int) -> int:
-    """A UTF-16 column -> a code-point index into ``s`` (clamped to the line)."""
-    n = 0
-    for i, ch in enumerate(s):
-        if n >= units:
-            return i
-        n += 2 if ord(ch) > 0xFFFF else 1
-    return len(s)
 
 
 def _name_tokens(text: str, nlines: int) -> dict[int, list[tuple[int, int]]] | None:

@@ -1131,32 +1131,18 @@ def test_the_stored_rows_after_their_last_reset_are_checked_as_a_chain():
     assert np.abs(C[:50] - tile0).max() < 1e-3 * max(1.0, np.abs(tile0).max())
 
 
-TAIL = '''
-import ave_core.lang as ave
-
-@ave.kernel(threads=128)
-def tail(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
-    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
-    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
-    M, K = A.shape
-    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32),
-                          warps=(2, 2), tile=(64, 64, 32))
-    sA = ave.alloc((64, 32), ave.bf16, space="shared")
-    sB = ave.alloc((32, 64), ave.bf16, space="shared")
-    acc = ave.zeros((64, 64), ave.f32, tiled.c)
-    for kt in ave.range(0, (K + 31) // 32):
-        k0 = kt * 32
-        if k0 + 32 <= K:
-            ave.copy(A[0:64, k0:k0 + 32], sA, mask=lambda m, k: {FULL})
-            ave.copy(B[k0:k0 + 32, 0:64], sB)
-        else:
-            ave.copy(A[0:64, k0:k0 + 32], sA, mask=lambda m, k: {TAIL})
-            ave.copy(B[k0:k0 + 32, 0:64], sB, mask=lambda k, n: k < K)
-        ave.barrier()
-        acc = ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), acc, tiled)
-        ave.barrier()
-    ave.store(C[0:64, 0:64], acc, mask=lambda m, n: m < M)
-'''
+#: KERNEL with each k-tile copied in one arm of a branch on the sizes: full tiles ({FULL}
+#: the A mask) and the tail ({TAIL})
+TAIL = KERNEL.replace("{K0}", "kt * 32").replace(
+    "        ave.copy(A[0:64, k0:k0 + 32], sA, mask=lambda m, k: (m < M) & (k < K))\n"
+    "        ave.copy(B[k0:k0 + 32, 0:64], sB, mask=lambda k, n: k < K)\n",
+    "        if k0 + 32 <= K:\n"
+    "            ave.copy(A[0:64, k0:k0 + 32], sA, mask=lambda m, k: {FULL})\n"
+    "            ave.copy(B[k0:k0 + 32, 0:64], sB)\n"
+    "        else:\n"
+    "            ave.copy(A[0:64, k0:k0 + 32], sA, mask=lambda m, k: {TAIL})\n"
+    "            ave.copy(B[k0:k0 + 32, 0:64], sB, mask=lambda k, n: k < K)\n")
+assert "{FULL}" in TAIL
 
 
 def _async(text: str) -> str:
