@@ -644,8 +644,10 @@ class Engine:
         #: checked by the store's handler, or after the op by _step with no mask
         self.pending_resets: list = []
         #: chains deferred stores wrote into global tensors the kernel reads back: their
-        #: elements' key -> (value, store, its guard, branches, active threads, loops)
+        #: elements' key -> (value, store, its guard, branches, active threads, loops,
+        #: whether a load continued it); value None: a start (_keep_global_start)
         self.global_chains: dict = {}
+        self._dropped_unloaded = False
         #: while accumulation.check_resets checks a class of elements: its z3 terms
         self.chain_class: Any = None
         #: and ``(warp, element)``: the class's member it is checked for (that warp only)
@@ -2968,8 +2970,34 @@ class Engine:
             accumulation.flush_resets(self, op, guard)
             return
         self.global_chains[key] = (fr, op, guard, list(self.runtime_branches),
-                                   self.active.copy(), self.loops)
+                                   self.active.copy(), self.loops, False)
         self._journal_chains(key, None)
+
+    def _stores_start(self, dst: Any, fr: Any) -> bool:
+        """A global store into a tensor the kernel reads back after writing it, of a value
+        that holds no products (``ave.zeros``, a constant, global data alone: a bias tile,
+        ``beta * C``): what a later load of the same elements reads is a chain's start, as
+        the value itself would be (zeroing C before a loop that accumulates into it through
+        global memory was AVE205, "may hold a partial sum"; a review note)."""
+        return isinstance(dst, TileVal) and dst.space == "global" and \
+            dst.tensor is not None and dst.tensor.name in self.written_tensors and \
+            isinstance(fr, FragVal) and fr.kcov is None and not fr.readback and \
+            fr.ended_by is None and (fr.global_data or not fr.tags.code.any())
+
+    def _keep_global_start(self, op: Op, dst: TileVal, guard: Any) -> None:
+        """Register a start (:meth:`_stores_start`) in the elements a store wrote (after
+        :meth:`_global_written` dropped what was known there; journaled). A load of them
+        under the same mask (:meth:`_global_key`) is global data alone; the kernel's end
+        checks nothing for it. Not over a chain stored there that no load continued: its
+        products would be lost (zeros stored after each iteration's chain -- the kernel
+        outputs zeros: every load after is a read back, AVE205 at its MMA)."""
+        if self._dropped_unloaded:
+            return
+        key = self._global_key(dst, op.operands[1].type.layout, guard)
+        if key is not None:
+            self.global_chains[key] = (None, op, guard, list(self.runtime_branches),
+                                       self.active.copy(), self.loops, True)
+            self._journal_chains(key, None)
 
     def _global_written_chains(self, tile: Any) -> None:
         """Any write into a global tensor: the chains registered in its tiles are no longer
@@ -2978,8 +3006,11 @@ class Engine:
         chain dropped so is not checked at the end (its tile was overwritten); a load of
         it is a read back with no chain (AVE205 at an MMA into it)."""
         name = tile.tensor.name if getattr(tile, "tensor", None) is not None else None
+        # (whether a chain no load continued was among them: see _keep_global_start)
+        self._dropped_unloaded = False
         for key in [k for k in self.global_chains if k[0] == name]:
             old = self.global_chains.pop(key)
+            self._dropped_unloaded |= not old[6]
             self._journal_chains(key, old)
 
     def _journal_chains(self, key: tuple, old: Any) -> None:
@@ -3002,6 +3033,12 @@ class Engine:
         # (the tile keeps it: a second load of it continues it too -- two loads added
         # count its products twice -- and the kernel's end checks it while it is there)
         fr = hit[0]
+        if fr is None:              # a start stored there (_keep_global_start)
+            out.global_data = True
+            return
+        if not hit[6]:              # continued (see _keep_global_start)
+            self.global_chains[key] = hit[:6] + (True,)
+            self._journal_chains(key, hit)
         out.kcov, out.partial = fr.kcov, fr.partial
 
     def _end_global_chains(self) -> None:
@@ -3009,7 +3046,9 @@ class Engine:
         checked there, as a store's would be (under the store's branches, threads and
         mask)."""
         for key in list(self.global_chains):
-            fr, op, guard, branches, active, loops = self.global_chains[key]
+            fr, op, guard, branches, active, loops, _ = self.global_chains[key]
+            if fr is None:          # a start (_keep_global_start): no chain to check
+                continue
             saved = (self.runtime_branches, self.active, self.loops)
             self.runtime_branches, self.active, self.loops = branches, active, loops
             try:
@@ -3435,6 +3474,8 @@ class Engine:
             self._global_written(dst)
             if defer:
                 self._keep_global_chain(op, dst, fr, guard)
+            elif self._stores_start(dst, fr):
+                self._keep_global_start(op, dst, guard)
             return                                    # global writes are not tracked
         lay = op.operands[1].type.layout
         tab = self.table(lay)

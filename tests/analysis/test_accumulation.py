@@ -1550,3 +1550,107 @@ def test_a_reset_class_witness_names_a_reset_element():
     ref = af @ bf
     bad = np.nonzero(np.abs(C - ref).max(axis=1) > 1e-2)[0].tolist()
     assert bad == [3]
+
+
+@pytest.mark.parametrize("prologue, verdict", [
+    # C zeroed under the loads' mask: each load reads the chain's start, then the chain
+    ("    ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
+     " mask=lambda m, n: m < M)\n", "proved"),
+    # a start of global data alone: C = 2 * C before C += A B
+    ("    ave.store(C[0:64, 0:64], ave.load(C[0:64, 0:64], tiled.c, mask=lambda m, n: m < M)"
+     " * 2.0, mask=lambda m, n: m < M)\n", "proved"),
+    # zeroed under a narrower mask: the loads' last row is no known start
+    ("    ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
+     " mask=lambda m, n: m < M - 1)\n", "unknown"),
+])
+def test_a_start_stored_before_an_accumulation_through_global_memory(prologue, verdict):
+    # zeroing C before `C += A B` one k-tile per iteration through global memory: the
+    # first load read back a tile the kernel wrote, no chain stored there -- AVE205 "may
+    # hold a partial sum" on a correct kernel (a review note). A store of a value with no
+    # products is the chain's start for a load of the same elements under the same mask.
+    text = RMW.replace("{K0}", "kt * 32").replace(
+        "    acc = ave.zeros((64, 64), ave.f32, tiled.c)\n", prologue)
+    res = compile_source(text, "start.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    k = res.kernels[0]
+    a = analyze(k)
+    (r,) = [r for r in a.assertions if r.kind == "accumulate"]
+    assert r.status == verdict, [d.message for d in a.diagnostics]
+    if verdict == "proved":
+        assert a.diagnostics == [], [d.message for d in a.diagnostics]
+        rng = np.random.default_rng(20)
+        A = NUM.to_storage(bf16, rng.standard_normal((64, 72)).astype(np.float32))
+        B = NUM.to_storage(bf16, rng.standard_normal((72, 64)).astype(np.float32))
+        C0 = rng.standard_normal((64, 64)).astype(np.float32)
+        C = C0.copy()
+        run(k, (1,), [A, B, C], checks=False)
+        ref = NUM.from_storage(bf16, A).astype(np.float64) @ \
+            NUM.from_storage(bf16, B).astype(np.float64)
+        ref += 0.0 if "zeros" in prologue else 2.0 * C0.astype(np.float64)
+        assert np.abs(C - ref).max() < 1e-3 * np.abs(ref).max()
+    else:
+        assert [d.code for d in a.diagnostics] == ["AVE205"]
+
+
+def test_zeros_stored_over_a_chain_no_load_continued_is_no_start():
+    # the chain stored at the end of each iteration, zeros stored over it right after: the
+    # kernel outputs zeros. The zeros are no start there (the products before would be
+    # lost): the next iteration's load is a read back (AVE205 at its MMA)
+    text = RMW.replace("{K0}", "kt * 32").replace(
+        "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n",
+        "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n"
+        "        ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
+        " mask=lambda m, n: m < M)\n")
+    res = compile_source(text, "drop.py")
+    a = analyze(res.kernels[0])
+    assert [d.code for d in a.diagnostics] == ["AVE205"], [d.message for d in a.diagnostics]
+    assert "read back" in a.diagnostics[0].message
+
+
+SPLIT_RUNTIME = '''
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], W: ave.Tensor[ave.f32, 3],
+      SPLIT: ave.i32):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    M, K = A.shape
+    KS = K // SPLIT
+    ave.assume((B.shape[0] == K) & (K % (SPLIT * 32) == 0) & (SPLIT >= 1) & (K >= 32)
+               & (M >= 64) & (B.shape[1] >= 64) & (W.shape[0] == SPLIT)
+               & (W.shape[1] >= 64) & (W.shape[2] >= 64))
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 32))
+    z = ave.program_id(2)
+    acc = ave.zeros((64, 64), ave.f32, tiled.c)
+    for kt in ave.range(0, KS // 32):
+        k0 = z * KS + {KT} * 32
+        acc = ave.mma(ave.load(A[0:64, k0:k0 + 32], tiled.a),
+                      ave.load(B[k0:k0 + 32, 0:64], tiled.b), acc, tiled)
+    ave.store(W[z, 0:64, 0:64], acc)
+'''
+
+
+@pytest.mark.parametrize("kt, verdict", [("kt", None), ("0", "twice")])
+def test_split_k_by_a_runtime_split_count(kt, verdict):
+    # k0 = program_id(2) * (K // SPLIT) with a runtime SPLIT: the split query is not
+    # linear, z3 ran to its budget and the undecided split was taken for a whole sum -- a
+    # false "never accumulates k=0" (a review note). A model of two blocks decides it.
+    res = compile_source(SPLIT_RUNTIME.replace("{KT}", kt), "splitr.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    k = res.kernels[0]
+    a, d = _acc206(k)
+    if verdict is None:
+        assert a.diagnostics == [], [x.message for x in a.diagnostics]
+        rng = np.random.default_rng(21)
+        A = NUM.to_storage(bf16, rng.standard_normal((64, 128)).astype(np.float32))
+        B = NUM.to_storage(bf16, rng.standard_normal((128, 64)).astype(np.float32))
+        W = np.full((2, 64, 64), np.nan, np.float32)
+        run(k, (1, 1, 2), [A, B, W, 2], checks=False)
+        ref = NUM.from_storage(bf16, A).astype(np.float64) @ \
+            NUM.from_storage(bf16, B).astype(np.float64)
+        assert np.abs(W.sum(axis=0) - ref).max() < 1e-3 * np.abs(ref).max()
+    else:
+        (x,) = d
+        assert x.witness["what"] == verdict
