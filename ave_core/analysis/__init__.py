@@ -412,9 +412,16 @@ def _witness_notes(w: dict) -> list[str]:
     if w.get("model"):
         notes.append("for " + ", ".join(f"{k} = {v}" for k, v in w["model"].items()))
     if w.get("trip_counts"):
-        notes.append("found with runtime trip counts "
-                     + ", ".join(f"{k}={v}" for k, v in w["trip_counts"].items()))
+        notes.append(trip_note(w["trip_counts"]))
     return notes
+
+
+def trip_note(trips: dict) -> str:
+    """The note naming the runtime trip counts of the unrolled variant that found a
+    finding: "found with the kt loop running 1 time" (``kt=1`` there read like the loop
+    variable's value; a fresh user's report)."""
+    return "found with " + " and ".join(
+        f"the {k} loop running {v} time{'' if v == 1 else 's'}" for k, v in trips.items())
 
 def _prefix_engine(kernel: KernelIR, tab: Any, conds: Any, solver: Any,
                    fields: list) -> Any:
@@ -584,8 +591,7 @@ def _landing_diagnostic(kernel: KernelIR, op: Any, loops: tuple, thread: int, by
     pts.append({"file": op.loc.file, "range": op.loc.range.to_json(), "label": "the read"})
     return Diagnostic(
         "AVE203", msg, op.loc.file, op.loc.range,
-        notes=([f"found with runtime trip counts "
-                f"{', '.join(f'{k}={v}' for k, v in trips.items())}"] if trips else []),
+        notes=[trip_note(trips)] if trips else [],
         related=related,
         witness={"block": [int(model.get(f"program_id({a})", 0)) for a in range(3)],
                  "threads": [_thr(thread, kernel.warp_size)], "loop_indices": dict(loops),
@@ -622,8 +628,7 @@ def _divergent_diagnostic(kernel: KernelIR, op: Any, loops: tuple, reach: int, m
                "s_barrier count arrivals: the threads that reach it wait for the others)"]
         + ([("for " + ", ".join(f"{k} = {v}" for k, v in model.items())) if model else
             "for any sizes"] if model is not None else [])
-        + ([f"found with runtime trip counts {', '.join(f'{k}={v}' for k, v in trips.items())}"]
-           if trips else []),
+        + ([trip_note(trips)] if trips else []),
         related=related,
         witness={"block": [int((model or {}).get(f"program_id({a})", 0)) for a in range(3)],
                  "threads": [t0, t1], "loop_indices": dict(loops),
