@@ -346,7 +346,10 @@ def summarize(ka: Any) -> tuple[str, int, list[dict], list[Diagnostic]]:
     specialization's status (:func:`spec_status`), its trip-count bound, the assertions'
     JSON and the diagnostics."""
     status = spec_status((a.status for a in ka.assertions), ka.diagnostics)
-    trip_bound = next((a.trip_bound for a in ka.assertions if a.trip_bound), None) or 1
+    # (the analysis's own bound: a kernel with no assertion reported 1 -- its findings
+    # named 2 trips; a review helper)
+    trip_bound = getattr(ka, "trip_bound", 0) or \
+        next((a.trip_bound for a in ka.assertions if a.trip_bound), None) or 1
     return status, trip_bound, [a.to_json(ka.kernel.file) for a in ka.assertions], \
         list(ka.diagnostics)
 
@@ -511,16 +514,20 @@ def iter_python_files(paths: Iterable[str]) -> list[str]:
     """The files to check.
 
     A path that is not a directory is taken as given (whatever its suffix, and even if it
-    does not exist: checking it then reports ``AVE901``). A directory is walked
-    recursively for ``*.py`` files, skipping hidden directories, ``__pycache__``,
+    does not exist: checking it then reports ``AVE901``; a named pipe is read, as
+    ``/dev/stdin``). A directory is walked recursively for regular ``*.py`` files (a named
+    pipe there would block the check), skipping hidden directories, ``__pycache__``,
     ``.venv`` and ``node_modules``; each directory's files come sorted. Duplicates (the
-    same file named twice) are dropped, first occurrence kept.
+    same file named twice, also through a symbolic link) are dropped, first occurrence
+    kept.
     """
     out: list[str] = []
     seen: set[str] = set()
 
     def add(p: str) -> None:
-        key = os.path.normcase(os.path.abspath(p))
+        # (links resolved: a file named through a symbolic link and by its own name was
+        # checked twice; a review helper)
+        key = os.path.normcase(os.path.realpath(p))
         if key not in seen:
             seen.add(key)
             out.append(p)
@@ -535,8 +542,9 @@ def iter_python_files(paths: Iterable[str]) -> list[str]:
             dirs[:] = [d for d in dirs if not _is_skipped_dir(d)]
             # (a dangling symbolic link is no file: it was an AVE901 "cannot read" error,
             # failing a CI run over a tree that Python itself has no trouble with)
+            # (regular files only: a named pipe `*.py` blocked the check forever)
             found.extend(os.path.join(root, f) for f in files if f.endswith(".py")
-                         and os.path.exists(os.path.join(root, f)))
+                         and os.path.isfile(os.path.join(root, f)))
         for f in sorted(found):
             add(f)
     return out

@@ -93,6 +93,8 @@ class KernelAnalysis:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     timings: dict = field(default_factory=dict)
     variants: int = 0
+    #: runtime loops were unrolled for trip counts 1..trip_bound (0: not analysed)
+    trip_bound: int = 0
 
 
 def _refined(w: dict) -> dict:
@@ -119,6 +121,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 if f not in fields:
                     fields.append(f)
     bound = opts.trip_bound if opts.trip_bound is not None else default_trip_bound(kernel)
+    out.trip_bound = bound
     results: dict[tuple, AssertionResult] = {}
     uninit: dict[tuple, tuple] = {}
     divergent: dict[tuple, tuple] = {}
@@ -220,7 +223,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 # whose comment hid it; a review helper)
                 r.loc = chk.op.loc
                 w = _refined(chk.violation)
-                w["trip_counts"] = trips
+                w["trip_counts"] = _model_trips(eng, w.get("model"), trips)
                 w["occurrence"] = chk.occurrence
                 r.witness = w
             elif chk.unknown is not None and r.status == "proved":
@@ -242,7 +245,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             key = f["op"].loc.report_key
             if key not in oob:
                 f = _refined(f)
-                f["trip_counts"] = dict(trips)
+                f["trip_counts"] = _model_trips(eng, f.get("model"), trips)
                 oob[key] = f
         for f in list(eng.races.findings):
             key = f["op"].loc.report_key
@@ -634,6 +637,45 @@ def _divergent_diagnostic(kernel: KernelIR, op: Any, loops: tuple, reach: int, m
                  "threads": [t0, t1], "loop_indices": dict(loops),
                  "trip_counts": dict(trips), "coordinates": {}, "tags": {},
                  "program_points": pts, "model": dict(model or {})})
+
+
+def _model_trips(eng: Any, model: dict | None, trips: dict) -> dict:
+    """The trip counts of a witness's execution: each runtime loop's count for the sizes
+    of the witness's ``model``, where they decide it (else the variant's, ``trips``).
+    A check made while an op of a loop runs stands for every variant that shares the op
+    (its query asks only that the loop reaches the op's iteration): its model may run the
+    loop more times than the variant that found it -- the note said "running 2 times" for
+    sizes that run it 5 times (a review helper)."""
+    out = dict(trips)
+    if not model or not trips:
+        return out
+    from ave_core.analysis.accumulation import _trip_forms_named
+    sv = eng.solver
+    z3 = sv.z3
+    forms = _trip_forms_named(eng)
+    names = [f[5] for f in forms]
+    with sv.scratch():
+        for k, c, lb, st, n, name, _, _, _ in forms:
+            if name is None or name not in out or names.count(name) > 1 or st == 0:
+                continue
+            expr = sv.lin(k, c) - lb
+            free: dict = {}
+            todo = [expr]
+            while todo:
+                e = todo.pop()
+                if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
+                    free[e.decl().name()] = e
+                else:
+                    todo += list(e.children())
+            if any(v not in model for v in free):
+                continue
+            val = z3.simplify(z3.substitute(expr, *[(e, z3.IntVal(int(model[v]), sv.ctx))
+                                                    for v, e in free.items()]))
+            if not z3.is_int_value(val):
+                continue
+            d = val.as_long()
+            out[name] = max(0, -(-d // st)) if st > 0 else max(0, -(d // -st))
+    return out
 
 
 def _race_witness(eng: Any, f: dict, trips: dict) -> dict:

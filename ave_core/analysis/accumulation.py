@@ -1489,7 +1489,82 @@ def _at_most_once(eng: Any, items: list, calls: list, w: int, f: int) -> dict | 
                     return v
                 if st == "unknown":
                     return {"unknown": "accumulation check: solver budget exhausted"}
-    return None
+    return _at_most_once_across(eng, items)
+
+
+def _runs(values: list) -> list:
+    """Sorted distinct integers as maximal runs ``[(lo, hi)]`` of consecutive values."""
+    out: list = []
+    for v in sorted(set(values)):
+        if out and v == out[-1][1] + 1:
+            out[-1][1] = v
+        else:
+            out.append([v, v])
+    return [tuple(r) for r in out]
+
+
+def _at_most_once_across(eng: Any, items: list) -> dict | None:
+    """"At most once" between indices of different forms (:func:`_at_most_once` compares
+    equal forms): a tail tile at ``k0 = K - 32`` after the loop's ``K // 32`` full tiles
+    sums ``[K - 32, 32 * (K // 32))`` twice -- its forms ``K - 32 + j`` were never
+    compared with the loop's constants (a review helper). Indices are grouped by form and
+    guard; two groups meet where the difference of their forms is a difference of their
+    constant parts (a few runs of consecutive values each) under both guards: one z3 query
+    for every pair of groups, the earliest pair (by the MMA order) it can satisfy named."""
+    groups: dict = {}
+    for it in items:
+        groups.setdefault((it[0], it[2]), []).append(it)
+    if len(groups) < 2 or not any(k for k, _ in groups):
+        return None
+    keys = sorted(groups, key=lambda g: min(it[3:] for it in groups[g]))
+    runs = {g: _runs([it[1] for it in groups[g]]) for g in keys}
+    pairs = [(g1, g2) for i, g1 in enumerate(keys) for g2 in keys[i + 1:]
+             if g1[0] != g2[0]]
+    if not pairs:
+        return None
+    sv = eng.solver
+    terms: list = []
+
+    def build(z3):
+        del terms[:]
+        for (k1, g1), (k2, g2) in pairs:
+            d = sv.lin(k1, 0) - sv.lin(k2, 0)           # form1 + x == form2 + y: d == y - x
+            ors = [z3.And(d >= lo2 - hi1, d <= hi2 - lo1)
+                   for lo1, hi1 in runs[(k1, g1)] for lo2, hi2 in runs[(k2, g2)]]
+            t = z3.Or(*ors)
+            guard = list(g1) + list(g2)
+            terms.append((z3.And(t, sv.cond(guard)) if guard else t, d))
+        return [z3.Or(*[t for t, _ in terms])], None
+
+    st, m, again = _solve(eng, build)
+    if st == "unsat":
+        return None
+    if st == "unknown":
+        return {"unknown": "accumulation check: solver budget exhausted"}
+    atoms = list(sv._atoms.items())
+    z3 = sv.z3
+    found_terms = list(terms)
+
+    def found(model: Any) -> dict:
+        for ((k1, g1), (k2, g2)), (t, d) in zip(pairs, found_terms):
+            if not z3.is_true(model.eval(t, model_completion=True)):
+                continue
+            dv = model.eval(d, model_completion=True).as_long()
+            conc2 = {it[1]: it for it in groups[(k2, g2)]}
+            for a in sorted(groups[(k1, g1)], key=lambda it: it[3:]):
+                b = conc2.get(a[1] + dv)
+                if b is None:
+                    continue
+                value = model.eval(sv.lin(k1, a[1]), model_completion=True).as_long()
+                first, second = (a, b) if a[3:] <= b[3:] else (b, a)
+                return {"what": "twice", "key": 0, "conc": int(value), "a": first,
+                        "b": second, "model": sv.model_dict(model, atoms)}
+        return None
+    v = found(m)
+    if v is None:
+        return None
+    v["__again"] = lambda: found(again()) or v
+    return v
 
 
 def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int,
@@ -1515,7 +1590,10 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int,
     items = [it for it in items if it[0] == 0]
     dkey = eng.tab.atom(Atom("dim", dom))
     unguarded = all(not g for _, _, g, _, _ in items + sym)
-    maxk = max(max((c for _, c, _, _, _ in items), default=-1), kmax)
+    # (and the largest the kernel reads from the tensor: an extent it never masks is the
+    # range it reads, not the range the MMAs received)
+    gmax = eng.read_extent.get(dom, -1) if unguarded else -1
+    maxk = max(max((c for _, c, _, _, _ in items), default=-1), kmax, gmax)
     # Indices received under no guard, or under exactly `c < size` (a mask on this very
     # extent): for k0 == c with k0 < size they are received. Their contiguous prefix
     # 0 .. R-1 needs no solver term (k0 >= R is added instead).
@@ -1549,7 +1627,12 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int,
         k0 = z3.Int("__k0", eng.solver.ctx)
         cons = [k0 >= R, k0 < size]
         if bdom is not None:        # (and an index B has too)
-            cons.append(k0 < eng.solver.lin(eng.tab.atom(Atom("dim", bdom)), 0))
+            bsize = eng.solver.lin(eng.tab.atom(Atom("dim", bdom)), 0)
+            cons.append(k0 < bsize)
+            if gmax >= 0 and eng.read_extent.get(bdom, -1) >= 0:
+                cons.append(bsize > eng.read_extent[bdom])
+        if gmax >= 0:               # (the tensor holds what the kernel reads for any sizes)
+            cons.append(size > gmax)
         if unguarded:
             # (an unmasked extent is what the kernel reads: k0 at most the largest index)
             cons.append(z3.Or(*[k0 <= eng.solver.lin(k, c) for k, c, _, _, _ in sym],

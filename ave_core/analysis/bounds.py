@@ -13,7 +13,7 @@ the DSL, so the check holds the kernel to what it says itself:
   statement of the tensor's extent;
 * a dimension whose coordinate depends on a program id or a loaded value is checked when
   the access's mask mentions it, or when the access is masked and the dimension is tiled
-  (a slice ``m0:m0 + BM``: its edge is what the mask is for); otherwise (an unmasked read
+  (a slice ``m0:m0 + BM`` of more than one element: its edge is what the mask is for); otherwise (an unmasked read
   of a routing table at ``pid * BM``, a batch or head index) routing tables are trusted to
   be well formed (entries in ``[0, extent)``) and the launch grid to keep the *grid
   contract*: an offset holding one program id once (``c * pid``, ``pid * N``) is checked
@@ -92,7 +92,19 @@ def _lt_conjuncts(region: Any, env: dict) -> list:
 
     flip = {"lt": "ge", "ge": "lt", "gt": "le", "le": "gt"}
 
-    out, todo = [], [(y.operands[0], False)]
+    class _Out(list):
+        def append(self, ab: tuple) -> None:
+            # c < min(x, y) says c < x and c < y (`k < ave.minimum(K, kend)`, split-K's
+            # end of a block's range, lost `k < K`'s precondition; a review helper)
+            a, b = ab
+            d = owner(b)
+            if d is not None and d.name == "arith.min" and len(d.operands) == 2:
+                for x in d.operands[::-1]:
+                    self.append((a, x))
+            else:
+                super().append(ab)
+
+    out, todo = _Out(), [(y.operands[0], False)]
     while todo:
         v, neg = todo.pop()
         d = owner(v)
@@ -116,7 +128,7 @@ def _lt_conjuncts(region: Any, env: dict) -> list:
                 out.append((a, minus_one(b)))
             elif pred == "ge" and minus_one(a) is not None:   # E - 1 >= b: b < E
                 out.append((b, minus_one(a)))
-    return out[::-1]
+    return list(out)[::-1]
 
 
 class BoundsChecker:
@@ -139,9 +151,21 @@ class BoundsChecker:
         self._never_memo: dict = {}        # see _never_out
         #: when a list: every assumption a mask states is appended (Engine._xv_mark)
         self.mask_log: list | None = None
+        #: ... and the grid contracts it states (Engine._xv_mark)
+        self.contract_log: list | None = None
         #: the op whose mask ran last, and its row-end bounds: (tensor, dim) -> (pid atom,
         #: stride key, stride conc) for a conjunct ``c_d < (pid + 1) * stride``
         self._row_ends: tuple = (None, {})
+
+    def _state_contract(self, item: tuple) -> None:
+        """State a grid contract (once), and log it for the access's memo entry (see
+        Engine._xv_record: a later trip-count variant replaying the access must state it
+        too -- it lost the contract of a masked store's row end after the first variant,
+        a false AVE208 found with 2 trips; a review helper)."""
+        if item not in self.contracts:
+            self._push(self.contracts, item)
+        if self.contract_log is not None:
+            self.contract_log.append(item)
 
     def _push(self, lst: list, item: Any) -> None:
         lst.append(item)
@@ -232,7 +256,12 @@ class BoundsChecker:
             # a routing table's padding ids read past the tensor: a mutant dropping `t < T`
             # went unreported while a wrong bound was caught); an integer-indexed dim (a
             # batch, a head) stays trusted
-            tiled = d in tile.dims
+            # (a slice of one element, `X[r:r + 1, 0:BN]` of a row kernel, is the index
+            # `X[r, 0:BN]`: trusted as it is -- masked on its columns, the row was checked
+            # with no contract, a false AVE208 for a grid of more blocks than rows; a
+            # review helper)
+            tiled = d in tile.dims and (len(tile.shape) != len(tile.dims) or
+                                        tile.shape[tile.dims.index(d)] > 1)
             keys = _distinct_keys(c.key)
             trusted = d not in used and not (masked and tiled)
             # Per element, by its distinct linear form (one table entry in a fragment
@@ -298,8 +327,7 @@ class BoundsChecker:
                 if when is None:
                     continue
                 item = (p, fk, fc, tile.tensor.name, d, when)
-                if item not in self.contracts:
-                    self._push(self.contracts, item)
+                self._state_contract(item)
                 own |= sel
                 if self._grid_fast(tile.tensor.name, d, k, int(conc[sel].min()),
                                    int(conc[sel].max())):
@@ -331,8 +359,7 @@ class BoundsChecker:
                         when = None
                 if when is not None:
                     item = end + (tile.tensor.name, d, when)
-                    if item not in self.contracts:
-                        self._push(self.contracts, item)
+                    self._state_contract(item)
                     rowc, full = full, np.zeros(len(kk), bool)
             thr = np.asarray(threads)
             for sub, lower, contract in ((live & full, False, False),

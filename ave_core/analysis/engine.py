@@ -739,6 +739,9 @@ class Engine:
         #: elements read from granules of different data (four i8 read as an f32): their
         #: datum -> the granules' data (see element_data)
         self._whole: dict = {}
+        #: integers stored from registers into shared memory: datum -> (key, conc, bytes)
+        #: of the value, or None (see _keep_stored_ints)
+        self._stored_ints: dict = {}
         #: the ave.where ops whose elements are data of their own, numbered (the dict
         #: keeps them: an id() could be reused by a later variant's op)
         self._select_ops: dict = {}
@@ -762,6 +765,8 @@ class Engine:
         #: per global tensor, how many writes into it ran so far (its elements' data
         #: before and after one differ: see _global_written)
         self._gversion: dict = {}
+        #: (global tensor, dim) -> the largest constant coordinate read (_note_read_extent)
+        self.read_extent: dict = {}
         self.written = np.zeros(ng, bool)
         #: per granule: 0, or the index + 1 into ``_landings`` of the asynchronous copy that
         #: wrote it last, issued in an arm of a branch on a runtime value the sizes leave
@@ -1889,10 +1894,37 @@ class Engine:
             keys[r], conc[r] = hit
         return SymInt(keys, conc)
 
+    def _keep_stored_ints(self, dst: TileVal, coords: list, ival: SymInt,
+                          act: np.ndarray) -> None:
+        """A store of integers from registers into shared memory: remember each written
+        element's value (its form) by the datum its bytes now hold, so that a read of them
+        is that value (:meth:`_datum_value`) -- it was an unknown of any sign: a routing
+        index `ids // 2` staged in shared memory for every warp's gather read back as
+        -1, a false AVE208 and AVE201 with a self-contradicting witness (a review helper).
+        Elements whose copies differ across threads keep no value."""
+        addr = self.shared_addresses(dst, coords)
+        per = max(1, dst.dtype.bytes // self.G)
+        byts = (addr // self.G)[:, None] + np.arange(per)
+        dd = self.smem.data[byts]
+        data = self.element_data(dd) if per > 1 else dd[:, 0]
+        key = np.broadcast_to(np.asarray(ival.key), act.shape)[act]
+        conc = np.broadcast_to(np.asarray(ival.conc), act.shape)[act]
+        seen: dict = {}
+        for d, k, c in zip(data.tolist(), key.tolist(), conc.tolist()):
+            if d in (0, -1):
+                continue
+            v = (int(k), int(c), dst.dtype.bytes)
+            if seen.setdefault(d, v) != v:
+                seen[d] = None
+        self._stored_ints.update(seen)
+
     def _datum_value(self, datum: int, eb: int, signed: bool, name: str, depth: int = 0
                      ) -> tuple[int, int]:
         """(key, conc) of an integer element of ``eb`` bytes holding ``datum`` (see
         :meth:`_shared_int_values`)."""
+        kept = self._stored_ints.get(datum)
+        if kept is not None and kept[2] == eb:
+            return kept[0], kept[1]
         raw = self._bytes.get(datum)
         if raw is not None and len(raw) == eb:
             return 0, int.from_bytes(raw, "little", signed=signed)
@@ -2209,8 +2241,10 @@ class Engine:
             gc = self.global_coords(tile, coords)
             tags = self.tensor_tags(tile.tensor, gc, n)
             tags.cond = self.conds.rows(guard, n).copy()
-            off = self.conds.truth(tags.cond) == 1
+            truth = self.conds.truth(tags.cond)
+            off = truth == 1
             tags.code[off] = ABSENT
+            self._note_read_extent(tile.tensor.name, gc, ~off)
             # what the elements are (write/write races are between different data): the
             # tensor's elements at these (symbolic) coordinates, under the mask
             tid = self._tensor_ids.setdefault(tile.tensor.name, len(self._tensor_ids) + 1)
@@ -2276,6 +2310,32 @@ class Engine:
             if marks.any():
                 self._check_landings(op, marks, threads, first)
         return tags
+
+    def _note_read_extent(self, name: str, gc: list, live: np.ndarray) -> None:
+        """Record, per dimension of global tensor ``name``, the largest constant coordinate
+        a read touches (``gc``: the elements' coordinates; ``live``: those its mask may
+        read) in :attr:`read_extent` (journaled). A constant slice states the tensor's
+        extent (bounds.py: ``0:D`` of a constexpr head dimension): an extent the kernel never masks is the
+        range it reads (AVE206's "at least once": a head dimension copied in full whose
+        k-step loop stopped halfway was proved -- the range the MMAs received was taken
+        for it; a review helper)."""
+        for d, c in enumerate(gc):
+            key = np.broadcast_to(c.key, live.shape)
+            sel = live & (key == 0)
+            if not sel.any():
+                continue
+            top = int(np.broadcast_to(c.conc, live.shape)[sel].max())
+            old = self.read_extent.get((name, d))
+            if old is not None and old >= top:
+                continue
+            self.read_extent[(name, d)] = top
+            if self.journal is not None:
+                def undo(k=(name, d), old=old) -> None:
+                    if old is None:
+                        self.read_extent.pop(k, None)
+                    else:
+                        self.read_extent[k] = old
+                self.journal.append(undo)
 
     def _int_element(self, datum: int) -> tuple | None:
         """``(tensor, coords, ver, dtype)`` of the global integer element whose datum is
@@ -3488,6 +3548,8 @@ class Engine:
         if not op.attrs.get("masked"):
             self.write_bytes(dst, [c[act] for c in coords], tags.take(act), op, False,
                              threads[act], varies=fr.varies)
+            if fr.ival is not None and dst.dtype.is_int:
+                self._keep_stored_ints(dst, [c[act] for c in coords], fr.ival, act)
             return
         # a masked store writes where its mask holds: nothing where it fails, and where
         # sizes decide, a write that may not happen (weak: old and new tags joined, the
@@ -3635,25 +3697,31 @@ class Engine:
         (all of them: one another op stated first in this variant may be missing in the
         next)."""
         self.bounds.mask_log = []
+        self.bounds.contract_log = []
         return len(self.bounds.obligations)
 
     def _xv_record(self, entry: dict | None, mark: int, **results: Any) -> None:
         """Keep what an op computed, the bounds obligations it added and the assumptions
         its mask stated (in ``entry``; None: stop recording only)."""
         log, self.bounds.mask_log = self.bounds.mask_log, None
+        clog, self.bounds.contract_log = self.bounds.contract_log, None
         if entry is None:
             return
         entry.update(results)
         entry["obligations"] = [ob[1:] for ob in self.bounds.obligations[mark:]]
         entry["assumptions"] = list(log or ())
+        entry["contracts"] = list(clog or ())
 
     def _xv_replay(self, op: Op, entry: dict) -> None:
         """Add the bounds obligations (the same arrays: their fast-path verdicts are kept by
-        the bounds checker) and assumptions a memoized op added when it ran."""
+        the bounds checker), assumptions and grid contracts a memoized op added when it
+        ran."""
         b = self.bounds
         for item in entry["assumptions"]:
             if item not in b.assumptions:
                 b._push(b.assumptions, item)
+        for item in entry.get("contracts", ()):
+            b._state_contract(item)
         for ob in entry["obligations"]:
             b._push(b.obligations, (op,) + ob)
 

@@ -95,7 +95,7 @@ class SymTable:
             i = len(self.atoms)
             self.atoms.append(a)
             self.atom_ids[a] = i
-            base = name if name is not None else str(a)
+            base = name if name is not None else self._op_text(a) or str(a)
             n = self._name_count.get(base, 0)
             text = base
             while n:
@@ -107,6 +107,20 @@ class SymTable:
             self._name_count.setdefault(text, 1)
             self.names.append(text)
         return self.lin(((i, 1),))
+
+    _OP_TEXT = {"floordiv": "//", "mod": "%", "mul": "*", "and": "&", "or": "|", "xor": "^",
+                "shl": "<<", "shr": ">>"}
+
+    def _op_text(self, a: Atom) -> str | None:
+        """The text of an opaque term over other forms, ``(Ids[0] // 2)`` (its atom's
+        repr named the forms by their table keys: "token=op('floordiv', (1, 0), (0, 2))"
+        in a witness)."""
+        if a.kind != "op" or len(a.args) != 3:
+            return None
+        op, (ka, ca), (kb, cb) = a.args
+        x, y = self.format(int(ka), int(ca)), self.format(int(kb), int(cb))
+        sym = self._OP_TEXT.get(op)
+        return f"({x} {sym} {y})" if sym else f"{op}({x}, {y})"
 
     def element_name(self, tensor: str, coords: Any) -> str:
         """``T[c0, c1]``: an element of a tensor at coordinates ``(key, conc)``."""

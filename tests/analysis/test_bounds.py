@@ -609,3 +609,79 @@ def test_a_row_end_under_a_uniform_runtime_branch():
         res = run(k, (3,), [X, Y, 40, flag])
         assert res.diagnostics == []
         np.testing.assert_array_equal(Y, X if flag else np.zeros(120, np.float32))
+
+
+MIN_MASK = '''import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], W: ave.Tensor[ave.f32, 3]):
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 32))
+    K = A.shape[1]
+    z = ave.program_id(0)
+    kbeg = z * 32
+    kend = {KEND}
+    a = ave.load(A[0:64, kbeg:kbeg + 32], tiled.a, mask=lambda m, k: {AMASK})
+    b = ave.load(B[kbeg:kbeg + 32, 0:64], tiled.b, mask=lambda k, n: k < kend)
+    acc = ave.mma(a, b, ave.zeros((64, 64), ave.f32, tiled.c), tiled)
+    ave.store(W[z, 0:64, 0:64], acc)
+'''
+
+
+@pytest.mark.parametrize("kend, amask, oob", [
+    # k < min(K, kend) is k < K and k < kend: B's `k < K` states B.shape[0] == K, as the
+    # `&` form does (a review helper: AVE208 on B for B.shape[0] < A.shape[1])
+    ("ave.minimum(K, kbeg + 32)", "k < kend", False),
+    ("(K, kbeg + 32)", "k < kend", False),
+    # K + 8 is no size: rows up to K + 7 are read
+    ("ave.minimum(K + 8, kbeg + 32)", "k < kend", True),
+])
+def test_a_mask_bound_by_a_minimum_states_each_side(kend, amask, oob):
+    if kend.startswith("("):        # the `&` form of the first case
+        kend, amask = "kbeg + 32", "(k < K) & (k < kend)"
+    src = MIN_MASK.replace("{KEND}", kend).replace("{AMASK}", amask)
+    if amask.startswith("("):
+        src = src.replace("mask=lambda k, n: k < kend", "mask=lambda k, n: (k < K) & (k < kend)")
+    res = compile_source(src, "minmask.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    ds = _oob(res.kernels[0])
+    assert bool(ds) == oob, [d.message for d in ds]
+
+
+@pytest.mark.parametrize("rows, oob", [("r:r + 1", False), ("r", False), ("r:r + 2", True)])
+def test_a_one_row_slice_is_an_index(rows, oob):
+    # a row kernel, one row per block, columns masked: `X[r:r + 1, 0:512]` reads what
+    # `X[r, 0:512]` reads, under the same grid contract (the masked width-1 slice was
+    # checked with no contract: AVE208 for a grid of more blocks than rows; a review
+    # helper). Two rows per block, r = pid, is a tile the mask should bound: reported.
+    src = ('import ave_core.lang as ave\n@ave.kernel(threads=128)\n'
+           'def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):\n'
+           '    N = X.shape[1]\n    r = ave.program_id(0)\n'
+           f'    s = ave.alloc({"(512,)" if rows == "r" else f"({rows[-1]}, 512)"}, ave.f32)\n'
+           f'    ave.copy(X[{rows}, 0:512], s, vector_bytes=4, mask=lambda m, n: n < N)\n')
+    res = compile_source(src, "row.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    assert bool(_oob(res.kernels[0])) == oob
+
+
+@pytest.mark.parametrize("incremental", [True, False])
+def test_a_row_end_contract_holds_in_every_trip_count_variant(incremental):
+    # a store masked at its block's row end (`h < h0 + 4`, h0 = pid * 4) states the grid
+    # contract (pid + 1) * 4 <= Y.shape[0]; a runtime loop before it that touches no memory
+    # made later trip-count variants replay the memoized store without its contract: a
+    # false AVE208 "found with 2 trips" (a review helper). Both analyses agree: clean.
+    from ave_core.analysis import AnalysisOptions
+    src = ('import ave_core.lang as ave\n@ave.kernel(threads=128)\n'
+           'def k(Y: ave.Tensor[ave.f32, 2], n: ave.i32):\n'
+           '    L = ave.tv_layout(ave.layout((8, 16), (64, 1)), ave.layout(4, 16), (16, 32))\n'
+           '    h0 = ave.program_id(0) * 4\n'
+           '    x = ave.zeros((16, 32), ave.f32, L)\n'
+           '    for j in ave.range(0, n):\n        x = x + 1.0\n'
+           '    ave.store(Y[h0:h0 + 16, 0:32], x, mask=lambda h, d: h < h0 + 4)\n')
+    res = compile_source(src, "rowend.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    a = analyze(res.kernels[0], AnalysisOptions(trip_bound=4, incremental=incremental))
+    assert a.diagnostics == [], [d.message for d in a.diagnostics]
+    # the report's bound is the analysis's (with no assertion it said 1)
+    from ave_core.check import summarize
+    assert a.assertions == [] and summarize(a)[1] == 4

@@ -693,3 +693,45 @@ def test_pairing_checked_once_stands_for_every_later_trip_count():
         w = r.witness
         assert w["loop_indices"] == {"kt": 0} and w["model"]["A.shape[1]"] > 16
         assert w["operands"]["y"]["tags"]["k"] == w["operands"]["x"]["tags"]["k"] + 16
+
+
+def test_a_pairing_witness_names_the_trip_counts_of_its_sizes():
+    # B's k offset kt * 128 (for kt * 32): at kt = 1, A holds k = 32 and B k = 128. The
+    # pairing check at kt = 1 stands for every trip count >= 2, and z3's sizes (K = 129:
+    # B's row 128 exists only there) run the loop 5 times -- the note said "found with
+    # ... 2" (the variant that made the check), for which no size shows the pair (a review
+    # helper). The interpreter, run with the witness's sizes, confirms the pair.
+    import numpy as np
+    from ave_core.analysis.replay import replay_witness
+    from ave_core.interp import numerics as NUM
+    from ave_core.interp import run
+    from ave_core.lang import bf16
+    src = HEAD.replace("tile=(64, 64, 16)", "tile=(64, 64, 32)").replace(
+        "B: ave.Tensor[ave.bf16, 2])", "B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2])") + '''
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    K = A.shape[1]
+    acc = ave.zeros((64, 64), ave.f32, tiled.c)
+    for kt in ave.range(0, (K + 31) // 32):
+        a = ave.load(A[0:64, kt * 32:kt * 32 + 32], tiled.a, mask=lambda m, k: k < K)
+        b = ave.load(B[kt * 128:kt * 128 + 32, 0:64], tiled.b, mask=lambda k, n: k < K)
+        acc = ave.mma(a, b, acc, tiled)
+    ave.store(C[0:64, 0:64], acc)
+'''
+    res = compile_source(src, "trips.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    k = res.kernels[0]
+    a = analyze(k)
+    (r,) = [r for r in a.assertions if r.kind == "mma" and r.status == "violated"]
+    w = r.witness
+    K = w["model"]["A.shape[1]"]
+    assert K > 128 and w["loop_indices"] == {"kt": 1}
+    assert w["trip_counts"] == {"kt": -(-K // 32)}
+    d = next(d for d in a.diagnostics if d.code == "AVE201")
+    assert f"found with the kt loop running {-(-K // 32)} times" in d.notes
+    rng = np.random.default_rng(24)
+    A = NUM.to_storage(bf16, rng.standard_normal((64, K)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((K, 64)).astype(np.float32))
+    res = run(k, (1,), [A, B, np.zeros((64, 64), np.float32)], provenance=True, checks=False)
+    rp = replay_witness(k, res, r.kind, r.loc.range, w)
+    assert rp.confirmed and (rp.x_value, rp.y_value) == (32, 128)
