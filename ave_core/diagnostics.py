@@ -616,7 +616,11 @@ def parse_source(text: str, path: str | None = None) -> ast.Module:
     """
     with _PARSE_LOCK, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return ast.parse(text, filename=path or "<unknown>")
+        # (not the real path: CPython reads the error line of a SyntaxError from the file
+        # of that name when it exists, and took the column from the disk's text -- wrong for
+        # an unsaved buffer, two columns off on line 1 of a file with a BOM; a review
+        # helper)
+        return ast.parse(text, filename=f"<ave: {path or 'unknown'}>")
 
 
 _PARSE_LOCK = threading.Lock()

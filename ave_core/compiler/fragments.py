@@ -27,8 +27,14 @@ def broadcast_index(src_parent: Any, dst: Any, keep: Sequence[int],
     td = np.asarray(dst.coords_table())[:, :, keep]
     rshape = tuple(shape[a] for a in keep)
     T = tp.shape[0]
-    sl = np.ravel_multi_index(tuple(tp[:, :, i] for i in range(len(keep))), rshape)
-    dl = np.ravel_multi_index(tuple(td[:, :, i] for i in range(len(keep))), rshape)
+    if keep:
+        sl = np.ravel_multi_index(tuple(tp[:, :, i] for i in range(len(keep))), rshape)
+        dl = np.ravel_multi_index(tuple(td[:, :, i] for i in range(len(keep))), rshape)
+    else:
+        # a full reduction (shape ()): one element, which every register of dst takes
+        # (ravel_multi_index of no coordinates is a scalar: an IndexError here, AVE900)
+        sl = np.zeros(tp.shape[:2], np.int64)
+        dl = np.zeros(td.shape[:2], np.int64)
     V1, V2 = sl.shape[1], dl.shape[1]
     idx = np.empty((T, V2), np.int64)
     for t in range(T):

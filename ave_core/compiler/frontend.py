@@ -443,6 +443,9 @@ class KernelBuilder:
         self._chains: dict[tuple, tuple[Loc, ...]] = {}   # call stack -> its inlining chain
         self.cur_module = module
         self.n_ops = 0
+        #: runtime integers the kernel assumes multiples of a constant (``ave.assume(KS %
+        #: 32 == 0)``): value -> the constant (see _multiple_of, the vector alignment check)
+        self.assumed_multiples: dict = {}
         self.files: set[str] = {module.path}
         #: (file, range, name, value) of every name bound to an IR value (KernelIR.bindings)
         self.bindings: list[tuple] = []
@@ -1482,6 +1485,14 @@ class KernelBuilder:
                                f"({a.type.dtype} and {b.type.dtype}); use ave.cast", node)
         if op in ("and", "or", "xor", "shl", "shr", "floordiv", "mod") and dtype.is_float:
             raise self.err("AVE105", f"`{op}` needs integer operands, not {dtype}", node)
+        if isinstance(a.type, FragmentType) and isinstance(b.type, FragmentType):
+            # numpy's rule: the operand of lower rank gains leading axes of extent 1 (a full
+            # reduction, shape (), scaling a tile: `x * ave.sum(s, axis=0)`, as x[None, None])
+            ra, rb = len(a.type.shape), len(b.type.shape)
+            if ra < rb:
+                a = self.expand_rank(a, rb, node)
+            elif rb < ra:
+                b = self.expand_rank(b, ra, node)
         rt = self.result_type(a, b, node)
         rdt = _dt.i1 if op in _CMP_NAMES else rt.dtype
         if isinstance(rt, FragmentType):
@@ -1533,6 +1544,14 @@ class KernelBuilder:
         if big is None:
             raise self.err("AVE116", f"shapes {sa} and {sb} do not broadcast", node)
         return big.type
+
+    def expand_rank(self, v: Value, rank: int, node: ast.AST) -> Value:
+        """``v[None, ..., :]``: ``v`` with leading axes of extent 1 up to ``rank`` axes."""
+        t = v.type
+        shape = (1,) * (rank - len(t.shape)) + tuple(t.shape)
+        return self.emit("ave.expand_dims", [v], [FragmentType(t.dtype, shape, t.layout,
+                                                               t.reg_class)],
+                         node, {"shape": shape}).result
 
     def broadcast_to(self, v: Value, t: FragmentType, node: ast.AST) -> Value:
         if isinstance(v.type, ScalarType):
@@ -2057,8 +2076,17 @@ class KernelBuilder:
     def _threads_layout(self, threads: Any, node: ast.AST) -> Any:
         if threads is None:
             return None
+        if _is_ct_int(threads) and not isinstance(threads, bool):
+            # the number of threads sharing the copy: threads 0 .. n-1, as documented
+            # (ave.copy's docstring; it was AVE118 "must be a layout"; a review helper)
+            if not 0 < int(threads) <= self.threads:
+                raise self.err("AVE107", f"threads={int(threads)}: the workgroup has "
+                               f"{self.threads} threads", node)
+            from ave_core.lang.layout import Layout
+            return Layout(int(threads), 1)
         if not hasattr(threads, "size") or not hasattr(threads, "shape"):
-            raise self.err("AVE118", "threads= must be a layout of thread ids", node)
+            raise self.err("AVE118", "threads= must be a thread count or a layout of thread "
+                           "ids", node)
         if threads.size > self.threads:
             raise self.err("AVE107", f"threads= layout has {threads.size} threads but the "
                            f"workgroup has {self.threads}", node)
@@ -2585,6 +2613,7 @@ class KernelBuilder:
             raise self.err("AVE118", "ave.assume needs one condition (a scalar), not a "
                            "fragment", arg)
         self.emit("ave.assume", [v], [], node, {"message": text})
+        _note_assumed_multiples(self, v)
         return None
 
     def h_assert_disjoint(self, node, sc, x, y):
@@ -3135,6 +3164,9 @@ def _vector_violation(builder: KernelBuilder, tile: Value, n: int):
             return (0, "-", "gathered along the innermost dimension, so not contiguous")
         for term in off_terms:
             if isinstance(term, Value):
+                m = _multiple_of(builder, term)
+                if m == 0 or m % n == 0:
+                    continue            # (a multiple of the vector: `z * KS`, KS % 32 == 0)
                 aff = term.affine
                 if aff is None:
                     return ((0,) * len(t.shape), "runtime", "at an innermost offset that cannot be "
@@ -3158,6 +3190,67 @@ def _vector_violation(builder: KernelBuilder, tile: Value, n: int):
                          lambda: _vectors_ok(table, bshape, bd, n))
     return _memoized(builder, ("vector", _geometry_key(geo), shape, n),
                      lambda: _layout_vector_violation(geo, shape, n, table, vectors_ok))
+
+
+def _const_of(v: Any) -> int | None:
+    """The value of a compile-time integer or of an ``arith.constant`` op's result."""
+    if _is_ct_int(v) and not isinstance(v, bool):
+        return int(v)
+    own = getattr(v, "owner", None)
+    if isinstance(own, Op) and own.name == "arith.constant" and \
+            _is_ct_int(own.attrs.get("value")) and not isinstance(own.attrs["value"], bool):
+        return int(own.attrs["value"])
+    return None
+
+
+def _note_assumed_multiples(builder: Any, cond: Value) -> None:
+    """Record the ``X % c == 0`` conjuncts of an assumed condition (``&`` at the top; ``c``
+    a constant): ``X`` is then a multiple of ``c`` (:func:`_multiple_of`)."""
+    todo = [cond]
+    while todo:
+        v = todo.pop()
+        op = getattr(v, "owner", None)
+        if not isinstance(op, Op):
+            continue
+        if op.name == "arith.and":
+            todo += list(op.operands)
+        elif op.name == "arith.cmp" and op.attrs.get("pred") == "eq":
+            a, b = op.operands
+            for x, z in ((a, b), (b, a)):
+                mod = getattr(x, "owner", None)
+                if _const_of(z) == 0 and isinstance(mod, Op) and mod.name == "arith.mod":
+                    c = _const_of(mod.operands[1])
+                    if c:
+                        old = builder.assumed_multiples.get(mod.operands[0], 1)
+                        builder.assumed_multiples[mod.operands[0]] = \
+                            abs(old * c) // math.gcd(old, c)
+
+
+def _multiple_of(builder: Any, v: Any, depth: int = 0) -> int:
+    """A constant every value of the integer ``v`` is a multiple of (0: ``v`` is 0; 1:
+    nothing known): from constants, sums, differences and products of such values, and
+    what the kernel assumes (``ave.assume(KS % 32 == 0)``; a split-K offset ``z * KS`` was
+    AVE109 "cannot be shown to be a multiple of the vector width"; a review helper)."""
+    c = _const_of(v)
+    if c is not None:
+        return abs(c)
+    if not isinstance(v, Value) or depth > 32:
+        return 1
+    known = builder.assumed_multiples.get(v, 1)
+    op = v.owner
+    m = 1
+    if isinstance(op, Op) and len(op.operands) == 2 and \
+            op.name in ("arith.mul", "arith.add", "arith.sub"):
+        x, y = (_multiple_of(builder, o, depth + 1) for o in op.operands)
+        m = x * y if op.name == "arith.mul" else math.gcd(x, y)
+    elif v.affine is not None and v.affine != {v: 1}:
+        g = 0
+        for k, co in v.affine.items():
+            g = math.gcd(g, abs(co) * (1 if k is None else _multiple_of(builder, k, depth + 1)))
+        m = g
+    if m == 0:
+        return 0
+    return abs(m * known) // math.gcd(m, known)
 
 
 def _layout_vector_violation(geo: tuple, shape: tuple, n: int, table: np.ndarray | None,

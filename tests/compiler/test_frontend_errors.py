@@ -989,3 +989,20 @@ def test_a_parser_failure_without_a_message_still_says_why():
     (d,) = res.diagnostics
     assert d.code == "AVE100" and d.message.startswith("cannot parse the file: ")
     assert d.message.rstrip() != "cannot parse the file:"
+
+
+def test_a_syntax_error_column_comes_from_the_checked_text(tmp_path):
+    # CPython reads a SyntaxError's line from the file named in ast.parse when it exists:
+    # an unsaved buffer whose disk copy has non-ASCII text on that line got the disk
+    # line's column (9 for the "(" at 14), and a file saved with a BOM was 2 columns off
+    # on line 1 (a review helper)
+    p = tmp_path / "k.py"
+    p.write_text('import ave_core.lang as ave\ns = "\u00e9\u00e9\u00e9\u00e9\u00e9\u00e9"; y = 2\n',
+                 encoding="utf-8")
+    buf = 'import ave_core.lang as ave\ns = "ab"; y = (1 +\n'
+    (d,) = compile_source(buf, str(p)).diagnostics
+    assert d.code == "AVE100" and (d.range.start.line, d.range.start.character) == (1, 14)
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbfimport ave_core.lang as ave; x = (1 +\n")
+    (d,) = compile_file(str(bom)).diagnostics
+    assert (d.range.start.line, d.range.start.character) == (0, 33)

@@ -213,3 +213,99 @@ def test_python_compile_warnings_of_user_text_are_not_printed(tmp_path, recwarn)
     ok = "import ave_core.lang as ave\nfrom h import f\n"
     compile_source(ok, str(tmp_path / "w2.py"), workspace=str(tmp_path))
     assert not [w for w in recwarn.list if issubclass(w.category, SyntaxWarning)]
+
+
+FULL_REDUCTION = '''
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(X: ave.Tensor[ave.f32, 2], S: ave.Tensor[ave.f32, 1], Y: ave.Tensor[ave.f32, 2]):
+    L = ave.tv_layout(ave.layout((32, 4), (4, 1)), ave.layout(1, 1), (4, 32))
+    LALL = ave.tv_layout(ave.layout(128, 0), ave.layout(4, 1), (4,))
+    tot = ave.sum(ave.load(S[0:4], LALL), axis=0)        # shape (): every thread has it
+    x = ave.load(X[0:4, 0:32], L)
+    ave.store(Y[0:4, 0:32], {EXPR})
+'''
+
+
+@pytest.mark.parametrize("expr", ["x * tot[None, None]", "x * tot", "tot * x"])
+def test_a_full_reduction_scales_a_tile(expr):
+    # an RMSNorm-style block-wide scale: `tot[None, None]` (shape () broadcast back) was an
+    # IndexError in the checker (AVE900) and the interpreter, and numpy's `x * tot` was
+    # AVE116 "do not broadcast" (a review helper): a lower-rank fragment gains leading
+    # axes, as in numpy
+    import numpy as np
+    from ave_core.check import check_file
+    from ave_core.interp import run
+    src = FULL_REDUCTION.replace("{EXPR}", expr)
+    res = compile_source(src, "rms.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    rng = np.random.default_rng(25)
+    X = rng.standard_normal((4, 32)).astype(np.float32)
+    S = rng.standard_normal(4).astype(np.float32)
+    Y = np.full((4, 32), np.nan, np.float32)
+    run(res.kernels[0], (1,), [X, S, Y])
+    ref = X.astype(np.float64) * S.astype(np.float64).sum()
+    assert np.abs(Y - ref).max() < 1e-5
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "rms.py")
+        pathlib.Path(p).write_text(src)
+        assert [x.code for x in check_file(p).diagnostics] == []
+
+
+def test_a_lower_rank_fragment_broadcasts_along_leading_axes():
+    # `x - ave.sum(x, axis=0)`: (4, 32) and (32,) broadcast as numpy's x - s[None, :]
+    import numpy as np
+    from ave_core.interp import run
+    src = ('import ave_core.lang as ave\n@ave.kernel(threads=128)\n'
+           'def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):\n'
+           '    L = ave.tv_layout(ave.layout((32, 4), (4, 1)), ave.layout(1, 1), (4, 32))\n'
+           '    x = ave.load(X[0:4, 0:32], L)\n'
+           '    ave.store(Y[0:4, 0:32], x - ave.sum(x, axis=0))\n')
+    res = compile_source(src, "cs.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    X = np.random.default_rng(26).standard_normal((4, 32)).astype(np.float32)
+    Y = np.full((4, 32), np.nan, np.float32)
+    run(res.kernels[0], (1,), [X, Y])
+    assert np.abs(Y - (X - X.astype(np.float64).sum(axis=0))).max() < 1e-5
+    # ranks that do not broadcast still say so
+    bad = src.replace("x - ave.sum(x, axis=0)", "x - ave.sum(x, axis=1)")
+    assert [d.code for d in compile_source(bad, "cs.py").diagnostics] == ["AVE116"]
+
+
+@pytest.mark.parametrize("threads, codes", [("64", []), ("ave.layout(64, 1)", []),
+                                            ("256", ["AVE107"]), ("0", ["AVE107"])])
+def test_a_copy_by_a_thread_count(threads, codes):
+    # `threads=64` (warps 0-1 move the tile) is documented (ave.copy: "an int, the number
+    # of threads sharing the copy") and was AVE118 "must be a layout" (a review helper)
+    import numpy as np
+    from ave_core.interp import run
+    src = ('import ave_core.lang as ave\n@ave.kernel(threads=128)\n'
+           'def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 2]):\n'
+           '    s = ave.alloc((32, 32), ave.f32)\n'
+           f'    ave.copy(X[0:32, 0:32], s, vector_bytes=16, threads={threads})\n'
+           '    ave.barrier()\n'
+           '    ave.copy(s, Y[0:32, 0:32], vector_bytes=16)\n')
+    res = compile_source(src, "t.py")
+    assert [d.code for d in res.diagnostics] == codes
+    if not codes:
+        X = np.random.default_rng(28).standard_normal((32, 32)).astype(np.float32)
+        Y = np.full((32, 32), np.nan, np.float32)
+        out = run(res.kernels[0], (1,), [X, Y])
+        assert np.array_equal(X, Y) and out.diagnostics == []
+
+
+@pytest.mark.parametrize("assume, codes", [("KS % 32 == 0", []), ("(KS >= 32) & (KS % 8 == 0)", []),
+                                           ("KS % 4 == 0", ["AVE109"]), ("KS >= 32", ["AVE109"])])
+def test_an_assumed_multiple_aligns_a_vector(assume, codes):
+    # a split-K offset z * KS with `ave.assume(KS % 32 == 0)`: every 16-byte bf16 vector is
+    # aligned, and it was AVE109 "cannot be shown to be a multiple" (a review helper); 8
+    # elements suffice, 4 do not
+    src = ('import ave_core.lang as ave\n@ave.kernel(threads=128)\n'
+           'def k(A: ave.Tensor[ave.bf16, 2], KS: ave.i32):\n'
+           f'    ave.assume({assume})\n'
+           '    kbeg = ave.program_id(0) * KS\n'
+           '    s = ave.alloc((64, 32), ave.bf16)\n'
+           '    ave.copy(A[0:64, kbeg:kbeg + 32], s, vector_bytes=16)\n')
+    assert [d.code for d in compile_source(src, "al.py").diagnostics] == codes
