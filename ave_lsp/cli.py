@@ -131,12 +131,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-file-lines", type=int, metavar="N",
                    help="do not check files longer than N lines "
                         "(default: [tool.ave] maxFileLines, else no limit)")
-    p.add_argument("--baseline", metavar="FILE",
-                   help="drop the findings recorded in this baseline file "
-                        "(default: [tool.ave] baseline)")
-    p.add_argument("--write-baseline", metavar="FILE",
-                   help="with --check: write the current findings to FILE as a baseline "
-                        "(no baseline is applied) and exit 0")
+    # (alternatives, as the usage line says: both were accepted, the first ignored and not
+    # even required to exist; a review helper)
+    bl = p.add_mutually_exclusive_group()
+    bl.add_argument("--baseline", metavar="FILE",
+                    help="drop the findings recorded in this baseline file "
+                         "(default: [tool.ave] baseline)")
+    bl.add_argument("--write-baseline", metavar="FILE",
+                    help="with --check: write the current findings to FILE as a baseline "
+                         "(no baseline is applied) and exit 0")
     p.add_argument("--jobs", "-j", type=int, metavar="N",
                    help="worker processes analyzing specializations (and files) in "
                         "parallel; 0: 1.5 per CPU core, 1: none (default: [tool.ave] jobs "

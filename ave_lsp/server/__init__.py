@@ -91,7 +91,14 @@ def serve_tcp(host: str, port: int) -> int:
     _setup_logging()
     server = create_server()
     print(f"ave-lsp: listening on {host}:{port}", file=sys.stderr, flush=True)
-    server.start_tcp(host, port)
+    try:
+        server.start_tcp(host, port)
+    except OSError as e:
+        # (a port in use, a host that does not resolve: a traceback and status 1 -- the
+        # status of "findings"; a review helper)
+        print(f"ave-lsp: error: cannot listen on {host}:{port}: {e.strerror or e}",
+              file=sys.stderr, flush=True)
+        return 2
     status = _exit_status(server)
     _exit_if_busy(server, status)
     return status

@@ -1193,3 +1193,39 @@ def test_a_same_file_helpers_finding_names_the_other_kernel_that_reaches_it(tmp_
     (d,) = json.loads(p.stdout)["diagnostics"]
     assert d["code"] == "AVE207" and d["range"]["start"]["line"] == 4
     assert "also in kernel t_two, the specialization defaults" in d["notes"], d["notes"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes here")
+def test_a_directory_walk_takes_regular_files_once(tmp_path):
+    # a named pipe `*.py` in a checked directory blocked the check forever (nothing was
+    # printed, not even for the other files); a file named through a symbolic link and by
+    # its own name was checked twice (a review helper)
+    (tmp_path / "ok.py").write_text("x = 1\n")
+    os.mkfifo(tmp_path / "pipe.py")
+    os.symlink(tmp_path / "ok.py", tmp_path / "link.py")
+    files = iter_python_files([str(tmp_path), str(tmp_path / "ok.py")])
+    assert [os.path.basename(f) for f in files] == ["link.py"]
+
+
+def test_tcp_on_a_port_in_use_is_a_usage_failure():
+    # the server on a port already taken died with a traceback and status 1 ("findings");
+    # now one error line and status 2 (a review helper)
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "ave_lsp", "--tcp", f"127.0.0.1:{port}"],
+                           capture_output=True, text=True, timeout=60,
+                           stdin=subprocess.DEVNULL)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith(
+        f"ave-lsp: error: cannot listen on 127.0.0.1:{port}")
+
+
+def test_baseline_and_write_baseline_are_alternatives(capsys):
+    # both were accepted, --baseline ignored (not even required to exist); a review helper
+    assert main(["--check", str(ROOT / "examples/gemm.py"), "--baseline", "x", "--write-baseline",
+                 "y"]) == 2
+    assert "not allowed with argument --baseline" in capsys.readouterr().err
