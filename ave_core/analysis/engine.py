@@ -291,10 +291,12 @@ def _other_data(da: np.ndarray, db: np.ndarray, ca: np.ndarray, cb: np.ndarray
 
 def _merge_src(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The tag origin of a value computed from two: the one both have, the one that exists,
-    or -2 (mixed)."""
+    or -2 (mixed; mixed with anything stays mixed: P V's products, P mixed from Q and K,
+    were named after V -- "V[row=0, col=0]" for a field V does not have; a review
+    helper)."""
     if a is b or np.array_equal(a, b):
         return a
-    return np.where(a == b, a, np.where(a < 0, b, np.where(b < 0, a, -2)))
+    return np.where(a == b, a, np.where(a == -1, b, np.where(b == -1, a, -2)))
 
 
 def join(a: Tags, b: Tags, conds: CondTable) -> Tags:

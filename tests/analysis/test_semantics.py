@@ -735,3 +735,35 @@ def test_a_pairing_witness_names_the_trip_counts_of_its_sizes():
     res = run(k, (1,), [A, B, np.zeros((64, 64), np.float32)], provenance=True, checks=False)
     rp = replay_witness(k, res, r.kind, r.loc.range, w)
     assert rp.confirmed and (rp.x_value, rp.y_value) == (32, 128)
+
+
+def test_an_mma_of_a_computed_operand_is_named_computed():
+    # O = (Q K^T) V stored into the wrong column block: the value was named after V,
+    # "V[row=0, col=0]" -- V has no row; P is mixed from Q and K, and mixed stays mixed
+    # (a review helper)
+    src = '''
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def pv(Q: ave.Tensor[ave.bf16, 2], K: ave.Tensor[ave.bf16, 2], V: ave.Tensor[ave.bf16, 2],
+       O: ave.Tensor[ave.f32, 2]):
+    Q = ave.tag(Q, lambda m, d: ave.label(row=m, k=d))
+    K = ave.tag(K, lambda n, d: ave.label(key=n, k=d))
+    V = ave.tag(V, lambda n, d: ave.label(key=n, col=d))
+    O = ave.tag(O, lambda m, d: ave.label(row=m, col=d))
+    ave.assume((O.shape[1] >= 32) & (K.shape[0] == 64) & (V.shape[0] == 64))
+    tqk = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(4, 1),
+                        tile=(64, 64, 16))
+    tpv = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(4, 1),
+                        tile=(64, 16, 64))
+    s = ave.mma(ave.load(Q[0:64, 0:16], tqk.a), ave.load(K[0:64, 0:16].T, tqk.b),
+                ave.zeros((64, 64), ave.f32, tqk.c), tqk)
+    p = ave.convert(ave.cast(s, ave.bf16), tpv.a)
+    o = ave.mma(p, ave.load(V[0:64, 0:16], tpv.b), ave.zeros((64, 16), ave.f32, tpv.c), tpv)
+    ave.store(O[0:64, 16:32], o)
+'''
+    res = compile_source(src, "pv.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    (d,) = analyze(res.kernels[0]).diagnostics
+    assert d.code == "AVE201" and "(computed[row=0, col=0])" in d.message, d.message
+    assert d.witness["operands"]["x"]["tensor"] is None
