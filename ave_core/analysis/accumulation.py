@@ -57,6 +57,10 @@ class Contribution:
     domain: Any                # (tensor name, dim) of the field's coordinate, or None
     #: the runtime branches the MMA ran under (``RuntimeBranch.token``)
     branches: tuple = ()
+    #: the largest constant coordinate along ``domain`` (``bdomain``) that the global reads
+    #: whose data reached the operand A (B) read (:func:`read_max`; -1: none known)
+    read_max: int = -1
+    bread_max: int = -1
     #: (tensor name, dim) of the field's coordinate on B's side, or None: the sum runs over
     #: the k both operands have (``K = ave.minimum(K, B.shape[0])``, the README's idiom,
     #: was "incomplete" for sizes where B has fewer k than A; a review helper)
@@ -130,8 +134,28 @@ def contribution(eng: Any, op: Any, A: dict, B: dict) -> list[Contribution] | No
             w0, j0, c1 = np.argwhere(okb)[0]
             bdomain = _field_domain(eng, int(srcb[w0, j0, c1]), eng.fields[f])
         out.append(Contribution(op, eng.loops, int(f), key, conc, live, guard, domain,
-                                bdomain=bdomain))
+                                bdomain=bdomain, read_max=read_max(eng, ta, A["held"], domain),
+                                bread_max=read_max(eng, tb, B["held"], bdomain)))
     return out
+
+
+def read_max(eng: Any, tags: Any, held: np.ndarray, domain: Any) -> int:
+    """The largest constant coordinate along ``domain`` (``(tensor, dim)``) read by the
+    global reads whose data an MMA operand holds (the moves its ``tags`` name: the copy
+    into shared memory an ldmatrix read, or a load from global memory), -1 when none is
+    known: an extent the kernel never masks is the range it reads (Engine.read_extent)."""
+    if domain is None or not eng.read_extent:
+        return -1
+    h = np.asarray(held).reshape(-1)
+    recs = np.unique(np.concatenate([np.asarray(tags.moved).reshape(-1)[h],
+                                     np.asarray(tags.via).reshape(-1)[h]]))
+    best = -1
+    for r in recs[recs >= 0].tolist():
+        if r < len(eng.records):
+            ext = eng.read_extent.get(id(eng.records[r].op))
+            if ext:
+                best = max(best, ext.get(tuple(domain), -1))
+    return best
 
 
 def _common_atoms(g: np.ndarray, cand: np.ndarray, held: np.ndarray, axis: int
@@ -1592,7 +1616,7 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int,
     unguarded = all(not g for _, _, g, _, _ in items + sym)
     # (and the largest the kernel reads from the tensor: an extent it never masks is the
     # range it reads, not the range the MMAs received)
-    gmax = eng.read_extent.get(dom, -1) if unguarded else -1
+    gmax = max((c.read_max for c in calls), default=-1) if unguarded else -1
     maxk = max(max((c for _, c, _, _, _ in items), default=-1), kmax, gmax)
     # Indices received under no guard, or under exactly `c < size` (a mask on this very
     # extent): for k0 == c with k0 < size they are received. Their contiguous prefix
@@ -1629,8 +1653,9 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int,
         if bdom is not None:        # (and an index B has too)
             bsize = eng.solver.lin(eng.tab.atom(Atom("dim", bdom)), 0)
             cons.append(k0 < bsize)
-            if gmax >= 0 and eng.read_extent.get(bdom, -1) >= 0:
-                cons.append(bsize > eng.read_extent[bdom])
+            gb = max((c.bread_max for c in calls), default=-1)
+            if gmax >= 0 and gb >= 0:
+                cons.append(bsize > gb)
         if gmax >= 0:               # (the tensor holds what the kernel reads for any sizes)
             cons.append(size > gmax)
         if unguarded:

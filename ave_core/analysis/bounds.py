@@ -92,19 +92,7 @@ def _lt_conjuncts(region: Any, env: dict) -> list:
 
     flip = {"lt": "ge", "ge": "lt", "gt": "le", "le": "gt"}
 
-    class _Out(list):
-        def append(self, ab: tuple) -> None:
-            # c < min(x, y) says c < x and c < y (`k < ave.minimum(K, kend)`, split-K's
-            # end of a block's range, lost `k < K`'s precondition; a review helper)
-            a, b = ab
-            d = owner(b)
-            if d is not None and d.name == "arith.min" and len(d.operands) == 2:
-                for x in d.operands[::-1]:
-                    self.append((a, x))
-            else:
-                super().append(ab)
-
-    out, todo = _Out(), [(y.operands[0], False)]
+    out, todo = [], [(y.operands[0], False)]
     while todo:
         v, neg = todo.pop()
         d = owner(v)
@@ -128,7 +116,15 @@ def _lt_conjuncts(region: Any, env: dict) -> list:
                 out.append((a, minus_one(b)))
             elif pred == "ge" and minus_one(a) is not None:   # E - 1 >= b: b < E
                 out.append((b, minus_one(a)))
-    return list(out)[::-1]
+    return out[::-1]
+
+
+def _min_operands(v: Any) -> tuple:
+    """The two operands of ``v`` when it is ``ave.minimum(x, y)`` (``arith.min``), else ()."""
+    d = getattr(v, "owner", None)
+    if d is not None and getattr(d, "name", None) == "arith.min" and len(d.operands) == 2:
+        return tuple(d.operands)
+    return ()
 
 
 class BoundsChecker:
@@ -206,18 +202,46 @@ class BoundsChecker:
                 end = self._row_end(k, c)
                 if end is not None:
                     ends[(name, d)] = end
-            own = eng.tab.atom_ids.get(Atom("dim", (name, d)))
-            if own is not None and any(a == own for a, _ in eng.tab.lins[k]):
-                continue
-            # an extent is a size: other tensors' dims (times constants), never "size + 8"
-            if c != 0 or k == 0 or not all(
-                    eng.tab.atoms[a].kind == "dim" and co > 0 for a, co in eng.tab.lins[k]):
-                continue
+            if not self._states_extent(name, d, k, c):
+                # `c < ave.minimum(K, kend)` is `(c < K) & (c < kend)`: K states the extent
+                # when it is the minimum's one size (split-K's block end; it was a false
+                # AVE208). A minimum of two sizes, `ave.minimum(KA, B.shape[0])`, says they
+                # may differ: neither is stated (a review helper)
+                sizes = []
+                for part in _min_operands(rhs):
+                    pe = env.get(part)
+                    if isinstance(pe, SymInt) and _uniform(np.asarray(pe.key)) and \
+                            _uniform(np.asarray(pe.conc)):
+                        pk = int(np.asarray(pe.key).reshape(-1)[0])
+                        pc = int(np.asarray(pe.conc).reshape(-1)[0])
+                        sizes.append((pk, pc, self._states_extent(name, d, pk, pc),
+                                      self._is_size(pk, pc)))
+                if len(sizes) != 2 or sum(1 for x in sizes if x[3]) != 1:
+                    continue
+                k, c = next((pk, pc) for pk, pc, st, _ in sizes if st) if any(
+                    x[2] for x in sizes) else (None, None)
+                if k is None:
+                    continue
             item = (name, d, k, c)
             if self.mask_log is not None:
                 self.mask_log.append(item)
             if item not in self.assumptions:
                 self._push(self.assumptions, item)
+
+    def _is_size(self, k: int, c: int) -> bool:
+        """``LIN[k] + c`` is a size: tensors' dims (times positive constants), never
+        "size + 8"."""
+        tab = self.eng.tab
+        return c == 0 and k != 0 and all(tab.atoms[a].kind == "dim" and co > 0
+                                         for a, co in tab.lins[k])
+
+    def _states_extent(self, name: str, d: int, k: int, c: int) -> bool:
+        """A mask conjunct ``c_d < LIN[k] + c`` on tensor ``name`` states its extent
+        ``name.shape[d] == LIN[k] + c``: a size (:meth:`_is_size`) not of its own extent."""
+        own = self.eng.tab.atom_ids.get(Atom("dim", (name, d)))
+        if own is not None and any(a == own for a, _ in self.eng.tab.lins[k]):
+            return False
+        return self._is_size(k, c)
 
     def access(self, op: Any, tile: Any, coords: list, guard: np.ndarray,
                threads: np.ndarray) -> None:
@@ -322,7 +346,7 @@ class BoundsChecker:
                             for r in guard[sel].tolist()}
                     when = next(iter(rows)) if len(rows) == 1 else ()
                     item = (p, fk, fc, tile.tensor.name, d, when)
-                    if when and not self._contract_possible(item):
+                    if when and not self._contract_possible(item, op):
                         when = None
                 if when is None:
                     continue
@@ -355,7 +379,7 @@ class BoundsChecker:
                             for r in eng.conds.rows(bg, n)[live].tolist()}
                     when = next(iter(rows)) if len(rows) == 1 else None
                     if when and not self._contract_possible(end + (tile.tensor.name, d,
-                                                                   when)):
+                                                                   when), op):
                         when = None
                 if when is not None:
                     item = end + (tile.tensor.name, d, when)
@@ -483,9 +507,14 @@ class BoundsChecker:
             return c <= lo and hi < 0
         return False
 
-    def _contract_possible(self, item: tuple) -> bool:
+    def _contract_possible(self, item: tuple, op: Any = None) -> bool:
         """The branch conditions of contract ``item`` and the contract itself hold together
-        for some sizes and block (z3; memoized; its atoms forgotten after)."""
+        for some sizes and block (z3; memoized; its atoms forgotten after). Undecided
+        within the solver's budget: False -- the contract is not stated (stated, it could
+        contradict its conditions and make every search under it unsat: an out-of-bounds
+        read in the else-arm of `if row0 + N <= M:` was proved with a budget of 300 ms; a
+        fresh user) -- and ``op``'s bounds are reported unknown (AVE205) unless a search
+        finds a violation (an ``"undecided"`` obligation, see :meth:`check`)."""
         r = self._possible_memo.get(item)
         if r is None:
             p, fk, fc, t, dd, when = item
@@ -503,7 +532,16 @@ class BoundsChecker:
                     s.add(sv.lin(self.eng.tab.atom(Atom("dim", (tt, ddd))), 0) ==
                           sv.lin(bk, bc))
                 s.add(*sv._domain)
-                r = self._possible_memo[item] = s.check() != z3.unsat
+                st = s.check()
+                r = self._possible_memo[item] = None if st == z3.unknown else st != z3.unsat
+        if r is None:
+            if op is not None:
+                self._push(self.obligations, (op, self.eng.loops, item[3], item[4],
+                                              np.zeros(0, np.int64), np.zeros(0, np.int64),
+                                              np.zeros((0, 1), np.int32),
+                                              np.zeros(0, np.int64), None, None,
+                                              (False, "undecided")))
+            return False
         return r
 
     def _when(self, when: tuple) -> Any:
@@ -631,9 +669,14 @@ class BoundsChecker:
         fit = self._grid_fitting([ob for ob in self.obligations if ob[10][1] in GRID
                                   and not (ob[0].loc.report_key in known and
                                            self._search_knows(ob))])
+        undecided = []
         for ob in self.obligations:
             op = ob[0]
             k_op = op.loc.report_key
+            if ob[10][1] == "undecided":
+                # (a contract z3 could not decide: unknown unless a violation is found)
+                undecided.append(op)
+                continue
             if k_op in found or (k_op in known and self._search_knows(ob)):
                 continue
             if ob[10][1] in GRID and all(it in fit for it in self._grid_items(ob)):
@@ -641,6 +684,9 @@ class BoundsChecker:
             f = self._check_one(*ob)
             if f is not None:
                 found[k_op] = dict(f)
+        for op in undecided:
+            if op.loc.report_key not in found and op.loc.report_key not in known:
+                found[op.loc.report_key] = {"op": op, "unknown": True}
         return list(found.values())
 
     def _search_knows(self, ob: tuple) -> bool:

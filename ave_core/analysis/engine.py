@@ -467,6 +467,32 @@ def reread_tensors(k: KernelIR) -> frozenset:
     return frozenset(out)
 
 
+def _tile_box(tile: Any) -> tuple | None:
+    """The elements a global tile covers, per tensor dimension ``(key, first conc,
+    extent)`` (the symbolic form of its first coordinate and how many follow), or None
+    when not known so (a gathered tensor, a view whose kept dimensions do not match its
+    shape)."""
+    if not isinstance(tile, TileVal) or tile.space != "global" or tile.tensor is None or \
+            tile.tensor.gather is not None or len(tile.shape) != len(tile.dims):
+        return None
+    ext = dict(zip(tile.dims, tile.shape))
+    box = []
+    for d, o in enumerate(tile.origin):
+        if not isinstance(o, tuple) or len(o) != 2:
+            return None
+        box.append((int(o[0]), int(o[1]), int(ext.get(d, 1))))
+    return tuple(box)
+
+
+def _boxes_disjoint(a: tuple | None, b: tuple | None) -> bool:
+    """Two global tiles (:func:`_tile_box`) share no element for any sizes: along some
+    dimension their coordinates have one form and disjoint constant ranges."""
+    if a is None or b is None or len(a) != len(b):
+        return False
+    return any(ka == kb and (ca + na <= cb or cb + nb <= ca)
+               for (ka, ca, na), (kb, cb, nb) in zip(a, b))
+
+
 def _global_data(frs: list) -> bool:
     """An elementwise result of ``frs`` is global data alone (FragVal.global_data): each
     tagged operand is, and one is tagged."""
@@ -647,9 +673,9 @@ class Engine:
         self.pending_resets: list = []
         #: chains deferred stores wrote into global tensors the kernel reads back: their
         #: elements' key -> (value, store, its guard, branches, active threads, loops,
-        #: whether a load continued it); value None: a start (_keep_global_start)
+        #: the tile's box: _tile_box); value None: a start (_keep_global_start)
         self.global_chains: dict = {}
-        self._dropped_unloaded = False
+        self._dropped_chain = False
         #: while accumulation.check_resets checks a class of elements: its z3 terms
         self.chain_class: Any = None
         #: and ``(warp, element)``: the class's member it is checked for (that warp only)
@@ -767,7 +793,8 @@ class Engine:
         #: per global tensor, how many writes into it ran so far (its elements' data
         #: before and after one differ: see _global_written)
         self._gversion: dict = {}
-        #: (global tensor, dim) -> the largest constant coordinate read (_note_read_extent)
+        #: id(op) -> {(global tensor, dim): the largest constant coordinate it reads}
+        #: (_note_read_extent)
         self.read_extent: dict = {}
         self.written = np.zeros(ng, bool)
         #: per granule: 0, or the index + 1 into ``_landings`` of the asynchronous copy that
@@ -2246,7 +2273,7 @@ class Engine:
             truth = self.conds.truth(tags.cond)
             off = truth == 1
             tags.code[off] = ABSENT
-            self._note_read_extent(tile.tensor.name, gc, ~off)
+            self._note_read_extent(op, tile.tensor.name, gc, ~off)
             # what the elements are (write/write races are between different data): the
             # tensor's elements at these (symbolic) coordinates, under the mask
             tid = self._tensor_ids.setdefault(tile.tensor.name, len(self._tensor_ids) + 1)
@@ -2313,31 +2340,26 @@ class Engine:
                 self._check_landings(op, marks, threads, first)
         return tags
 
-    def _note_read_extent(self, name: str, gc: list, live: np.ndarray) -> None:
+    def _note_read_extent(self, op: Op, name: str, gc: list, live: np.ndarray) -> None:
         """Record, per dimension of global tensor ``name``, the largest constant coordinate
-        a read touches (``gc``: the elements' coordinates; ``live``: those its mask may
-        read) in :attr:`read_extent` (journaled). A constant slice states the tensor's
-        extent (bounds.py: ``0:D`` of a constexpr head dimension): an extent the kernel never masks is the
-        range it reads (AVE206's "at least once": a head dimension copied in full whose
-        k-step loop stopped halfway was proved -- the range the MMAs received was taken
-        for it; a review helper)."""
+        ``op`` reads (``gc``: the elements' coordinates; ``live``: those its mask may read)
+        in :attr:`read_extent` (by op: AVE206 asks it of the reads whose data reached an
+        MMA chain, see accumulation.read_max -- the widest read of the tensor anywhere was
+        taken, and a packed row's other half, passed through to another output, was
+        "never accumulates k=64"; a review helper). A constant slice states the tensor's
+        extent (bounds.py: ``0:D`` of a constexpr head dimension). An op's constant
+        coordinates are the same in every variant that runs it: nothing to journal."""
+        ext = self.read_extent.setdefault(id(op), {})
+        if not ext:
+            self._keep_alive.append(op)
         for d, c in enumerate(gc):
             key = np.broadcast_to(c.key, live.shape)
             sel = live & (key == 0)
             if not sel.any():
                 continue
             top = int(np.broadcast_to(c.conc, live.shape)[sel].max())
-            old = self.read_extent.get((name, d))
-            if old is not None and old >= top:
-                continue
-            self.read_extent[(name, d)] = top
-            if self.journal is not None:
-                def undo(k=(name, d), old=old) -> None:
-                    if old is None:
-                        self.read_extent.pop(k, None)
-                    else:
-                        self.read_extent[k] = old
-                self.journal.append(undo)
+            if ext.get((name, d), -1) < top:
+                ext[(name, d)] = top
 
     def _int_element(self, datum: int) -> tuple | None:
         """``(tensor, coords, ver, dtype)`` of the global integer element whose datum is
@@ -3032,7 +3054,7 @@ class Engine:
             accumulation.flush_resets(self, op, guard)
             return
         self.global_chains[key] = (fr, op, guard, list(self.runtime_branches),
-                                   self.active.copy(), self.loops, False)
+                                   self.active.copy(), self.loops, _tile_box(dst))
         self._journal_chains(key, None)
 
     def _stores_start(self, dst: Any, fr: Any) -> bool:
@@ -3050,38 +3072,50 @@ class Engine:
         """Register a start (:meth:`_stores_start`) in the elements a store wrote (after
         :meth:`_global_written` dropped what was known there; journaled). A load of them
         under the same mask (:meth:`_global_key`) is global data alone; the kernel's end
-        checks nothing for it. Not over a chain stored there that no load continued: its
+        checks nothing for it. Not over a chain stored in elements it may overwrite: those
         products would be lost (zeros stored after each iteration's chain -- the kernel
-        outputs zeros: every load after is a read back, AVE205 at its MMA)."""
-        if self._dropped_unloaded:
+        outputs zeros: every load after is a read back, AVE205 at its MMA; a load of the
+        chain in between, its value discarded, made it a start, and the kernel was proved;
+        a review helper)."""
+        if self._dropped_chain:
             return
         key = self._global_key(dst, op.operands[1].type.layout, guard)
         if key is not None:
             self.global_chains[key] = (None, op, guard, list(self.runtime_branches),
-                                       self.active.copy(), self.loops, True)
+                                       self.active.copy(), self.loops, _tile_box(dst))
             self._journal_chains(key, None)
 
     def _global_written_chains(self, tile: Any) -> None:
-        """Any write into a global tensor: the chains registered in its tiles are no longer
-        known to be there (a store of zeros, or of another tile overlapping them, over a
-        chain: the reload continued it, and the kernel was proved; a review helper). A
-        chain dropped so is not checked at the end (its tile was overwritten); a load of
-        it is a read back with no chain (AVE205 at an MMA into it)."""
+        """Any write into a global tensor: the chains registered in tiles it may overlap are
+        no longer known to be there (a store of zeros, or of another tile overlapping them,
+        over a chain: the reload continued it, and the kernel was proved; a review helper)
+        -- those of tiles it cannot overlap (another column block, by constant offsets
+        from one form) stay (zeroing C's second tile dropped the first's chain, which was
+        then never checked; a review helper). A chain dropped so is not checked at the end
+        (its tile was overwritten); a load of it is a read back with no chain (AVE205 at
+        an MMA into it)."""
         name = tile.tensor.name if getattr(tile, "tensor", None) is not None else None
-        # (whether a chain no load continued was among them: see _keep_global_start)
-        self._dropped_unloaded = False
+        box = _tile_box(tile)
+        # (whether a chain was among them: see _keep_global_start)
+        self._dropped_chain = False
         for key in [k for k in self.global_chains if k[0] == name]:
+            if _boxes_disjoint(box, self.global_chains[key][6]):
+                continue
             old = self.global_chains.pop(key)
-            self._dropped_unloaded |= not old[6]
-            self._journal_chains(key, old)
+            self._dropped_chain |= old[0] is not None
+            # (kept when a branch's arm is rolled back: the write may have happened -- zeros
+            # stored in one arm of `if kt + 1 < KT:` were undone for the join, and the next
+            # load continued the chain they overwrote; a review helper)
+            self._journal_chains(key, old, keep=True)
 
-    def _journal_chains(self, key: tuple, old: Any) -> None:
+    def _journal_chains(self, key: tuple, old: Any, keep: bool = False) -> None:
         if self.journal is not None:
             def undo() -> None:
                 if old is None:
                     self.global_chains.pop(key, None)
                 else:
                     self.global_chains[key] = old
+            undo.keep = keep
             self.journal.append(undo)
 
     def _take_global_chain(self, op: Op, src: TileVal, out: FragVal, guard: Any) -> None:
@@ -3098,9 +3132,6 @@ class Engine:
         if fr is None:              # a start stored there (_keep_global_start)
             out.global_data = True
             return
-        if not hit[6]:              # continued (see _keep_global_start)
-            self.global_chains[key] = hit[:6] + (True,)
-            self._journal_chains(key, hit)
         out.kcov, out.partial = fr.kcov, fr.partial
 
     def _end_global_chains(self) -> None:

@@ -1763,3 +1763,116 @@ def test_a_tail_tile_overlapping_the_last_full_tile_repeats(k0):
         # the interpreter's C[0, 0] counts k = 1..31 twice
         extra = float(af[0, 1:32] @ bf[1:32, 0])
         assert abs(float(C[0, 0]) - float(af[0] @ bf[:, 0]) - extra) < 1e-3
+
+
+TWO_TILES = '''
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    M, K = A.shape
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32),
+                          warps=(2, 2), tile=(64, 64, 32))
+    sA = ave.alloc((64, 32), ave.bf16, space="shared")
+    sB = ave.alloc((32, 64), ave.bf16, space="shared")
+    for nt in ave.static_range(2):
+        n0 = nt * 64
+        ave.store(C[0:64, n0:n0 + 64], ave.zeros((64, 64), ave.f32, tiled.c),
+                  mask=lambda m, n: m < M)
+        for kt in ave.range(0, (K + 31) // 32):
+            k0 = {K0}
+            ave.copy(A[0:64, k0:k0 + 32], sA, mask=lambda m, k: (m < M) & (k < K))
+            ave.copy(B[k0:k0 + 32, n0:n0 + 64], sB, mask=lambda k, n: k < K)
+            ave.barrier()
+            part = ave.load(C[0:64, n0:n0 + 64], tiled.c, mask=lambda m, n: m < M)
+            part = ave.mma(ave.load(sA, tiled.a), ave.load(sB, tiled.b), part, tiled)
+            ave.store(C[0:64, n0:n0 + 64], part, mask=lambda m, n: m < M)
+            ave.barrier()
+'''
+
+
+@pytest.mark.parametrize("k0, verdict", [("kt * 32", None),
+                                         ("kt * 32 * nt", ("twice", 0))])
+def test_a_write_into_another_tile_keeps_a_chain_in_global_memory(k0, verdict):
+    # two column tiles of C, each zeroed then accumulated through global memory: zeroing
+    # tile 1 dropped tile 0's chain (any write into C did) -- its start refused (AVE205 on
+    # a correct kernel) and, with tile 0 summing k-tile 0 every time, its chain never
+    # checked (proved; a review helper). Tiles by constant offsets of one form are apart.
+    res = compile_source(TWO_TILES.replace("{K0}", k0), "tiles.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    k = res.kernels[0]
+    a, d = _acc206(k)
+    rng = np.random.default_rng(29)
+    A = NUM.to_storage(bf16, rng.standard_normal((64, 72)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((72, 128)).astype(np.float32))
+    C = np.full((64, 128), np.nan, np.float32)
+    run(k, (1,), [A, B, C], checks=False)
+    ref = NUM.from_storage(bf16, A).astype(np.float64) @ \
+        NUM.from_storage(bf16, B).astype(np.float64)
+    if verdict is None:
+        assert a.diagnostics == [], [x.message for x in a.diagnostics]
+        assert np.abs(C - ref).max() < 1e-3 * np.abs(ref).max()
+    else:
+        (x,) = d
+        assert (x.witness["what"], x.witness["value"]) == verdict
+        assert np.abs(C[:, :64] - ref[:, :64]).max() > 1e-1
+
+
+def test_zeros_over_a_chain_whose_load_was_discarded_are_no_start():
+    # each iteration stores its chain, loads it back into a value nobody uses, then stores
+    # zeros over it: C ends with the last k-tile only. The discarded load made the zeros a
+    # start and the kernel was proved (a review helper); zeros over any chain are none
+    text = RMW.replace("{K0}", "kt * 32").replace(
+        "    acc = ave.zeros((64, 64), ave.f32, tiled.c)\n",
+        "    ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
+        " mask=lambda m, n: m < M)\n").replace(
+        "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n",
+        "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n"
+        "        ave.barrier()\n"
+        "        old = ave.load(C[0:64, 0:64], tiled.c, mask=lambda m, n: m < M)\n"
+        "        ave.barrier()\n"
+        "        ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
+        " mask=lambda m, n: m < M)\n")
+    res = compile_source(text, "discard.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    a = analyze(res.kernels[0])
+    assert [d.code for d in a.diagnostics] == ["AVE205"], [d.message for d in a.diagnostics]
+
+
+def test_zeros_stored_in_one_arm_of_a_runtime_branch_drop_the_chain():
+    # C zeroed after every iteration but the last (`if kt + 1 < KT:` as a runtime branch):
+    # C ends with the last k-tile. The zeros' drop of the chain was undone with their arm,
+    # the next load continued the chain, and the kernel was proved (a review helper); the
+    # write may have happened: the chain is gone after the branch (AVE205 at the MMA)
+    text = RMW.replace("{K0}", "kt * 32").replace(
+        "    acc = ave.zeros((64, 64), ave.f32, tiled.c)\n",
+        "    ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
+        " mask=lambda m, n: m < M)\n").replace(
+        "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n",
+        "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n"
+        "        ave.barrier()\n"
+        "        if kt + 1 < (K + 31) // 32:\n"
+        "            ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
+        " mask=lambda m, n: m < M)\n")
+    res = compile_source(text, "armzero.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    a = analyze(res.kernels[0])
+    assert [d.code for d in a.diagnostics] == ["AVE205"], [d.message for d in a.diagnostics]
+
+
+def test_the_extent_read_is_that_of_the_reads_reaching_the_chain():
+    # Q packs [q | other]: q (columns 0:64) is reduced, the other half read by another load
+    # and passed through to R. The widest read of Q anywhere was taken for the reduction's
+    # extent: "never accumulates k=64" on a correct kernel (a review helper); the reads
+    # whose data reached the MMAs (the copy into sQ) read 0:64
+    text = HEAD_DIM.replace("{NK}", "4").replace(
+        "S: ave.Tensor[ave.f32, 2]):", "S: ave.Tensor[ave.f32, 2], R: ave.Tensor[ave.f32, 2]):"
+    ).replace("    ave.store(S[0:64, 0:64], acc)\n",
+              "    ave.store(R[0:64, 0:64], ave.cast(ave.load(Q[0:64, 64:128], t.c), ave.f32))\n"
+              "    ave.store(S[0:64, 0:64], acc)\n")
+    res = compile_source(text, "packed.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    a = analyze(res.kernels[0])
+    assert a.diagnostics == [], [d.message for d in a.diagnostics]

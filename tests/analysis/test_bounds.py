@@ -685,3 +685,44 @@ def test_a_row_end_contract_holds_in_every_trip_count_variant(incremental):
     # the report's bound is the analysis's (with no assertion it said 1)
     from ave_core.check import summarize
     assert a.assertions == [] and summarize(a)[1] == 4
+
+
+def test_a_minimum_of_two_sizes_states_neither():
+    # `K = ave.minimum(KA, B.shape[0])` says A and B may disagree: its mask `k < K` must not
+    # state A.shape[1] == B.shape[0] (split into two conjuncts it did, and the unmasked read
+    # of B's last rows by A's extent was proved; a review helper)
+    src = ('import ave_core.lang as ave\n@ave.kernel(threads=128)\n'
+           'def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], '
+           'C: ave.Tensor[ave.f32, 2], D: ave.Tensor[ave.bf16, 2]):\n'
+           '    M, KA = A.shape\n'
+           '    K = ave.minimum(KA, B.shape[0])\n'
+           '    ave.assume(KA >= 32)\n'
+           '    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),'
+           ' tile=(64, 64, 32))\n'
+           '    acc = ave.zeros((64, 64), ave.f32, tiled.c)\n'
+           '    for kt in ave.range(0, (K + 31) // 32):\n'
+           '        k0 = kt * 32\n'
+           '        a = ave.load(A[0:64, k0:k0 + 32], tiled.a, mask=lambda m, k: (m < M) & (k < K))\n'
+           '        b = ave.load(B[k0:k0 + 32, 0:64], tiled.b, mask=lambda k, n: k < K)\n'
+           '        acc = ave.mma(a, b, acc, tiled)\n'
+           '    ave.store(C[0:64, 0:64], acc, mask=lambda m, n: m < M)\n'
+           '    t = ave.load(B[KA - 32:KA, 0:64], tiled.b)\n'
+           '    ave.store(D[0:32, 0:64], t)\n')
+    res = compile_source(src, "min2.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    ds = _oob(res.kernels[0])
+    assert len(ds) == 1 and "B[" in ds[0].message and ds[0].range.start.line == 14
+
+
+@pytest.mark.parametrize("budget_ms", [1, 50, 300])
+def test_a_contract_the_solver_cannot_decide_is_not_assumed(budget_ms):
+    # the else-arm access's grid contract contradicts its arm (`row0 + N > M`); z3 decides
+    # that only with time. Undecided, the contract was taken as possible and stated: every
+    # search under it unsat, the out-of-bounds read proved clean for budgets of 50-500 ms
+    # (a fresh user's failing test under load). Now: a finding (the violation, or AVE205
+    # where even the search gives up), never a silent pass.
+    from ave_core.analysis import AnalysisOptions
+    k = compile_file(str(ROOT / "tests/analysis/review_cases/r18_row_end_else_arm.py")).kernels[0]
+    a = analyze(k, AnalysisOptions(solver_timeout_ms=budget_ms))
+    codes = [d.code for d in a.diagnostics]
+    assert codes and set(codes) <= {"AVE208", "AVE205"}, [d.message for d in a.diagnostics]
