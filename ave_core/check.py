@@ -428,8 +428,9 @@ def _record(k: Any, spec: dict | None, summary: tuple, diags: list[Diagnostic],
                 from ave_core.analysis import merge_wait_fixes
                 merge_wait_fixes(seen[key], d)
             continue
+        # (written as the front end's notes write a configuration: `dict(BM=128, ...)`)
         d.notes.append(f"in the specialization {cfg}" + (
-            " = " + ", ".join(f"{n}={v!r}" for n, v in k.constexprs.items())
+            " = dict(" + ", ".join(f"{n}={v!r}" for n, v in k.constexprs.items()) + ")"
             if k.constexprs else " (no constexprs)"))
         seen[key] = d
         seen[("kernel", key)] = (str(k.name), int(k.line))

@@ -2336,6 +2336,11 @@ class KernelBuilder:
         if a.type.dtype != b.type.dtype:
             raise self.err("AVE105", f"ave.where: branches have dtypes {a.type.dtype} and "
                            f"{b.type.dtype}", node)
+        # (numpy's rank rule, as for arithmetic: `ave.where(c, x, tot)` with tot of shape ())
+        frs = [x for x in (c, a, b) if isinstance(x.type, FragmentType)]
+        rank = max((len(x.type.shape) for x in frs), default=0)
+        c, a, b = (self.expand_rank(x, rank, node) if isinstance(x.type, FragmentType) and
+                   len(x.type.shape) < rank else x for x in (c, a, b))
         rt = self.result_type(a, b, node)
         rt = self.result_type(c, Value(rt), node) if isinstance(c.type, FragmentType) else rt
         if isinstance(rt, FragmentType):

@@ -309,3 +309,18 @@ def test_an_assumed_multiple_aligns_a_vector(assume, codes):
            '    s = ave.alloc((64, 32), ave.bf16)\n'
            '    ave.copy(A[0:64, kbeg:kbeg + 32], s, vector_bytes=16)\n')
     assert [d.code for d in compile_source(src, "al.py").diagnostics] == codes
+
+
+def test_a_select_broadcasts_a_full_reduction():
+    # `ave.where(x > 0, x, tot)` with tot of shape (): AVE116 (a review helper)
+    import numpy as np
+    from ave_core.interp import run
+    res = compile_source(FULL_REDUCTION.replace("{EXPR}", "ave.where(x > 0.0, x, tot)"), "w.py")
+    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
+    rng = np.random.default_rng(30)
+    X = rng.standard_normal((4, 32)).astype(np.float32)
+    S = rng.standard_normal(4).astype(np.float32)
+    Y = np.full((4, 32), np.nan, np.float32)
+    run(res.kernels[0], (1,), [X, S, Y])
+    ref = np.where(X > 0, X, np.float32(S.astype(np.float64).sum()))
+    assert np.abs(Y - ref).max() < 1e-5
