@@ -207,6 +207,8 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             if not vm:
                 vm.append(_variant_model(eng) if trips else None)
             return vm[0]
+        # (first: an undecided divergence query adds an unknown check, Engine._undecided)
+        div = list(eng.divergent) + eng.check_divergence(set(divergent))
         for chk in eng.checks:
             key = chk.location
             r = results.get(key)
@@ -237,8 +239,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             if key not in uninit:
                 uninit[key] = (op, loops, thread, byte, trips, inflight, landing,
                                block_model() if landing is None else None)
-        for op, loops, reach, miss, branch, model in list(eng.divergent) + \
-                eng.check_divergence(set(divergent)):
+        for op, loops, reach, miss, branch, model in div:
             key = op.loc.report_key
             divergent.setdefault(key, (op, loops, reach, miss, branch, model, trips))
         for f in eng.bounds.check(known=oob):

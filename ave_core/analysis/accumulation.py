@@ -57,10 +57,6 @@ class Contribution:
     domain: Any                # (tensor name, dim) of the field's coordinate, or None
     #: the runtime branches the MMA ran under (``RuntimeBranch.token``)
     branches: tuple = ()
-    #: the largest constant coordinate along ``domain`` (``bdomain``) that the global reads
-    #: whose data reached the operand A (B) read (:func:`read_max`; -1: none known)
-    read_max: int = -1
-    bread_max: int = -1
     #: (tensor name, dim) of the field's coordinate on B's side, or None: the sum runs over
     #: the k both operands have (``K = ave.minimum(K, B.shape[0])``, the README's idiom,
     #: was "incomplete" for sizes where B has fewer k than A; a review helper)
@@ -134,28 +130,8 @@ def contribution(eng: Any, op: Any, A: dict, B: dict) -> list[Contribution] | No
             w0, j0, c1 = np.argwhere(okb)[0]
             bdomain = _field_domain(eng, int(srcb[w0, j0, c1]), eng.fields[f])
         out.append(Contribution(op, eng.loops, int(f), key, conc, live, guard, domain,
-                                bdomain=bdomain, read_max=read_max(eng, ta, A["held"], domain),
-                                bread_max=read_max(eng, tb, B["held"], bdomain)))
+                                bdomain=bdomain))
     return out
-
-
-def read_max(eng: Any, tags: Any, held: np.ndarray, domain: Any) -> int:
-    """The largest constant coordinate along ``domain`` (``(tensor, dim)``) read by the
-    global reads whose data an MMA operand holds (the moves its ``tags`` name: the copy
-    into shared memory an ldmatrix read, or a load from global memory), -1 when none is
-    known: an extent the kernel never masks is the range it reads (Engine.read_extent)."""
-    if domain is None or not eng.read_extent:
-        return -1
-    h = np.asarray(held).reshape(-1)
-    recs = np.unique(np.concatenate([np.asarray(tags.moved).reshape(-1)[h],
-                                     np.asarray(tags.via).reshape(-1)[h]]))
-    best = -1
-    for r in recs[recs >= 0].tolist():
-        if r < len(eng.records):
-            ext = eng.read_extent.get(id(eng.records[r].op))
-            if ext:
-                best = max(best, ext.get(tuple(domain), -1))
-    return best
 
 
 def _common_atoms(g: np.ndarray, cand: np.ndarray, held: np.ndarray, axis: int
@@ -1127,7 +1103,9 @@ def zero_trip_loops(eng: Any) -> list:
             if low is not None and low > 0:
                 continue            # (``cdiv(K, BK)`` >= 1 for K >= 1: no z3 query)
         res = sv.satisfiable([], count_constraints(sv.lin(k, c) - lb, st, 0))
-        if res.status == "sat":
+        # (undecided within the budget: kept -- it was dropped, and a read of shared bytes
+        # only the loop writes was clean with a budget of 1 ms; a review helper)
+        if res.status != "unsat":
             out.append(lop)
     return out
 
@@ -1535,10 +1513,12 @@ def _at_most_once_across(eng: Any, items: list) -> dict | None:
     guard; two groups meet where the difference of their forms is a difference of their
     constant parts (a few runs of consecutive values each) under both guards: one z3 query
     for every pair of groups, the earliest pair (by the MMA order) it can satisfy named."""
+    if not any(it[0] for it in items):
+        return None             # (constant indices only: equal forms, compared already)
     groups: dict = {}
     for it in items:
         groups.setdefault((it[0], it[2]), []).append(it)
-    if len(groups) < 2 or not any(k for k, _ in groups):
+    if len(groups) < 2:
         return None
     keys = sorted(groups, key=lambda g: min(it[3:] for it in groups[g]))
     runs = {g: _runs([it[1] for it in groups[g]]) for g in keys}
@@ -1614,10 +1594,7 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int,
     items = [it for it in items if it[0] == 0]
     dkey = eng.tab.atom(Atom("dim", dom))
     unguarded = all(not g for _, _, g, _, _ in items + sym)
-    # (and the largest the kernel reads from the tensor: an extent it never masks is the
-    # range it reads, not the range the MMAs received)
-    gmax = max((c.read_max for c in calls), default=-1) if unguarded else -1
-    maxk = max(max((c for _, c, _, _, _ in items), default=-1), kmax, gmax)
+    maxk = max(max((c for _, c, _, _, _ in items), default=-1), kmax)
     # Indices received under no guard, or under exactly `c < size` (a mask on this very
     # extent): for k0 == c with k0 < size they are received. Their contiguous prefix
     # 0 .. R-1 needs no solver term (k0 >= R is added instead).
@@ -1651,13 +1628,7 @@ def _at_least_once(eng: Any, items: list, calls: list, w: int, f: int,
         k0 = z3.Int("__k0", eng.solver.ctx)
         cons = [k0 >= R, k0 < size]
         if bdom is not None:        # (and an index B has too)
-            bsize = eng.solver.lin(eng.tab.atom(Atom("dim", bdom)), 0)
-            cons.append(k0 < bsize)
-            gb = max((c.bread_max for c in calls), default=-1)
-            if gmax >= 0 and gb >= 0:
-                cons.append(bsize > gb)
-        if gmax >= 0:               # (the tensor holds what the kernel reads for any sizes)
-            cons.append(size > gmax)
+            cons.append(k0 < eng.solver.lin(eng.tab.atom(Atom("dim", bdom)), 0))
         if unguarded:
             # (an unmasked extent is what the kernel reads: k0 at most the largest index)
             cons.append(z3.Or(*[k0 <= eng.solver.lin(k, c) for k, c, _, _, _ in sym],

@@ -698,6 +698,15 @@ class Engine:
             self._tables[k] = t
         return t
 
+    def _undecided(self, op: Op, reason: str) -> None:
+        """A question about ``op`` z3 could not decide within its budget: an unknown
+        (AVE205) at ``op``, never a silent pass (it rides on the checks: a variant that
+        resumes before it drops it with them)."""
+        chk = PairCheck(op, "analysis", 0)
+        chk.compared = 1
+        chk.unknown = reason
+        self.checks.append(chk)
+
     def new_check(self, op: Op, kind: str) -> PairCheck:
         key = (op.loc.file, op.loc.range, tuple(op.attrs.get("loop_indices", ())))
         n = self.occurrence.get(key, 0)
@@ -793,9 +802,6 @@ class Engine:
         #: per global tensor, how many writes into it ran so far (its elements' data
         #: before and after one differ: see _global_written)
         self._gversion: dict = {}
-        #: id(op) -> {(global tensor, dim): the largest constant coordinate it reads}
-        #: (_note_read_extent)
-        self.read_extent: dict = {}
         self.written = np.zeros(ng, bool)
         #: per granule: 0, or the index + 1 into ``_landings`` of the asynchronous copy that
         #: wrote it last, issued in an arm of a branch on a runtime value the sizes leave
@@ -2270,10 +2276,8 @@ class Engine:
             gc = self.global_coords(tile, coords)
             tags = self.tensor_tags(tile.tensor, gc, n)
             tags.cond = self.conds.rows(guard, n).copy()
-            truth = self.conds.truth(tags.cond)
-            off = truth == 1
+            off = self.conds.truth(tags.cond) == 1
             tags.code[off] = ABSENT
-            self._note_read_extent(op, tile.tensor.name, gc, ~off)
             # what the elements are (write/write races are between different data): the
             # tensor's elements at these (symbolic) coordinates, under the mask
             tid = self._tensor_ids.setdefault(tile.tensor.name, len(self._tensor_ids) + 1)
@@ -2340,27 +2344,6 @@ class Engine:
                 self._check_landings(op, marks, threads, first)
         return tags
 
-    def _note_read_extent(self, op: Op, name: str, gc: list, live: np.ndarray) -> None:
-        """Record, per dimension of global tensor ``name``, the largest constant coordinate
-        ``op`` reads (``gc``: the elements' coordinates; ``live``: those its mask may read)
-        in :attr:`read_extent` (by op: AVE206 asks it of the reads whose data reached an
-        MMA chain, see accumulation.read_max -- the widest read of the tensor anywhere was
-        taken, and a packed row's other half, passed through to another output, was
-        "never accumulates k=64"; a review helper). A constant slice states the tensor's
-        extent (bounds.py: ``0:D`` of a constexpr head dimension). An op's constant
-        coordinates are the same in every variant that runs it: nothing to journal."""
-        ext = self.read_extent.setdefault(id(op), {})
-        if not ext:
-            self._keep_alive.append(op)
-        for d, c in enumerate(gc):
-            key = np.broadcast_to(c.key, live.shape)
-            sel = live & (key == 0)
-            if not sel.any():
-                continue
-            top = int(np.broadcast_to(c.conc, live.shape)[sel].max())
-            if ext.get((name, d), -1) < top:
-                ext[(name, d)] = top
-
     def _int_element(self, datum: int) -> tuple | None:
         """``(tensor, coords, ver, dtype)`` of the global integer element whose datum is
         ``datum`` (an index table's entry copied into shared memory), from the integer
@@ -2404,6 +2387,7 @@ class Engine:
         name = tile.tensor.name if tile.tensor is not None else None
         if name is None:
             return
+        self._dropped_chain = False
         if self.global_chains:
             self._global_written_chains(tile)
         old = self._gversion.get(name, 0)
@@ -2999,6 +2983,14 @@ class Engine:
                 r = sv.satisfiable([], extra)
                 res = self._landing_memo[key] = (r.status, r)
             status, r = res
+            if status == "unknown":
+                # (a path where the copy did not run, undecided: never a silent pass -- it
+                # was skipped, and the read of bytes only that copy writes was clean with a
+                # budget of 5 ms; a review helper)
+                self._undecided(op, "whether the bytes it reads were written: an "
+                                "asynchronous copy into them runs under a branch, and the "
+                                "solver's budget ran out deciding whether it can not run")
+                continue
             if status != "sat":
                 continue
             model = r.refine() if r.refine is not None else r.model
@@ -3055,7 +3047,11 @@ class Engine:
             return
         self.global_chains[key] = (fr, op, guard, list(self.runtime_branches),
                                    self.active.copy(), self.loops, _tile_box(dst))
-        self._journal_chains(key, None)
+        # (kept when a branch's arm is rolled back, as the drop of what it overwrote is: the
+        # store may have happened -- the final store of a chain under `if M > 8:` was
+        # undone with its arm, and the chain never checked; a review helper. The kernel's
+        # end checks it under the store's branches)
+        self._journal_chains(key, None, keep=bool(self.runtime_branches))
 
     def _stores_start(self, dst: Any, fr: Any) -> bool:
         """A global store into a tensor the kernel reads back after writing it, of a value
@@ -3370,7 +3366,14 @@ class Engine:
             s = z3.Solver(ctx=sv.ctx)
             s.set("timeout", sv.timeout_ms)
             s.add(*sv._domain, *trips, z3.Or(*terms), z3.Or(*[z3.Not(t) for t in terms]))
-            if s.check() != z3.sat:
+            st = s.check()
+            if st == z3.unknown:
+                # (undecided: never a silent pass -- a barrier some thread may skip was
+                # clean with a budget of 20 ms; a review helper)
+                self._undecided(op, "whether every thread of the workgroup reaches this "
+                                "barrier: the solver's budget ran out")
+                return None
+            if st != z3.sat:
                 return None
             # the lowest thread that can reach it, then (with it reaching) the lowest that
             # can miss it: one small query per group in thread order (groups before the
@@ -3392,6 +3395,8 @@ class Engine:
             s.set("timeout", sv.timeout_ms)
             s.add(*sv._domain, *trips, *chosen)
             if s.check() != z3.sat:
+                self._undecided(op, "whether every thread of the workgroup reaches this "
+                                "barrier: the solver's budget ran out")
                 return None
         m = sv.canonical_model(s, mentioned_only=True)
         took = {k: z3.is_true(m.eval(t, model_completion=True))

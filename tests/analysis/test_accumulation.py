@@ -1592,21 +1592,6 @@ def test_a_start_stored_before_an_accumulation_through_global_memory(prologue, v
         assert [d.code for d in a.diagnostics] == ["AVE205"]
 
 
-def test_zeros_stored_over_a_chain_no_load_continued_is_no_start():
-    # the chain stored at the end of each iteration, zeros stored over it right after: the
-    # kernel outputs zeros. The zeros are no start there (the products before would be
-    # lost): the next iteration's load is a read back (AVE205 at its MMA)
-    text = RMW.replace("{K0}", "kt * 32").replace(
-        "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n",
-        "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n"
-        "        ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
-        " mask=lambda m, n: m < M)\n")
-    res = compile_source(text, "drop.py")
-    a = analyze(res.kernels[0])
-    assert [d.code for d in a.diagnostics] == ["AVE205"], [d.message for d in a.diagnostics]
-    assert "read back" in a.diagnostics[0].message
-
-
 SPLIT_RUNTIME = '''
 import ave_core.lang as ave
 
@@ -1683,32 +1668,39 @@ def qk(Q: ave.Tensor[ave.bf16, 2], K: ave.Tensor[ave.bf16, 2], S: ave.Tensor[ave
 '''
 
 
-@pytest.mark.parametrize("nk", [4, 2])
-def test_an_unmasked_extent_is_the_range_the_kernel_reads(nk):
-    # the head dimension copied in full (0:64, unmasked: the kernel's statement of the
-    # extent), the k-step loop stopping halfway (2 steps of 16): d = 32..63 never summed.
-    # The extent was taken from what the MMAs received (0..31): proved (a review helper)
-    res = compile_source(HEAD_DIM.replace("{NK}", str(nk)), "hd.py")
+@pytest.mark.parametrize("split", [False, True])
+def test_a_packed_row_half_reduced_is_proved(split):
+    # Q packs [q | other]: q (columns 0:64) is reduced, the other half passed through to R
+    # -- read by its own load (split) or staged with q by one copy of the whole row. The
+    # range the copies read was tried as the reduction's extent: "never accumulates k=64"
+    # on both correct kernels (review helpers); the extent is the range the MMAs read.
+    text = HEAD_DIM.replace("{NK}", "4").replace(
+        "S: ave.Tensor[ave.f32, 2]):", "S: ave.Tensor[ave.f32, 2], R: ave.Tensor[ave.f32, 2]):")
+    if split:
+        text = text.replace("    ave.store(S[0:64, 0:64], acc)\n",
+                            "    ave.store(R[0:64, 0:64], ave.cast(ave.load(Q[0:64, 64:128], t.c),"
+                            " ave.f32))\n    ave.store(S[0:64, 0:64], acc)\n")
+    else:
+        text = text.replace("sQ = ave.alloc((64, 64)", "sQ = ave.alloc((64, 128)").replace(
+            "ave.copy(Q[0:64, 0:64], sQ", "ave.copy(Q[0:64, 0:128], sQ").replace(
+            "    ave.store(S[0:64, 0:64], acc)\n",
+            "    ave.store(R[0:64, 0:64], ave.cast(ave.load(sQ[0:64, 64:128], t.c), ave.f32))\n"
+            "    ave.store(S[0:64, 0:64], acc)\n")
+    res = compile_source(text, "packed.py")
     assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
     k = res.kernels[0]
-    a, d = _acc206(k)
-    rng = np.random.default_rng(22)
-    Q = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
+    a = analyze(k)
+    assert a.diagnostics == [], [d.message for d in a.diagnostics]
+    rng = np.random.default_rng(31)
+    Q = NUM.to_storage(bf16, rng.standard_normal((64, 128)).astype(np.float32))
     Kt = NUM.to_storage(bf16, rng.standard_normal((64, 64)).astype(np.float32))
     S = np.full((64, 64), np.nan, np.float32)
-    run(k, (1,), [Q, Kt, S], checks=False)
+    R = np.full((64, 64), np.nan, np.float32)
+    run(k, (1,), [Q, Kt, S, R], checks=False)
     qf, kf = (NUM.from_storage(bf16, x).astype(np.float64) for x in (Q, Kt))
-    if nk == 4:
-        assert a.diagnostics == [], [x.message for x in a.diagnostics]
-        assert np.abs(S - qf @ kf.T).max() < 1e-3 * np.abs(qf @ kf.T).max()
-    else:
-        (x,) = d
-        w = x.witness
-        assert (w["what"], w["value"], w["accumulator"]) == ("never", 32, [0, 0])
-        assert w["model"]["Q.shape[1]"] == 64 and w["model"]["K.shape[1]"] == 64
-        # the interpreter's S[0, 0] is the sum over d < 32 only
-        assert abs(float(S[0, 0]) - float(qf[0, :32] @ kf[0, :32])) < 1e-3
-        assert abs(float(S[0, 0]) - float(qf[0] @ kf[0])) > 1e-3
+    ref = qf[:, :64] @ kf.T
+    assert np.abs(S - ref).max() < 1e-3 * np.abs(ref).max()
+    assert np.array_equal(R, qf[:, 64:].astype(np.float32))
 
 
 TAIL_TILE = '''
@@ -1820,59 +1812,32 @@ def test_a_write_into_another_tile_keeps_a_chain_in_global_memory(k0, verdict):
         assert np.abs(C[:, :64] - ref[:, :64]).max() > 1e-1
 
 
-def test_zeros_over_a_chain_whose_load_was_discarded_are_no_start():
-    # each iteration stores its chain, loads it back into a value nobody uses, then stores
-    # zeros over it: C ends with the last k-tile only. The discarded load made the zeros a
-    # start and the kernel was proved (a review helper); zeros over any chain are none
+ZEROS = ("ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
+         " mask=lambda m, n: m < M)\n")
+
+
+@pytest.mark.parametrize("after", [
+    # zeros right after each iteration's chain: the kernel outputs zeros
+    "        " + ZEROS,
+    # ... after a load of the chain whose value nobody uses (it made the zeros a start: the
+    # kernel was proved while C ended with the last k-tile; a review helper)
+    "        ave.barrier()\n"
+    "        old = ave.load(C[0:64, 0:64], tiled.c, mask=lambda m, n: m < M)\n"
+    "        ave.barrier()\n        " + ZEROS,
+    # ... in one arm of a runtime branch, all iterations but the last (the drop was undone
+    # with its arm, the next load continued the chain: proved; a review helper)
+    "        ave.barrier()\n        if kt + 1 < (K + 31) // 32:\n            " + ZEROS,
+])
+def test_zeros_over_a_chain_are_no_start(after):
+    # C zeroed first (a start), then C += A B through global memory with zeros stored over
+    # the chain after each iteration (or some): those products are lost -- the next load is
+    # a read back, AVE205 at its MMA
+    store = "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n"
     text = RMW.replace("{K0}", "kt * 32").replace(
-        "    acc = ave.zeros((64, 64), ave.f32, tiled.c)\n",
-        "    ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
-        " mask=lambda m, n: m < M)\n").replace(
-        "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n",
-        "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n"
-        "        ave.barrier()\n"
-        "        old = ave.load(C[0:64, 0:64], tiled.c, mask=lambda m, n: m < M)\n"
-        "        ave.barrier()\n"
-        "        ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
-        " mask=lambda m, n: m < M)\n")
-    res = compile_source(text, "discard.py")
+        "    acc = ave.zeros((64, 64), ave.f32, tiled.c)\n", "    " + ZEROS).replace(
+        store, store + after)
+    res = compile_source(text, "zeros.py")
     assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
     a = analyze(res.kernels[0])
     assert [d.code for d in a.diagnostics] == ["AVE205"], [d.message for d in a.diagnostics]
-
-
-def test_zeros_stored_in_one_arm_of_a_runtime_branch_drop_the_chain():
-    # C zeroed after every iteration but the last (`if kt + 1 < KT:` as a runtime branch):
-    # C ends with the last k-tile. The zeros' drop of the chain was undone with their arm,
-    # the next load continued the chain, and the kernel was proved (a review helper); the
-    # write may have happened: the chain is gone after the branch (AVE205 at the MMA)
-    text = RMW.replace("{K0}", "kt * 32").replace(
-        "    acc = ave.zeros((64, 64), ave.f32, tiled.c)\n",
-        "    ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
-        " mask=lambda m, n: m < M)\n").replace(
-        "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n",
-        "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n"
-        "        ave.barrier()\n"
-        "        if kt + 1 < (K + 31) // 32:\n"
-        "            ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
-        " mask=lambda m, n: m < M)\n")
-    res = compile_source(text, "armzero.py")
-    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
-    a = analyze(res.kernels[0])
-    assert [d.code for d in a.diagnostics] == ["AVE205"], [d.message for d in a.diagnostics]
-
-
-def test_the_extent_read_is_that_of_the_reads_reaching_the_chain():
-    # Q packs [q | other]: q (columns 0:64) is reduced, the other half read by another load
-    # and passed through to R. The widest read of Q anywhere was taken for the reduction's
-    # extent: "never accumulates k=64" on a correct kernel (a review helper); the reads
-    # whose data reached the MMAs (the copy into sQ) read 0:64
-    text = HEAD_DIM.replace("{NK}", "4").replace(
-        "S: ave.Tensor[ave.f32, 2]):", "S: ave.Tensor[ave.f32, 2], R: ave.Tensor[ave.f32, 2]):"
-    ).replace("    ave.store(S[0:64, 0:64], acc)\n",
-              "    ave.store(R[0:64, 0:64], ave.cast(ave.load(Q[0:64, 64:128], t.c), ave.f32))\n"
-              "    ave.store(S[0:64, 0:64], acc)\n")
-    res = compile_source(text, "packed.py")
-    assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
-    a = analyze(res.kernels[0])
-    assert a.diagnostics == [], [d.message for d in a.diagnostics]
+    assert "read back" in a.diagnostics[0].message

@@ -340,3 +340,45 @@ def test_a_precondition_false_for_a_variant_drops_it():
     k = compile_source(ONCE.replace("{ASSUME}", "    ave.assume(KT >= 3)\n"), "o.py").kernels[0]
     a = analyze(k)
     assert a.diagnostics == [] and not [r for r in a.assertions if r.kind == "analysis"]
+
+
+# ----------------------------------------------------------------------------- round 20
+# (r20_*: a review of the analysis' handling of z3's "unknown", and of MMA chains kept in
+# global memory)
+
+@pytest.mark.parametrize("name, decided", [
+    ("r20_divergent_barrier_unknown", "AVE209"),
+    ("r20_landing_unknown", "AVE203"),
+    ("r20_zero_trip_unknown", "AVE203"),
+])
+@pytest.mark.parametrize("budget_ms", [1, 20])
+def test_an_undecided_query_is_never_a_silent_pass(name, decided, budget_ms):
+    # each was clean with a small solver budget: an undecided divergence query read as
+    # "cannot diverge", an undecided path without an asynchronous copy was skipped, and a
+    # loop's zero-trip variant z3 could not decide was dropped. Now the finding, or AVE205
+    from ave_core.analysis import AnalysisOptions
+    k = compile_file(str(CASES / f"{name}.py")).kernels[0]
+    a = analyze(k, AnalysisOptions(solver_timeout_ms=budget_ms))
+    codes = {d.code for d in a.diagnostics}
+    assert codes and codes <= {decided, "AVE205"}, [d.message for d in a.diagnostics]
+    # with the default budget: the finding itself
+    assert decided in {d.code for d in analyze(k).diagnostics}
+
+
+def test_a_cleanup_of_one_workspace_does_not_refuse_the_next_start():
+    codes, (k, _) = _codes("r20_stale_dropped_chain")
+    assert codes == []
+    rng = np.random.default_rng(32)
+    A, B = _bf16(rng, (64, 72)), _bf16(rng, (72, 128))
+    C = np.full((64, 128), np.nan, np.float32)
+    W, D = np.full((64, 64), np.nan, np.float32), np.full((64, 64), np.nan, np.float32)
+    run(k, (1,), [A, B, C, W, D], checks=False)
+    ref = _f64(A) @ _f64(B)
+    assert np.abs(C - ref).max() < 1e-3 * np.abs(ref).max()
+
+
+def test_a_chain_stored_in_an_arm_of_a_runtime_branch_is_checked():
+    codes, (k, a) = _codes("r20_chain_stored_in_runtime_arm")
+    assert codes == ["AVE206"]
+    (d,) = a.diagnostics
+    assert (d.witness["what"], d.witness["value"]) == ("twice", 0)
