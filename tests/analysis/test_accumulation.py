@@ -1812,21 +1812,21 @@ def test_a_write_into_another_tile_keeps_a_chain_in_global_memory(k0, verdict):
         assert np.abs(C[:, :64] - ref[:, :64]).max() > 1e-1
 
 
-ZEROS = ("ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
+ZERO_STORE = ("ave.store(C[0:64, 0:64], ave.zeros((64, 64), ave.f32, tiled.c),"
          " mask=lambda m, n: m < M)\n")
 
 
 @pytest.mark.parametrize("after", [
     # zeros right after each iteration's chain: the kernel outputs zeros
-    "        " + ZEROS,
+    "        " + ZERO_STORE,
     # ... after a load of the chain whose value nobody uses (it made the zeros a start: the
     # kernel was proved while C ended with the last k-tile; a review helper)
     "        ave.barrier()\n"
     "        old = ave.load(C[0:64, 0:64], tiled.c, mask=lambda m, n: m < M)\n"
-    "        ave.barrier()\n        " + ZEROS,
+    "        ave.barrier()\n        " + ZERO_STORE,
     # ... in one arm of a runtime branch, all iterations but the last (the drop was undone
     # with its arm, the next load continued the chain: proved; a review helper)
-    "        ave.barrier()\n        if kt + 1 < (K + 31) // 32:\n            " + ZEROS,
+    "        ave.barrier()\n        if kt + 1 < (K + 31) // 32:\n            " + ZERO_STORE,
 ])
 def test_zeros_over_a_chain_are_no_start(after):
     # C zeroed first (a start), then C += A B through global memory with zeros stored over
@@ -1834,7 +1834,7 @@ def test_zeros_over_a_chain_are_no_start(after):
     # a read back, AVE205 at its MMA
     store = "        ave.store(C[0:64, 0:64], part, mask=lambda m, n: m < M)\n"
     text = RMW.replace("{K0}", "kt * 32").replace(
-        "    acc = ave.zeros((64, 64), ave.f32, tiled.c)\n", "    " + ZEROS).replace(
+        "    acc = ave.zeros((64, 64), ave.f32, tiled.c)\n", "    " + ZERO_STORE).replace(
         store, store + after)
     res = compile_source(text, "zeros.py")
     assert res.diagnostics == [], [d.format_text() for d in res.diagnostics]
