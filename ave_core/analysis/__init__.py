@@ -668,7 +668,7 @@ def _model_trips(eng: Any, model: dict | None, trips: dict) -> dict:
                     free[e.decl().name()] = e
                 else:
                     todo += list(e.children())
-            if any(v not in model for v in free):
+            if any(v not in model or not isinstance(model[v], int) for v in free):
                 continue
             val = z3.simplify(z3.substitute(expr, *[(e, z3.IntVal(int(model[v]), sv.ctx))
                                                     for v, e in free.items()]))

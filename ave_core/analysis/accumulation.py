@@ -636,6 +636,8 @@ def end_chain(eng: Any, x: Any, op: Any) -> None:
             eng.checks[seen[1]] is seen[2] and seen[3].shape == active.shape and \
             bool((seen[3] | ~active).all()) and seen[4] <= arms and seen[5] is eng.k:
         return
+    if eng.global_chains:
+        eng._chain_consumed(x.kcov)
     c0 = x.kcov[0]
     first = getattr(c0, "op", None) or (c0[0].op if c0 else op)
     chk = PairCheck(first, "accumulate", 0)

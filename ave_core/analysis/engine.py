@@ -673,7 +673,8 @@ class Engine:
         self.pending_resets: list = []
         #: chains deferred stores wrote into global tensors the kernel reads back: their
         #: elements' key -> (value, store, its guard, branches, active threads, loops,
-        #: the tile's box: _tile_box); value None: a start (_keep_global_start)
+        #: the tile's box: _tile_box, whether a use of a load of it was checked:
+        #: _chain_consumed); value None: a start (_keep_global_start)
         self.global_chains: dict = {}
         self._dropped_chain = False
         #: while accumulation.check_resets checks a class of elements: its z3 terms
@@ -3046,7 +3047,7 @@ class Engine:
             accumulation.flush_resets(self, op, guard)
             return
         self.global_chains[key] = (fr, op, guard, list(self.runtime_branches),
-                                   self.active.copy(), self.loops, _tile_box(dst))
+                                   self.active.copy(), self.loops, _tile_box(dst), False)
         # (kept when a branch's arm is rolled back, as the drop of what it overwrote is: the
         # store may have happened -- the final store of a chain under `if M > 8:` was
         # undone with its arm, and the chain never checked; a review helper. The kernel's
@@ -3068,8 +3069,9 @@ class Engine:
         """Register a start (:meth:`_stores_start`) in the elements a store wrote (after
         :meth:`_global_written` dropped what was known there; journaled). A load of them
         under the same mask (:meth:`_global_key`) is global data alone; the kernel's end
-        checks nothing for it. Not over a chain stored in elements it may overwrite: those
-        products would be lost (zeros stored after each iteration's chain -- the kernel
+        checks nothing for it. Not over a chain stored in elements it may overwrite, unless
+        a use of a load of it was checked (:meth:`_chain_consumed`): those products would
+        be lost (zeros stored after each iteration's chain -- the kernel
         outputs zeros: every load after is a read back, AVE205 at its MMA; a load of the
         chain in between, its value discarded, made it a start, and the kernel was proved;
         a review helper)."""
@@ -3078,7 +3080,7 @@ class Engine:
         key = self._global_key(dst, op.operands[1].type.layout, guard)
         if key is not None:
             self.global_chains[key] = (None, op, guard, list(self.runtime_branches),
-                                       self.active.copy(), self.loops, _tile_box(dst))
+                                       self.active.copy(), self.loops, _tile_box(dst), True)
             self._journal_chains(key, None)
 
     def _global_written_chains(self, tile: Any) -> None:
@@ -3098,11 +3100,21 @@ class Engine:
             if _boxes_disjoint(box, self.global_chains[key][6]):
                 continue
             old = self.global_chains.pop(key)
-            self._dropped_chain |= old[0] is not None
+            self._dropped_chain |= old[0] is not None and not old[7]
             # (kept when a branch's arm is rolled back: the write may have happened -- zeros
             # stored in one arm of `if kt + 1 < KT:` were undone for the join, and the next
             # load continued the chain they overwrote; a review helper)
             self._journal_chains(key, old, keep=True)
+
+    def _chain_consumed(self, kcov: list) -> None:
+        """A chain a load continued was checked at a use of the loaded value (stored into
+        C from a workspace W): its products reached the output, and zeros stored over it
+        in W are a start (a workspace reused for the next output tile was AVE205; a
+        review helper). Journaled (a branch's arm rolled back: not consumed)."""
+        for key, ent in list(self.global_chains.items()):
+            if ent[0] is not None and ent[0].kcov is kcov and not ent[7]:
+                self.global_chains[key] = ent[:7] + (True,)
+                self._journal_chains(key, ent)
 
     def _journal_chains(self, key: tuple, old: Any, keep: bool = False) -> None:
         if self.journal is not None:
@@ -3135,7 +3147,7 @@ class Engine:
         checked there, as a store's would be (under the store's branches, threads and
         mask)."""
         for key in list(self.global_chains):
-            fr, op, guard, branches, active, loops, _ = self.global_chains[key]
+            fr, op, guard, branches, active, loops, _, _ = self.global_chains[key]
             if fr is None:          # a start (_keep_global_start): no chain to check
                 continue
             saved = (self.runtime_branches, self.active, self.loops)

@@ -382,3 +382,15 @@ def test_a_chain_stored_in_an_arm_of_a_runtime_branch_is_checked():
     assert codes == ["AVE206"]
     (d,) = a.diagnostics
     assert (d.witness["what"], d.witness["value"]) == ("twice", 0)
+
+
+def test_a_workspace_reused_after_its_chain_was_used():
+    codes, (k, _) = _codes("r20_workspace_reuse")
+    assert codes == []
+    rng = np.random.default_rng(33)
+    A, B = _bf16(rng, (64, 72)), _bf16(rng, (72, 128))
+    C = np.full((64, 128), np.nan, np.float32)
+    W = np.full((64, 64), np.nan, np.float32)
+    run(k, (1,), [A, B, C, W], checks=False)
+    ref = _f64(A) @ _f64(B)
+    assert np.abs(C - ref).max() < 1e-3 * np.abs(ref).max()
