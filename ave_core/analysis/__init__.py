@@ -862,9 +862,14 @@ def _diagnose(kernel: KernelIR, r: AssertionResult) -> list[Diagnostic]:
             return [Diagnostic("AVE204", f"{r.kind} compares no element: it proves nothing "
                                "(its mask excludes every element, or it never runs)",
                                r.loc.file, r.loc.range)]
-        return [Diagnostic("AVE204", f"{r.kind} compares only untagged (⊥) elements: it proves "
-                           "nothing (tag the tensors its operands come from)", r.loc.file,
-                           r.loc.range)]
+        # (not only untagged tensors: a computation keeps the fields its inputs agree on --
+        # a reduction over the wrong axis dropped `row`, and "tag the tensors" misled a
+        # fresh user whose tensors were tagged)
+        return [Diagnostic("AVE204", f"{r.kind} compares only elements with no tag on the "
+                           "compared fields (⊥): it proves nothing (tag the tensors its "
+                           "operands come from; a computation keeps only the fields its "
+                           "inputs agree on -- a reduction drops the reduced axis's field)",
+                           r.loc.file, r.loc.range)]
     return []
 
 
