@@ -651,6 +651,8 @@ def _model_trips(eng: Any, model: dict | None, trips: dict) -> dict:
     if not model or not trips:
         return out
     from ave_core.analysis.accumulation import _trip_forms_named
+    from ave_core.analysis.smt import constant_terms
+    from ave_core.compiler.unroll import trip_count
     sv = eng.solver
     z3 = sv.z3
     forms = _trip_forms_named(eng)
@@ -659,23 +661,14 @@ def _model_trips(eng: Any, model: dict | None, trips: dict) -> dict:
         for k, c, lb, st, n, name, _, _, _ in forms:
             if name is None or name not in out or names.count(name) > 1 or st == 0:
                 continue
-            expr = sv.lin(k, c) - lb
-            free: dict = {}
-            todo = [expr]
-            while todo:
-                e = todo.pop()
-                if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-                    free[e.decl().name()] = e
-                else:
-                    todo += list(e.children())
-            if any(v not in model or not isinstance(model[v], int) for v in free):
+            expr = sv.lin(k, c)                 # the loop runs range(lb, expr, st)
+            free = {e.decl().name(): e for e in constant_terms(z3, [expr]).values()}
+            if any(not isinstance(model.get(v), int) for v in free):
                 continue
-            val = z3.simplify(z3.substitute(expr, *[(e, z3.IntVal(int(model[v]), sv.ctx))
+            val = z3.simplify(z3.substitute(expr, *[(e, z3.IntVal(model[v], sv.ctx))
                                                     for v, e in free.items()]))
-            if not z3.is_int_value(val):
-                continue
-            d = val.as_long()
-            out[name] = max(0, -(-d // st)) if st > 0 else max(0, -(d // -st))
+            if z3.is_int_value(val):
+                out[name] = trip_count(lb, val.as_long(), st)
     return out
 
 

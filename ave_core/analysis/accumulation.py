@@ -1513,8 +1513,9 @@ def _at_most_once_across(eng: Any, items: list) -> dict | None:
     sums ``[K - 32, 32 * (K // 32))`` twice -- its forms ``K - 32 + j`` were never
     compared with the loop's constants (a review helper). Indices are grouped by form and
     guard; two groups meet where the difference of their forms is a difference of their
-    constant parts (a few runs of consecutive values each) under both guards: one z3 query
-    for every pair of groups, the earliest pair (by the MMA order) it can satisfy named."""
+    constant parts (a few runs of consecutive values each) under both guards: one z3 query,
+    a disjunction over the pairs of groups; the earliest pair (by the MMA order) its model
+    satisfies is named."""
     if not any(it[0] for it in items):
         return None             # (constant indices only: equal forms, compared already)
     groups: dict = {}

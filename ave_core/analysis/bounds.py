@@ -119,6 +119,14 @@ def _lt_conjuncts(region: Any, env: dict) -> list:
     return out[::-1]
 
 
+def _uniform_form(v: Any) -> tuple[int, int] | None:
+    """``(key, conc)`` of a scalar the same for every thread, or None."""
+    if not isinstance(v, SymInt) or not _uniform(np.asarray(v.key)) or \
+            not _uniform(np.asarray(v.conc)):
+        return None
+    return int(np.asarray(v.key).reshape(-1)[0]), int(np.asarray(v.conc).reshape(-1)[0])
+
+
 def _min_operands(v: Any) -> tuple:
     """The two operands of ``v`` when it is ``ave.minimum(x, y)`` (``arith.min``), else ()."""
     d = getattr(v, "owner", None)
@@ -207,21 +215,12 @@ class BoundsChecker:
                 # when it is the minimum's one size (split-K's block end; it was a false
                 # AVE208). A minimum of two sizes, `ave.minimum(KA, B.shape[0])`, says they
                 # may differ: neither is stated (a review helper)
-                sizes = []
-                for part in _min_operands(rhs):
-                    pe = env.get(part)
-                    if isinstance(pe, SymInt) and _uniform(np.asarray(pe.key)) and \
-                            _uniform(np.asarray(pe.conc)):
-                        pk = int(np.asarray(pe.key).reshape(-1)[0])
-                        pc = int(np.asarray(pe.conc).reshape(-1)[0])
-                        sizes.append((pk, pc, self._states_extent(name, d, pk, pc),
-                                      self._is_size(pk, pc)))
-                if len(sizes) != 2 or sum(1 for x in sizes if x[3]) != 1:
+                parts = [_uniform_form(env.get(x)) for x in _min_operands(rhs)]
+                sizes = [f for f in parts if f is not None and self._is_size(*f)]
+                if len(parts) != 2 or len(sizes) != 1 or \
+                        not self._states_extent(name, d, *sizes[0]):
                     continue
-                k, c = next((pk, pc) for pk, pc, st, _ in sizes if st) if any(
-                    x[2] for x in sizes) else (None, None)
-                if k is None:
-                    continue
+                k, c = sizes[0]
             item = (name, d, k, c)
             if self.mask_log is not None:
                 self.mask_log.append(item)

@@ -2388,9 +2388,8 @@ class Engine:
         name = tile.tensor.name if tile.tensor is not None else None
         if name is None:
             return
-        self._dropped_chain = False
-        if self.global_chains:
-            self._global_written_chains(tile)
+        # (whether it dropped a chain: see _keep_global_start)
+        self._dropped_chain = bool(self.global_chains) and self._global_written_chains(tile)
         old = self._gversion.get(name, 0)
         self._gversion[name] = old + 1
         if self.journal is not None:
@@ -3083,7 +3082,7 @@ class Engine:
                                        self.active.copy(), self.loops, _tile_box(dst), True)
             self._journal_chains(key, None)
 
-    def _global_written_chains(self, tile: Any) -> None:
+    def _global_written_chains(self, tile: Any) -> bool:
         """Any write into a global tensor: the chains registered in tiles it may overlap are
         no longer known to be there (a store of zeros, or of another tile overlapping them,
         over a chain: the reload continued it, and the kernel was proved; a review helper)
@@ -3091,20 +3090,20 @@ class Engine:
         from one form) stay (zeroing C's second tile dropped the first's chain, which was
         then never checked; a review helper). A chain dropped so is not checked at the end
         (its tile was overwritten); a load of it is a read back with no chain (AVE205 at
-        an MMA into it)."""
+        an MMA into it). Returns whether a chain no use checked was among them."""
         name = tile.tensor.name if getattr(tile, "tensor", None) is not None else None
         box = _tile_box(tile)
-        # (whether a chain was among them: see _keep_global_start)
-        self._dropped_chain = False
+        dropped = False
         for key in [k for k in self.global_chains if k[0] == name]:
             if _boxes_disjoint(box, self.global_chains[key][6]):
                 continue
             old = self.global_chains.pop(key)
-            self._dropped_chain |= old[0] is not None and not old[7]
+            dropped |= old[0] is not None and not old[7]
             # (kept when a branch's arm is rolled back: the write may have happened -- zeros
             # stored in one arm of `if kt + 1 < KT:` were undone for the join, and the next
             # load continued the chain they overwrote; a review helper)
             self._journal_chains(key, old, keep=True)
+        return dropped
 
     def _chain_consumed(self, kcov: list) -> None:
         """A chain a load continued was checked at a use of the loaded value (stored into

@@ -475,8 +475,13 @@ __all__ = ["Solver", "SolveResult", "cond_text", "Cond"]
 
 def _constants(z3: Any, exprs: Any) -> set[int]:
     """The z3 ids of the uninterpreted constants (atoms) the expressions mention."""
+    return set(constant_terms(z3, exprs))
+
+
+def constant_terms(z3: Any, exprs: Any) -> dict[int, Any]:
+    """The uninterpreted constants (atoms) the expressions mention, by z3 id."""
     seen: set[int] = set()
-    out: set[int] = set()
+    out: dict[int, Any] = {}
     todo = list(exprs)
     while todo:
         e = todo.pop()
@@ -486,7 +491,7 @@ def _constants(z3: Any, exprs: Any) -> set[int]:
         seen.add(i)
         if e.num_args() == 0:
             if e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-                out.add(i)
+                out[i] = e
         else:
             todo.extend(e.children())
     return out

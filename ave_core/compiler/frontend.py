@@ -3226,9 +3226,9 @@ def _note_assumed_multiples(builder: Any, cond: Value) -> None:
                 if _const_of(z) == 0 and isinstance(mod, Op) and mod.name == "arith.mod":
                     c = _const_of(mod.operands[1])
                     if c:
-                        old = builder.assumed_multiples.get(mod.operands[0], 1)
-                        builder.assumed_multiples[mod.operands[0]] = \
-                            abs(old * c) // math.gcd(old, c)
+                        x = mod.operands[0]
+                        builder.assumed_multiples[x] = math.lcm(
+                            builder.assumed_multiples.get(x, 1), c)
 
 
 def _multiple_of(builder: Any, v: Any, depth: int = 0) -> int:
@@ -3253,9 +3253,7 @@ def _multiple_of(builder: Any, v: Any, depth: int = 0) -> int:
         for k, co in v.affine.items():
             g = math.gcd(g, abs(co) * (1 if k is None else _multiple_of(builder, k, depth + 1)))
         m = g
-    if m == 0:
-        return 0
-    return abs(m * known) // math.gcd(m, known)
+    return 0 if m == 0 else math.lcm(m, known)
 
 
 def _layout_vector_violation(geo: tuple, shape: tuple, n: int, table: np.ndarray | None,

@@ -100,6 +100,11 @@ def runtime_loops(kernel: KernelIR) -> list[Op]:
     return out
 
 
+def trip_count(lo: int, hi: int, step: int) -> int:
+    """How many times ``range(lo, hi, step)`` runs (``step != 0``)."""
+    return max(0, -(-(hi - lo) // step)) if step > 0 else max(0, -(-(lo - hi) // -step))
+
+
 def default_trip_bound(kernel: KernelIR) -> int:
     """``T = STAGES + 2``, the pipeline's depth plus its fill and drain: ``STAGES`` is the
     kernel's constexpr of that name; without one, the number of shared-memory buffers a
@@ -580,7 +585,7 @@ def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
     step = ctx.consts[st]
     if lb in ctx.consts and ub in ctx.consts:
         lo, hi = ctx.consts[lb], ctx.consts[ub]
-        n = max(0, -(-(hi - lo) // step)) if step > 0 else max(0, -(-(lo - hi) // -step))
+        n = trip_count(lo, hi, step)
     elif op in ctx.trip_counts:
         n = ctx.trip_counts[op]
     else:
