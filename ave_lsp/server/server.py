@@ -97,8 +97,24 @@ class AveProtocol(LanguageServerProtocol):
                 return _ANSWERED
             raise
 
+    #: ``initialize`` was received (LSP: before it, a request is answered with
+    #: ServerNotInitialized, -32002, and a notification other than ``exit`` is dropped)
+    _initialize_seen = False
+
     def handle_message(self, message: Any) -> None:
         if message is _ANSWERED:
+            return
+        method = getattr(message, "method", None)
+        if method == types.INITIALIZE:
+            self._initialize_seen = True
+        elif not self._initialize_seen and method not in (None, types.EXIT):
+            # (pygls answered a request before `initialize` with a null result, or ran a
+            # notification against a workspace that does not exist yet)
+            if getattr(message, "id", None) is not None:
+                self._send_response(message.id, error=types.ResponseError(
+                    code=types.ErrorCodes.ServerNotInitialized,
+                    message=f"{method}: the server is not initialized (send 'initialize' "
+                            "first)"))
             return
         if self._shutdown and getattr(message, "method", None) not in (None, types.EXIT) \
                 and getattr(message, "id", None) is not None:

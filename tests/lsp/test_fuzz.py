@@ -776,3 +776,47 @@ def test_malformed_requests_and_requests_after_shutdown_are_answered(tmp_path: P
             server.proc.kill()
             server.proc.wait(timeout=30)
         server.stderr_file.close()
+
+
+def test_requests_before_initialize_get_server_not_initialized(tmp_path: Path):
+    """LSP: before ``initialize`` a request is answered with ServerNotInitialized
+    (-32002) and a notification (other than ``exit``) is dropped. pygls answered a hover
+    with a null result and ran a didOpen against no workspace (a closing-note item)."""
+    server = RpcServer(tmp_path, tmp_path / "stderr.log")
+    uri = (tmp_path / "k.py").as_uri()
+
+    def raw(rid: int, method: str, params: Any) -> dict:
+        server._send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        return server.wait_for(lambda: server.responses.pop(rid, None), method)
+    try:
+        server.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "python", "version": 1, "text": AVE_IMPORT}})
+        for rid, method, params in ((101, "textDocument/hover", {
+                "textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}),
+                (102, "shutdown", None)):
+            r = raw(rid, method, params)
+            assert r.get("error", {}).get("code") == -32002, (method, r)
+            assert "result" not in r, r
+        init = server.request("initialize", {"processId": os.getpid(),
+                                             "rootUri": tmp_path.as_uri(),
+                                             "capabilities": _capabilities()})
+        assert init["capabilities"]["hoverProvider"], init
+        server.notify("initialized", {})
+        ok = raw(103, "textDocument/hover", {"textDocument": {"uri": uri},
+                                             "position": {"line": 0, "character": 0}})
+        assert "error" not in ok, ok
+        # the didOpen before initialize was dropped: a document opened after initialize
+        # is published (checks run one at a time, in order), the dropped one never
+        other = (tmp_path / "other.py").as_uri()
+        server.notify("textDocument/didOpen", {"textDocument": {
+            "uri": other, "languageId": "python", "version": 1, "text": AVE_IMPORT}})
+        server.wait_for(lambda: any(p["uri"] == other for p in server.publishes), "other")
+        assert not [p for p in server.publishes if p.get("uri") == uri], server.publishes
+        assert "result" in raw(104, "shutdown", None)
+        server.notify("exit", None)
+        assert server.proc.wait(timeout=30) == 0
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+            server.proc.wait(timeout=30)
+        server.stderr_file.close()
