@@ -167,12 +167,15 @@ class AnalysisPool:
         self._executor: ProcessPoolExecutor | None = None
         #: how many times the executor was rebuilt after a worker died
         self.rebuilds = 0
+        self._closed = False            # shut down with kill: no executor again
 
     # ------------------------------------------------------------------ executor
 
     def executor(self) -> ProcessPoolExecutor:
         """The live executor (started, with its workers warming up, on first use)."""
         with self._lock:
+            if self._closed:
+                raise RuntimeError("the analysis pool was shut down")
             if self._executor is None:
                 # (no max_tasks_per_child: up to Python 3.13/3.14 a worker that reaches
                 # it can deadlock the executor, CPython gh-115634; the workers release
@@ -213,15 +216,27 @@ class AnalysisPool:
         ex = self.executor()
         return ex.submit(self.target, unit), ex
 
-    def shutdown(self, wait: bool = False) -> None:
+    def shutdown(self, wait: bool = False, kill: bool = False) -> None:
         """Stop the workers (pending units are cancelled). ``wait``: until they have
         exited -- a process about to exit (the headless check) waits, or the executor's
         exit hook may write to a pipe its manager thread is closing ("Exception ignored
-        ... Bad file descriptor" on stderr, now and then)."""
+        ... Bad file descriptor" on stderr, now and then). ``kill``: the process is
+        about to exit while units run (the server got ``exit`` mid-check): the workers
+        are terminated, not waited for, the executor is shut down (its manager thread
+        joined, so that its queues' semaphores can be released) and no new one starts
+        (a check thread that saw its worker die would start one)."""
         with self._lock:
             ex, self._executor = self._executor, None
-        if ex is not None:
-            ex.shutdown(wait=wait, cancel_futures=True)
+            self._closed = self._closed or kill
+        if ex is None:
+            return
+        if kill:
+            for proc in list((getattr(ex, "_processes", None) or {}).values()):
+                try:
+                    proc.terminate()
+                except (OSError, ValueError, AttributeError):
+                    pass            # (exited already)
+        ex.shutdown(wait=wait or kill, cancel_futures=True)
 
     # ------------------------------------------------------------------ running units
 
@@ -502,8 +517,9 @@ class SharedPool:
         """The pool, if one was started."""
         return self._pool
 
-    def shutdown(self) -> None:
+    def shutdown(self, kill: bool = False) -> None:
+        """Stop the pool's workers (see :meth:`AnalysisPool.shutdown`)."""
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown()
+            pool.shutdown(kill=kill)

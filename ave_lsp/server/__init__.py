@@ -65,7 +65,17 @@ def _exit_if_busy(server, status: int, *streams) -> None:
     if not server.busy():
         return
     try:
-        server.shutdown()
+        server.shutdown(kill=True)
+    except Exception:  # noqa: BLE001 - exiting anyway
+        pass
+    try:
+        # multiprocessing's finalizers that os._exit skips (those a normal exit runs
+        # first; exit priority >= 0): they unlink the worker queues' semaphores
+        # ("resource_tracker: There appear to be 5 leaked semaphore objects" on stderr
+        # otherwise; a closing-note item). Not every exit hook: multiprocessing's joins
+        # its children, a hang here
+        from multiprocessing import util as mp_util
+        mp_util._run_finalizers(0)
     except Exception:  # noqa: BLE001 - exiting anyway
         pass
     for f in (*streams, sys.stdout, sys.stderr):

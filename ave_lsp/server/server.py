@@ -449,12 +449,14 @@ class AveLanguageServer(LanguageServer):
             self.analysis_pools = SharedPool()
         return self.analysis_pools
 
-    def shutdown(self) -> None:
+    def shutdown(self, kill: bool = False) -> None:
+        """Stop the pools; ``kill``: the process exits now, mid-check (see
+        :meth:`ave_core.pool.AnalysisPool.shutdown`)."""
         for pool in (self._check_pool, self._hover_pool):
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)
         if self.analysis_pools is not None:
-            self.analysis_pools.shutdown()
+            self.analysis_pools.shutdown(kill=kill)
         super().shutdown()
 
     # ------------------------------------------------------------------ logging

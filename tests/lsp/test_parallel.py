@@ -349,3 +349,62 @@ def test_a_kernel_without_constexprs_says_so(tmp_path):
     res = check_mod.check_file(str(f))
     (d,) = [d for d in res.diagnostics if d.code == "AVE207"]
     assert "in the specialization defaults (no constexprs)" in d.notes
+
+
+def test_exit_mid_check_kills_the_workers_and_leaks_no_semaphores(tmp_path):
+    """The server's exit while a unit runs (``_exit_if_busy``: ``os._exit`` after
+    ``shutdown(kill=True)``): the workers are terminated, no new executor starts (a check
+    thread that saw its worker die would start one), and the resource tracker finds no
+    leaked semaphore of the executor's queues -- it warned "There appear to be 5 leaked
+    semaphore objects" on every exit mid-check (a closing-note item)."""
+    import subprocess
+
+    gate = tmp_path / "never"
+    script = tmp_path / "owner.py"
+    script.write_text(
+        "import functools, os, sys, time\n"
+        f"sys.path.insert(0, {str(ROOT)!r}); sys.path.insert(0, {str(ROOT / 'tests' / 'lsp')!r})\n"
+        "import pool_targets\n"
+        "from ave_core.pool import AnalysisPool, SharedPool\n"
+        "from ave_lsp import server as server_pkg\n"
+        "class Server:\n"
+        "    def __init__(self):\n"
+        "        self.pools = SharedPool(functools.partial(pool_targets.wait_for_file, "
+        f"{str(gate)!r}))\n"
+        "    def busy(self):\n"
+        "        return True\n"
+        "    def shutdown(self, kill=False):\n"
+        "        self.pools.shutdown(kill=kill)\n"
+        "if __name__ == '__main__':\n"
+        "    s = Server()\n"
+        "    pool = s.pools.get(2)\n"
+        "    futs = [pool.submit({'kind': 'source'})[0] for _ in range(3)]\n"
+        "    time.sleep(0.5)\n"
+        "    import multiprocessing\n"
+        "    pids = sorted(p.pid for p in multiprocessing.active_children())\n"
+        "    print(' '.join(map(str, pids)), flush=True)\n"
+        "    server_pkg._exit_if_busy(s, 3)\n"
+        "    print('not reached', flush=True)\n", "utf-8")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 3, proc.stderr
+    pids = [int(x) for x in proc.stdout.split()[:2]]
+    assert len(pids) == 2 and "not reached" not in proc.stdout
+    deadline = time.time() + 10
+    while time.time() < deadline and any(pool_mod._alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not any(pool_mod._alive(p) for p in pids)
+    time.sleep(1.0)        # (the resource tracker reports when its last user is gone)
+    assert "leaked" not in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_pool_shut_down_with_kill_starts_no_executor_again():
+    pool = AnalysisPool(2)
+    try:
+        pool.warm()
+    finally:
+        pool.shutdown(kill=True)
+    with pytest.raises(RuntimeError, match="shut down"):
+        pool.executor()
+    with pytest.raises(RuntimeError):
+        pool.submit({"kind": "warm"})
