@@ -518,6 +518,7 @@ class AveLanguageServer(LanguageServer):
 
     def apply_settings(self, value: Any, force: bool = False) -> None:
         new, warnings = Settings.from_json(value)
+        self._warned.clear()        # (settings that change what is read: news again)
         for w in warnings:
             self.log(f"ave-lsp: {w}", types.MessageType.Warning)
         old, self.settings = self.settings, new
@@ -598,6 +599,10 @@ class AveLanguageServer(LanguageServer):
             self._seen[path] = stamp
             name = os.path.basename(path)
             if name == "pyproject.toml":
+                # (a configuration problem is logged once while it lasts: after an edit of
+                # a configuration it is news again -- fixed, then made again, it was
+                # never logged a second time; a closing-note item)
+                self._warned.clear()
                 if configs is None:
                     configs = {_norm(c) for c in (
                         find_pyproject(self.path_of(u)) for u in list(self.docs)
@@ -617,6 +622,7 @@ class AveLanguageServer(LanguageServer):
                 if baselines is None:
                     baselines = self._baselines()
                 if _norm(path) in baselines:
+                    self._warned.clear()        # (an unreadable baseline: the same)
                     deps.update(self.docs)
                 continue
             deps.update(self.dependents(uri))

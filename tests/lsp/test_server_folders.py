@@ -150,3 +150,39 @@ async def test_a_folder_added_later_has_its_own_settings(client: LanguageClient,
     p = await wait_publish(client, k.as_uri(), lambda p: _codes(p) == ["AVE902"],
                            since=since)
     assert _codes(p) == ["AVE902"]
+
+
+async def test_a_configuration_problem_is_logged_again_after_the_file_changes(
+        client: LanguageClient, folders):
+    # a problem in [tool.ave] is logged once while it lasts; fixed and then made again it
+    # is news: it was logged once per server life (a closing-note item)
+    a, _ = folders
+    d = a / "w"
+    d.mkdir()
+    k, cfg = d / "k.py", d / "pyproject.toml"
+    bad = "[tool.ave]\ntripCountBound = \"many\"\n"
+    cfg.write_text(bad, "utf-8")
+    k.write_text(KERNEL, "utf-8")
+
+    def warned() -> int:
+        return sum(1 for m in client.log_messages
+                   if "tripCountBound must be an integer" in m.message and str(cfg) in
+                   m.message)
+    assert warned() == 0
+    since = len(client.publishes)
+    did_open(client, k.as_uri(), KERNEL)
+    await wait_publish(client, k.as_uri(), since=since)
+    assert warned() == 1
+    for text, expect in (("[tool.ave]\ntripCountBound = 3\n", 1), (bad, 2)):
+        since = len(client.publishes)
+        cfg.write_text(text, "utf-8")
+        client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(
+            changes=[types.FileEvent(uri=cfg.as_uri(), type=types.FileChangeType.Changed)]))
+        await wait_publish(client, k.as_uri(), since=since)
+        assert warned() == expect, [m.message for m in client.log_messages]
+    # the same problem, another check of the same file: not logged again
+    since = len(client.publishes)
+    client.text_document_did_save(types.DidSaveTextDocumentParams(
+        text_document=types.TextDocumentIdentifier(uri=k.as_uri())))
+    await wait_publish(client, k.as_uri(), since=since)
+    assert warned() == 2
