@@ -130,6 +130,9 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     oob: dict[tuple, dict] = {}
     tab, conds = SymTable(), CondTable()
     solver = Solver(tab, conds, opts.solver_timeout_ms)
+    #: the runtime loops' header statements (races.barrier_span)
+    loop_headers = {(o.loc.file, o.loc.stmt): o.attrs.get("iv_name") for o in kernel.walk()
+                    if o.name == "scf.for" and o.loc.stmt is not None}
     t_unroll = t_prop = 0.0
 
     ruled_out: list[dict] = []
@@ -251,6 +254,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
         for f in list(eng.races.findings):
             key = f["op"].loc.report_key
             if key not in races:
+                eng.loop_headers = loop_headers
                 w = _race_witness(eng, f, trips)
                 m = block_model()
                 if m is not None:
@@ -349,6 +353,8 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             divergent.items(), key=_report_order):
         emit(_divergent_diagnostic(kernel, op, loops, reach, miss, branch, trips, model),
              op.loc)
+    from ave_core.analysis.races import coordinate_barriers
+    coordinate_barriers(races)
     for key, (rf, w) in sorted(races.items(), key=_report_order):
         fix = w.get("fix")
         if fix is not None and fix["kind"] == "insert_wait" and key in waits:
@@ -761,8 +767,14 @@ def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
         notes.append(wait_fix_note(fix))
         fix = {**fix, "reason": "the asynchronous copy is still in flight"}
     elif fix is not None:
-        notes.append(f"insert ave.barrier() before line {fix['line'] + 1} (quick fix)")
-        fix = {**fix, "reason": "no barrier between the two accesses"}
+        n, of = fix.pop("races", 1), fix.pop("of", 1)
+        shared = "" if n < 2 else (f"; one barrier there fixes all {n} races found"
+                                   if n == of else
+                                   f"; one barrier there fixes {n} of the {of} races found")
+        notes.append(f"insert ave.barrier() before line {fix['line'] + 1} (quick fix"
+                     f"{shared})")
+        fix = {**fix, "reason": "no barrier between the two accesses" + (
+            f" (one barrier fixes {n} races)" if n > 1 else "")}
     return Diagnostic("AVE207", msg, op.loc.file, op.loc.range, notes=notes, related=related,
                       witness=w, fix=fix)
 

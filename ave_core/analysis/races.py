@@ -728,6 +728,113 @@ def _commits_before(eng: Any, st: Any, later: Any) -> int:
     return n
 
 
+def _trace_index(eng: Any) -> tuple[list, dict]:
+    """The variant's top-level ops (the unrolled kernel, in program order) and, by
+    ``id``, the top-level position of every op (nested ones: their branch's)."""
+    memo = getattr(eng, "_trace_memo", None)
+    if memo is not None and memo[0] is eng.k:
+        return memo[1], memo[2]
+    ops = list(eng.k.body.ops)
+    pos: dict = {}
+    for i, top in enumerate(ops):
+        for o in top.walk():
+            pos[id(o)] = i
+    eng._trace_memo = (eng.k, ops, pos)
+    return ops, pos
+
+
+def barrier_span(eng: Any, f: dict, own: Any) -> frozenset:
+    """The kernel-level statements (``(file, line, indent)``, 0-based line) before which
+    one ``ave.barrier()`` separates the two accesses of race finding ``f`` in this
+    variant's trace, and ``own`` (the fix's own statement, a Loc): a barrier there runs
+    after the earlier access took effect -- an asynchronous copy at a wait: after the
+    last ``ave.wait_async`` before the later access, a conservative bound -- and no later
+    than the later access (for an asynchronous copy: where it is issued). Each statement
+    counts at the start of one of its executions (its first op in an iteration); those
+    inside a runtime branch (ops nested in an ``scf.if``) and a runtime loop's header in
+    its own iterations (a barrier before the ``for`` runs once, not per iteration;
+    ``eng.loop_headers``: ``(file, stmt) -> iv_name`` of the kernel's runtime loops, set by
+    the analysis) are not candidates. Empty when the trace does not hold both accesses (the quick fix then
+    stays the finding's own). :func:`coordinate_barriers` picks one statement for
+    several findings from these spans."""
+    if f["earlier"] is None:
+        return frozenset()
+    ops, pos = _trace_index(eng)
+    earlier, later = f["earlier"][0], f["later"][0]
+    ea, pb = pos.get(id(earlier)), pos.get(id(later))
+    if ea is None or pb is None or ea >= pb:
+        return frozenset()
+    if earlier.name == "ave.copy_async":
+        waits = [i for i in range(pb - 1, ea, -1) if ops[i].name == "ave.wait_async"]
+        if not waits:
+            return frozenset()
+        ea = waits[0]
+    headers = getattr(eng, "loop_headers", None)
+    if headers is None:
+        return frozenset()          # (not known: no coordination)
+    out = set()
+    prev_key = None
+    for i in range(ea, pb + 1):
+        o = ops[i]
+        chain = [*(getattr(o.loc, "inlined_from", ()) or ()), o.loc]
+        top = chain[0]
+        loops = o.attrs.get("loop_indices", ())
+        key = (top.file, top.stmt, top.range if top.stmt is None else None, loops)
+        start = key != prev_key
+        prev_key = key
+        if i == ea or not start or top.stmt is None:
+            continue
+        iv = headers.get((top.file, top.stmt))
+        if iv is not None and any(name == iv for name, _ in loops):
+            continue                # (the loop header's ops of one iteration)
+        out.add((top.file, int(top.stmt[0]), str(top.stmt[1])))
+    if own is not None and getattr(own, "stmt", None) is not None:
+        out.add((own.file, int(own.stmt[0]), str(own.stmt[1])))
+    return frozenset(out)
+
+
+def coordinate_barriers(races: dict) -> None:
+    """One barrier for several races where one fixes them: each race finding's
+    ``insert_barrier`` fix (``races``: key -> (finding, witness)) moves to the statement
+    that the most races' spans (:func:`barrier_span`, the witness' ``__span``) share --
+    ties: the one that is most races' own fix, then the later line. Greedy, until every
+    race with a span is covered. Before, applying every quick fix of the broken GEMM
+    without a barrier inserted three barriers where one, before the refill, fixes all
+    four races (a closing-note item). The fix records how many races it fixes
+    (``races``, ``of``) for its note. Witnesses lose ``__span``."""
+    todo = {}
+    for key, (f, w) in races.items():
+        span = w.pop("__span", None)
+        fix = w.get("fix")
+        if span and fix is not None and fix.get("kind") == "insert_barrier" and \
+                fix.get("file") == f["op"].loc.file:
+            # (a quick fix edits the diagnostic's file: a race in a helper of another
+            # file keeps its advice, and no race's fix moves to another file)
+            todo[key] = frozenset(c for c in span if c[0] == fix["file"])
+    if len(todo) < 2:
+        return
+    own: dict = {}
+    for key in todo:
+        fx = races[key][1]["fix"]
+        c = (fx["file"], fx["line"], fx["indent"])
+        own[c] = own.get(c, 0) + 1
+    left = dict(todo)
+    while left:
+        counts: dict = {}
+        for span in left.values():
+            for c in span:
+                counts[c] = counts.get(c, 0) + 1
+        best = max(counts, key=lambda c: (counts[c], own.get(c, 0), c[1]))
+        if counts[best] < 2:
+            break                       # (no statement fixes two: each keeps its own)
+        covered = [k for k, span in left.items() if best in span]
+        for k in covered:
+            fx = races[k][1]["fix"]
+            fx["file"], fx["line"], fx["indent"] = best
+            fx["races"], fx["of"] = len(covered), len(todo)
+            del left[k]
+
+
 def witness(eng: Any, f: dict) -> dict:
     ws = eng.ws
     other, thread = f["threads"]
@@ -761,6 +868,7 @@ def witness(eng: Any, f: dict) -> dict:
         line, indent = anchor
         w["fix"] = {"kind": "insert_barrier", "line": int(line), "indent": str(indent),
                     "file": st.file}
+        w["__span"] = barrier_span(eng, f, st)
     elif anchor is not None and not f["in_branch"] and f.get("wait") is not None and \
             f["earlier"] is not None:
         # (not when the copy is issued by the same statement -- a helper that copies and

@@ -304,6 +304,10 @@ class Session:
     kind_seconds: Counter = field(default_factory=Counter)
     past_line_end: list = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    #: the texts a check may have run on since the document was (last) opened: the server
+    #: offers fixes for a text that equals its last checked one, whatever the version
+    #: (edits undone); a case that leaves such a text unchecked may get them or not
+    checked: set = field(default_factory=lambda: {"x = 1\n"})
 
 
 def _capabilities() -> dict:
@@ -398,8 +402,10 @@ def run_case(sess: Session, *, name: str, text: str, edits: list[list[tuple[int,
     if reopen or not sess.opened:
         if sess.opened:
             srv.notify("textDocument/didClose", {"textDocument": {"uri": sess.uri}})
+            sess.checked = set()
         srv.notify("textDocument/didOpen", {"textDocument": {
             "uri": sess.uri, "languageId": "python", "version": sess.version, "text": text}})
+        sess.checked.add(text)
         sess.opened = True
         opened_version = sess.version
     else:
@@ -431,6 +437,7 @@ def run_case(sess: Session, *, name: str, text: str, edits: list[list[tuple[int,
     if save:
         srv.notify("textDocument/didSave", {"textDocument": {"uri": sess.uri}})
         sess.saves += 1
+        sess.checked.add(text)
     if want is not None:
         t0 = time.monotonic()
         pub = srv.wait_for(lambda: next((p for p in reversed(srv.publishes)
@@ -522,6 +529,17 @@ def run_case(sess: Session, *, name: str, text: str, edits: list[list[tuple[int,
         edit = a["edit"]
         got += edit["changes"][sess.uri] if "changes" in edit else \
             [e for dc in edit["documentChanges"] for e in dc["edits"]]
+    if want is None and text in sess.checked and expected_edit is None:
+        # (this text, unchecked in this version, equals one checked before -- the same
+        # text drawn twice in a row, edits that change nothing: the server may offer the
+        # fix of that check; found flaky on a 'large-cr' case drawn twice)
+        alt = convert.suppress_edit(text, line, "AVE201")
+        if alt is not None and got:
+            expected = [{"range": {"start": {"line": alt.range.start.line,
+                                             "character": alt.range.start.character},
+                                   "end": {"line": alt.range.end.line,
+                                           "character": alt.range.end.character}},
+                         "newText": alt.new_text}]
     assert got == expected, (f"the server's line {line} differs from the client's "
                              f"{lines[line]!r} (its copy of the buffer diverged?)",
                              got, expected, text)
