@@ -424,7 +424,8 @@ def _record(k: Any, spec: dict | None, summary: tuple, diags: list[Diagnostic],
             seen[key].notes.append(
                 f"also in {'kernel ' + str(k.name) + ', ' if other else ''}the specialization "
                 f"{cfg}" + (f", there: {d.message}" if d.message != seen[key].message else ""))
-            if d.fix is not None or (isinstance(d.witness, dict) and "advice" in d.witness):
+            if d.fix is not None or seen[key].fix is not None or (
+                    isinstance(d.witness, dict) and "advice" in d.witness):
                 from ave_core.analysis import merge_wait_fixes
                 merge_wait_fixes(seen[key], d)
             continue

@@ -835,6 +835,39 @@ def coordinate_barriers(races: dict) -> None:
             del left[k]
 
 
+def wait_to_tighten(eng: Any, later: Any) -> tuple | None:
+    """For a read of bytes an asynchronous copy still has in flight (``later``, a
+    top-level op of the variant's trace): the ``ave.wait_async`` to tighten instead of
+    inserting another one -- the last wait before the read, with a barrier between them
+    (other threads' copies become visible there), its count written as an integer
+    literal in the read's file -- and the commits between it and the read: ``(wait op,
+    commits)``. A wait that retires ``n - commits`` groups (``n``: what the read needs,
+    Engine.wait_needed) retires the copy's group; a lower count only waits longer, in
+    every execution of the wait. None when there is no such wait, or a runtime branch
+    between them issues, commits, waits or synchronizes."""
+    ops, pos = _trace_index(eng)
+    pb = pos.get(id(later))
+    if pb is None or ops[pb] is not later:
+        return None
+    commits, barrier = 0, False
+    for i in range(pb - 1, -1, -1):
+        o = ops[i]
+        if o.name == "ave.wait_async":
+            if not barrier or o.attrs.get("n_literal") is None or \
+                    o.loc.file != later.loc.file:
+                return None
+            return o, commits
+        if o.name == "ave.commit_async":
+            commits += 1
+        elif o.name == "ave.barrier":
+            barrier = True
+        elif o.name == "scf.if" and any(x.name in ("ave.wait_async", "ave.commit_async",
+                                                   "ave.barrier", "ave.copy_async")
+                                        for x in o.walk()):
+            return None
+    return None
+
+
 def witness(eng: Any, f: dict) -> dict:
     ws = eng.ws
     other, thread = f["threads"]
@@ -884,4 +917,9 @@ def witness(eng: Any, f: dict) -> dict:
         line, indent = anchor
         w["fix"] = {"kind": "insert_wait", "line": int(line), "indent": str(indent),
                     "count": int(n), "commit": bool(commit), "file": st.file}
+        tight = None if commit or st is not later_op.loc else wait_to_tighten(eng, later_op)
+        if tight is not None:
+            # (the analysis turns it into a set_wait_count fix once it knows the fewest
+            # groups any execution of the read needs: analysis.__init__)
+            w["__tighten"] = tight
     return w

@@ -2155,7 +2155,17 @@ class KernelBuilder:
     def h_wait_async(self, node, sc, n):
         if not _is_ct_int(n) or n < 0:
             raise self.err("AVE115", "ave.wait_async(n) needs a compile-time n >= 0", node)
-        self.emit("ave.wait_async", [], [], node, {"n": int(n)})
+        attrs = {"n": int(n)}
+        arg = _arg_node(node, "n", 0)
+        if isinstance(arg, ast.Constant) and type(arg.value) is int:
+            # where the count is written, as a literal (the analysis' quick fix of a
+            # wait with too high a count rewrites it: "set_wait_count")
+            r = self.cur_module.range_of(arg)
+            txt = ast.get_source_segment(self.cur_module.text, arg)
+            if txt is not None and "\n" not in txt and "\r" not in txt:
+                attrs["n_literal"] = (r.start.line, r.start.character, r.end.line,
+                                      r.end.character, txt)
+        self.emit("ave.wait_async", [], [], node, attrs)
 
     def h_barrier(self, node, sc):
         self.emit("ave.barrier", [], [], node)

@@ -53,6 +53,22 @@ The kinds (any other ``kind``, or a malformed object, offers nothing):
   ``ave_core.lang``, nor when the lines before ``L``, or from ``L`` on (a stale
   diagnostic), already are those calls (blank lines skipped).
 
+``set_wait_count`` — wait for more copies at an existing wait (AVE207: a read of bytes
+an asynchronous copy still has in flight, behind an ``ave.wait_async(n)`` and a barrier
+that leave its group in flight)::
+
+    {"kind": "set_wait_count",
+     "range": {"start": {"line": L, "character": C}, "end": {...}},  # the count's literal
+     "old": "2",           # the text in "range" when the diagnostic was computed
+     "new": "1",           # the count that retires the copy's group (a lower count
+                           # only waits longer: right in every execution of the wait)
+     "line": L,            # the wait's line (for the title)
+     "reason": "..."}      # optional: shown in the action's title
+
+  The edit replaces ``range`` by ``new``; not offered when the document no longer reads
+  ``old`` there, when ``new`` is not a non-negative integer literal, or when two
+  diagnostics want different counts for the same wait (see :func:`code_actions`).
+
 Pure functions of the document's text and the diagnostics: only the standard library
 and lsprotocol are imported.
 """
@@ -71,6 +87,7 @@ from ave_core.diagnostics import parse_source
 VIEW_SHAPE = "view_shape"
 INSERT_BARRIER = "insert_barrier"
 INSERT_WAIT = "insert_wait"
+SET_WAIT_COUNT = "set_wait_count"
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
 _INDENT = re.compile(r"[ \t]*\Z")
@@ -181,7 +198,26 @@ def edit_for(fix: Any, text: str) -> tuple[str, types.TextEdit] | None:
         return _insert_barrier(fix, text)
     if kind == INSERT_WAIT:
         return _insert_wait(fix, text)
+    if kind == SET_WAIT_COUNT:
+        return _set_wait_count(fix, text)
     return None
+
+
+def _set_wait_count(fix: dict, text: str) -> tuple[str, types.TextEdit] | None:
+    rng = _range(fix.get("range"))
+    old, new, line = fix.get("old"), fix.get("new"), fix.get("line")
+    if rng is None or not isinstance(old, str) or not isinstance(new, str) or \
+            not re.fullmatch(r"[0-9]+", new) or new == old:
+        return None
+    if _text_at(text, rng) != old:
+        return None                       # the document changed since the check
+    where = f" at line {line + 1}" if isinstance(line, int) and \
+        not isinstance(line, bool) else ""
+    title = f"Change the wait's count {old} -> {new}{where}"
+    reason = fix.get("reason")
+    if isinstance(reason, str) and reason.strip():
+        title += f" ({' '.join(reason.split())})"
+    return title, types.TextEdit(rng, new)
 
 
 def _view_shape(fix: dict, text: str) -> tuple[str, types.TextEdit] | None:

@@ -317,15 +317,56 @@ def test_malformed_insert_wait_offers_nothing(fix):
     assert fixes.code_actions(KERNEL, [lsp_diag(fix)], changes) == []
 
 
-def test_insert_wait_fixes_the_broken_flash_attention_example():
-    # examples/broken/flash_attention_v_wait.py waits for one group too few before P V:
-    # the quick fix, applied (once: both reads of V_j are then retired), leaves no finding
-    # at all (every specialization); the interpreter computes O right with it (checked by
-    # hand: AVE303/AVE304 before, none after)
-    from ave_core.check import check_file
+def _v_wait():
     path = str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "broken" /
                "flash_attention_v_wait.py")
-    text = open(path, encoding="utf-8").read()
+    return path, open(path, encoding="utf-8").read()
+
+
+def test_set_wait_count_fixes_the_broken_flash_attention_example():
+    # examples/broken/flash_attention_v_wait.py waits for one group too few before P V:
+    # `ave.wait_async(2)`, then a barrier, then the refill of V_{j+1} (one commit), then
+    # the reads of V_j. The read needs wait_async(2) after that commit, so the wait before
+    # it needs 2 - 1 = 1: the quick fix changes its count (it inserted a second wait and
+    # barrier after the refill, leaving the wrong count in place). Applied once (both
+    # reads of V_j offer it), no finding at all is left in any specialization (the
+    # correct example, examples/flash_attention.py, waits with wait_async(1) there)
+    from ave_core.check import check_file
+    path, text = _v_wait()
+    lines = text.splitlines()
+    found = [d for d in check_file(path, text).diagnostics
+             if d.code == "AVE207" and "in flight" in d.message]
+    wait = lines.index("        ave.wait_async(2)                   # BUG: V_j may still be "
+                       "in flight")
+    assert len(found) == 2
+    for d in found:
+        assert d.fix == {"kind": "set_wait_count",
+                         "range": {"start": {"line": wait, "character": 23},
+                                   "end": {"line": wait, "character": 24}},
+                         "old": "2", "new": "1", "line": wait,
+                         "reason": "the wait leaves the asynchronous copy in flight"}
+        assert f"change ave.wait_async(2) at line {wait + 1} to ave.wait_async(1) " \
+               "(quick fix)" in d.notes
+    outs = to_lsp(found, path=path, uri="file:///k.py", text=text)
+    (action,) = fixes.code_actions(text, outs, changes)        # one action for both
+    assert action.title == (f"Change the wait's count 2 -> 1 at line {wait + 1} (the wait "
+                            "leaves the asynchronous copy in flight)")
+    assert len(action.diagnostics) == 2
+    fixed = apply(text, action.edit.changes["file:///k.py"][0])
+    assert fixed.splitlines()[wait].startswith("        ave.wait_async(1)   ")
+    assert check_file(path, fixed).diagnostics == []
+    assert fixes.code_actions(fixed, outs, changes) == []       # stale: not offered again
+
+
+def test_insert_wait_fixes_the_broken_flash_attention_example_with_an_expression_count():
+    # the same bug with the wait's count written as an expression (`1 + 1`): no
+    # literal to rewrite -- the fix inserts a wait and a barrier
+    # before the read, and applied once it leaves no finding at all (the interpreter
+    # computes O right with it: checked by hand, AVE303/AVE304 before, none after)
+    from ave_core.check import check_file
+    path, text = _v_wait()
+    text = text.replace("        ave.wait_async(2)                   # BUG:",
+                        "        ave.wait_async(1 + 1)               # BUG:")
     found = [d for d in check_file(path, text).diagnostics
              if d.code == "AVE207" and "in flight" in d.message]
     assert found and all(d.fix and d.fix["kind"] == "insert_wait" for d in found)
@@ -337,6 +378,61 @@ def test_insert_wait_fixes_the_broken_flash_attention_example():
         f"Insert ave.wait_async(2) and ave.barrier() before line {read}")
     fixed = apply(text, action.edit.changes["file:///k.py"][0])
     assert check_file(path, fixed).diagnostics == []
+
+
+def test_set_wait_count_needs_a_barrier_between_the_wait_and_the_read():
+    # without the barrier after the wait, tightening the count retires the thread's own
+    # copies only: the insert_wait fix (a wait and a barrier before the read) stays
+    from ave_core.check import check_file
+    path, text = _v_wait()
+    text = text.replace("        ave.barrier()                       # visible to all; "
+                        "nobody reads sV[sn] any more\n", "", 1)
+    ds = [d for d in check_file(path, text).diagnostics
+          if d.code == "AVE207" and "in flight" in d.message]
+    assert ds and {d.fix["kind"] for d in ds if d.fix} == {"insert_wait"}
+
+
+@pytest.mark.parametrize("fix", [
+    {"kind": "set_wait_count", "range": {"start": {"line": 9, "character": 23},
+                                         "end": {"line": 9, "character": 24}},
+     "old": "2", "new": "-1", "line": 9},
+    {"kind": "set_wait_count", "range": {"start": {"line": 9, "character": 23},
+                                         "end": {"line": 9, "character": 24}},
+     "old": "2", "new": "2", "line": 9},
+    {"kind": "set_wait_count", "range": {"start": {"line": 9, "character": 23},
+                                         "end": {"line": 9, "character": 24}},
+     "old": "7", "new": "1", "line": 9},               # the text there is not "7"
+    {"kind": "set_wait_count", "range": None, "old": "2", "new": "1", "line": 9},
+])
+def test_malformed_or_stale_set_wait_count_offers_nothing(fix):
+    text = "import ave_core.lang as ave\n" + "\n" * 8 + "        ave.wait_async(2)\n"
+    assert fixes.code_actions(text, [lsp_diag(fix)], changes) == []
+    ok = {**fix, "old": "2", "new": "1", "range": {"start": {"line": 9, "character": 23},
+                                                   "end": {"line": 9, "character": 24}}}
+    (action,) = fixes.code_actions(text, [lsp_diag(ok)], changes)
+    assert apply(text, action.edit.changes["file:///k.py"][0]).endswith(
+        "        ave.wait_async(1)\n")
+
+
+def test_set_wait_count_merges_across_specializations():
+    # the same wait in two specializations: the lower count (it retires what both need);
+    # another specialization with another fix of the finding, or none: no fix
+    from ave_core.analysis import merge_wait_fixes, set_wait_note
+    rng = {"start": {"line": 3, "character": 20}, "end": {"line": 3, "character": 21}}
+
+    def diag(new, kind="set_wait_count"):
+        fix = {"kind": kind, "range": rng, "old": "3", "new": new, "line": 3}
+        return Diagnostic("AVE207", "race", "k.py", Range.of(3, 20, 3, 21),
+                          notes=[set_wait_note(fix)], fix=fix)
+    a, b = diag("2"), diag("1")
+    merge_wait_fixes(a, b)
+    assert a.fix["new"] == "1" and a.notes == [
+        "change ave.wait_async(3) at line 4 to ave.wait_async(1) (quick fix)"]
+    for other in (diag("1", kind="insert_wait"),
+                  Diagnostic("AVE207", "race", "k.py", Range.of(3, 20, 3, 21))):
+        c = diag("2")
+        merge_wait_fixes(c, other)
+        assert c.fix is None and c.notes == []
 
 
 def test_insert_wait_holds_for_every_loop_iteration():
