@@ -369,7 +369,9 @@ def analyze_plain(kernel: Any, options: Any) -> dict:
         return {"internal_error": d.to_json()}
     status, trip_bound, assertions, ds = summarize(ka)
     return {"status": status, "trip_bound": trip_bound, "assertions": assertions,
-            "diagnostics": [d.to_json() for d in ds]}
+            "diagnostics": [d.to_json() for d in ds],
+            # (not in the JSON schema: Diagnostic.proposal, for ave_lsp.fixplan)
+            "proposals": [d.proposal for d in ds]}
 
 
 def diagnostic_from_json(j: dict) -> Diagnostic:
@@ -424,7 +426,8 @@ def _record(k: Any, spec: dict | None, summary: tuple, diags: list[Diagnostic],
             seen[key].notes.append(
                 f"also in {'kernel ' + str(k.name) + ', ' if other else ''}the specialization "
                 f"{cfg}" + (f", there: {d.message}" if d.message != seen[key].message else ""))
-            if d.fix is not None or seen[key].fix is not None or (
+            if d.fix is not None or seen[key].fix is not None or \
+                    seen[key].proposal is not None or (
                     isinstance(d.witness, dict) and "advice" in d.witness):
                 from ave_core.analysis import merge_wait_fixes
                 merge_wait_fixes(seen[key], d)
@@ -500,8 +503,11 @@ def _merge_plain(kernel_irs: list, outcomes: list[dict], kernels: list[dict],
         if "internal_error" in out:
             _record_error(k, spec, diagnostic_from_json(out["internal_error"]), diags)
             continue
-        _record(k, spec, (out["status"], out["trip_bound"], out["assertions"],
-                          [diagnostic_from_json(d) for d in out["diagnostics"]]), diags, seen)
+        kds = [diagnostic_from_json(d) for d in out["diagnostics"]]
+        for d, p in zip(kds, out.get("proposals") or ()):
+            d.proposal = p
+        _record(k, spec, (out["status"], out["trip_bound"], out["assertions"], kds),
+                diags, seen)
 
 
 def _mentions_ave(text: str) -> bool:

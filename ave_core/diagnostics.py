@@ -300,6 +300,13 @@ class Diagnostic:
             names its shape (``"view_shape"``, ``"insert_barrier"``; the shapes are
             defined in ``ave_lsp/server/fixes.py`` and docs/lsp.md). Its ranges and lines
             are in ``file``. The language server turns it into a quick fix.
+        proposal: a better fix than ``fix`` that the analysis cannot vouch for alone,
+            or ``None`` (not in the JSON): ``{"span": [[line, indent], ...]}`` -- the
+            statements before which one barrier separates this race's accesses in the
+            execution the witness came from -- and/or ``{"set_wait": fix}`` -- a
+            ``set_wait_count`` fix. ``ave_lsp.fixplan`` applies proposals to the text,
+            checks it again, and offers them only where that leaves the findings they
+            claim to fix gone.
     """
 
     code: str
@@ -311,6 +318,7 @@ class Diagnostic:
     related: list[Related] = field(default_factory=list)
     witness: dict | None = None
     fix: dict | None = None
+    proposal: dict | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.code not in CODES:

@@ -428,7 +428,17 @@ class Checker:
                                          pool=self.pool) for p in files]
 
         def finish() -> tuple:
-            report = check_mod.build_report([c.result() for c in pending])
+            results = [c.result() for c in pending]
+            for r in results:
+                if any(d.proposal for d in r.diagnostics):
+                    # (better fixes, kept where a check of the fixed text proves them)
+                    from ave_lsp.fixplan import improve_fixes
+                    src, _ = check_mod.read_source(r.path)
+                    if src is not None:
+                        improve_fixes(r, src, lambda t, r=r: check_mod.check_file(
+                            r.path, t, workspace=self.workspace_for(r.path),
+                            analyze=self.analyze, options=options, pool=self.pool))
+            report = check_mod.build_report(results)
             fr = _file_report(report, path)
             suppressed = Suppressions().apply(fr)
             baselined = 0

@@ -353,31 +353,40 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             divergent.items(), key=_report_order):
         emit(_divergent_diagnostic(kernel, op, loops, reach, miss, branch, trips, model),
              op.loc)
-    from ave_core.analysis.races import coordinate_barriers
-    coordinate_barriers(races)
     for key, (rf, w) in sorted(races.items(), key=_report_order):
         fix = w.get("fix")
         if fix is not None and fix["kind"] == "insert_wait" and key in waits:
             n, commit = waits[key]
             # (fewer where the fix goes before an outer call: races.witness)
             fix["count"], fix["commit"] = min(n, fix["count"]), commit
+        proposal = {}
         tight = w.pop("__tighten", None)
         if tight is not None and fix is not None and fix["kind"] == "insert_wait" and \
                 not fix["commit"]:
             # the wait before the read leaves the copy in flight: tighten it (the count
-            # every execution of the read needs, less the commits between the two),
-            # rather than insert a second wait and barrier after it -- the fix used to
-            # leave the wrong wait_async(2) of a pipeline as it was
+            # the read needs, less the commits between the two), rather than insert a
+            # second wait and barrier after it -- the fix left the wrong wait_async(2) of
+            # a pipeline as it was. Measured on the witness' execution only (another
+            # execution of the read may pass another wait): a proposal, which
+            # ave_lsp.fixplan offers only once the text with it checks clean
             wop, commits = tight
             need = fix["count"] - commits
             if 0 <= need < wop.attrs["n"]:
                 l0, c0, l1, c1, old = wop.attrs["n_literal"]
-                w["fix"] = {"kind": "set_wait_count",
-                            "range": {"start": {"line": l0, "character": c0},
-                                      "end": {"line": l1, "character": c1}},
-                            "old": old, "new": str(need), "line": l0,
-                            "file": wop.loc.file}
-        emit(_race_diagnostic(rf, w), rf["op"].loc)
+                proposal["set_wait"] = {
+                    "kind": "set_wait_count",
+                    "range": {"start": {"line": l0, "character": c0},
+                              "end": {"line": l1, "character": c1}},
+                    "old": old, "new": str(need), "line": l0,
+                    "reason": "the wait leaves the asynchronous copy in flight"}
+        span = w.pop("__span", None)
+        if span and fix is not None and fix["kind"] == "insert_barrier" and \
+                fix.get("file") == rf["op"].loc.file:
+            proposal["span"] = sorted([ln, ind] for f_, ln, ind in span
+                                      if f_ == fix["file"])
+        d = _race_diagnostic(rf, w)
+        d.proposal = proposal or None
+        emit(d, rf["op"].loc)
     for _, w in sorted(oob.items(), key=_report_order):
         op = w["op"]
         emit(_oob_diagnostic(w, kernel), op.loc)
@@ -708,6 +717,11 @@ def wait_fix_note(fix: dict) -> str:
     return f"insert {', '.join(calls)} before line {fix['line'] + 1} (quick fix)"
 
 
+def barrier_fix_note(fix: dict) -> str:
+    """The text output's note of an ``insert_barrier`` fix."""
+    return f"insert ave.barrier() before line {fix['line'] + 1} (quick fix)"
+
+
 def set_wait_note(fix: dict) -> str:
     """The text output's note of a ``set_wait_count`` fix (see ave_lsp/server/fixes.py)."""
     return (f"change ave.wait_async({fix['old']}) at line {fix['line'] + 1} to "
@@ -727,16 +741,12 @@ def merge_wait_fixes(d: Any, other: Any) -> None:
     ``insert_wait`` fix at the same line must hold for both -- the fewer groups left in
     flight, a commit if either needs one (it kept the first specialization's count). The
     same for the advice of a finding in a helper from another file (the witness'
-    ``advice``; it kept the first specialization's count, a review helper). A
-    ``set_wait_count`` of the same wait takes the lower count; when the other
-    specialization has another fix or none, the finding gets none."""
+    ``advice``; it kept the first specialization's count, a review helper). The
+    proposals (``Diagnostic.proposal``) must hold for both too: a barrier span keeps the
+    statements both share, a ``set_wait_count`` of the same wait the lower count; one the
+    other specialization lacks is dropped (a review helper: a barrier inside `if F == 0:`
+    proposed by configs[0] was offered for configs[1], where that branch is gone)."""
     def merge(a: Any, b: Any) -> Any:
-        if a and b and a.get("kind") == b.get("kind") == "set_wait_count" and \
-                a.get("range") == b.get("range") and a.get("old") == b.get("old") and \
-                a.get("file") == b.get("file"):
-            # (the same wait: the lower count retires what both need)
-            m = {**a, "new": str(min(int(a["new"]), int(b["new"])))}
-            return None if m == a else m
         if not (a and b and a.get("kind") == b.get("kind") == "insert_wait" and
                 a.get("line") == b.get("line") and a.get("file") == b.get("file")):
             return None
@@ -744,22 +754,24 @@ def merge_wait_fixes(d: Any, other: Any) -> None:
         return None if m == a else m
     merged = merge(d.fix, other.fix)
     if merged is not None:
-        note = set_wait_note if merged["kind"] == "set_wait_count" else wait_fix_note
-        d.notes = [note(merged) if n == note(d.fix) else n for n in d.notes]
+        d.notes = [wait_fix_note(merged) if n == wait_fix_note(d.fix) else n for n in d.notes]
         d.fix = merged
-    elif d.fix and d.fix.get("kind") == "set_wait_count" and (
-            not other.fix or other.fix.get("kind") != "set_wait_count"):
-        # (another specialization needs another fix of the same finding: tightening this
-        # wait may not be what it needs -- no fix rather than a wrong one)
-        d.notes = [n for n in d.notes if n != set_wait_note(d.fix)]
-        d.fix = None
     wa, wb = (x.witness if isinstance(x.witness, dict) else {} for x in (d, other))
     merged = merge(wa.get("advice"), wb.get("advice"))
     if merged is not None:
         old = _advice_note(wa["advice"])
         d.notes = [_advice_note(merged) if n == old else n for n in d.notes]
         wa["advice"] = merged
-
+    pa, pb = d.proposal or {}, getattr(other, "proposal", None) or {}
+    out = {}
+    if "span" in pa and "span" in pb:
+        both = [x for x in pa["span"] if x in pb["span"]]
+        if both:
+            out["span"] = both
+    sa, sb = pa.get("set_wait"), pb.get("set_wait")
+    if sa and sb and (sa["range"], sa["old"]) == (sb["range"], sb["old"]):
+        out["set_wait"] = {**sa, "new": str(min(int(sa["new"]), int(sb["new"])))}
+    d.proposal = out or None
 
 def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
     op = f["op"]
@@ -803,18 +815,9 @@ def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
     if fix is not None and fix["kind"] == "insert_wait":
         notes.append(wait_fix_note(fix))
         fix = {**fix, "reason": "the asynchronous copy is still in flight"}
-    elif fix is not None and fix["kind"] == "set_wait_count":
-        notes.append(set_wait_note(fix))
-        fix = {**fix, "reason": "the wait leaves the asynchronous copy in flight"}
     elif fix is not None:
-        n, of = fix.pop("races", 1), fix.pop("of", 1)
-        shared = "" if n < 2 else (f"; one barrier there fixes all {n} races found"
-                                   if n == of else
-                                   f"; one barrier there fixes {n} of the {of} races found")
-        notes.append(f"insert ave.barrier() before line {fix['line'] + 1} (quick fix"
-                     f"{shared})")
-        fix = {**fix, "reason": "no barrier between the two accesses" + (
-            f" (one barrier fixes {n} races)" if n > 1 else "")}
+        notes.append(barrier_fix_note(fix))
+        fix = {**fix, "reason": "no barrier between the two accesses"}
     return Diagnostic("AVE207", msg, op.loc.file, op.loc.range, notes=notes, related=related,
                       witness=w, fix=fix)
 

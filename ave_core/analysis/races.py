@@ -755,8 +755,8 @@ def barrier_span(eng: Any, f: dict, own: Any) -> frozenset:
     its own iterations (a barrier before the ``for`` runs once, not per iteration;
     ``eng.loop_headers``: ``(file, stmt) -> iv_name`` of the kernel's runtime loops, set by
     the analysis) are not candidates. Empty when the trace does not hold both accesses (the quick fix then
-    stays the finding's own). :func:`coordinate_barriers` picks one statement for
-    several findings from these spans."""
+    stays the finding's own). ``ave_lsp.fixplan`` picks one statement for several
+    findings from these spans, and offers it where the text with it checks clean."""
     if f["earlier"] is None:
         return frozenset()
     ops, pos = _trace_index(eng)
@@ -791,48 +791,6 @@ def barrier_span(eng: Any, f: dict, own: Any) -> frozenset:
     if own is not None and getattr(own, "stmt", None) is not None:
         out.add((own.file, int(own.stmt[0]), str(own.stmt[1])))
     return frozenset(out)
-
-
-def coordinate_barriers(races: dict) -> None:
-    """One barrier for several races where one fixes them: each race finding's
-    ``insert_barrier`` fix (``races``: key -> (finding, witness)) moves to the statement
-    that the most races' spans (:func:`barrier_span`, the witness' ``__span``) share --
-    ties: the one that is most races' own fix, then the later line. Greedy, until every
-    race with a span is covered. Before, applying every quick fix of the broken GEMM
-    without a barrier inserted three barriers where one, before the refill, fixes all
-    four races (a closing-note item). The fix records how many races it fixes
-    (``races``, ``of``) for its note. Witnesses lose ``__span``."""
-    todo = {}
-    for key, (f, w) in races.items():
-        span = w.pop("__span", None)
-        fix = w.get("fix")
-        if span and fix is not None and fix.get("kind") == "insert_barrier" and \
-                fix.get("file") == f["op"].loc.file:
-            # (a quick fix edits the diagnostic's file: a race in a helper of another
-            # file keeps its advice, and no race's fix moves to another file)
-            todo[key] = frozenset(c for c in span if c[0] == fix["file"])
-    if len(todo) < 2:
-        return
-    own: dict = {}
-    for key in todo:
-        fx = races[key][1]["fix"]
-        c = (fx["file"], fx["line"], fx["indent"])
-        own[c] = own.get(c, 0) + 1
-    left = dict(todo)
-    while left:
-        counts: dict = {}
-        for span in left.values():
-            for c in span:
-                counts[c] = counts.get(c, 0) + 1
-        best = max(counts, key=lambda c: (counts[c], own.get(c, 0), c[1]))
-        if counts[best] < 2:
-            break                       # (no statement fixes two: each keeps its own)
-        covered = [k for k, span in left.items() if best in span]
-        for k in covered:
-            fx = races[k][1]["fix"]
-            fx["file"], fx["line"], fx["indent"] = best
-            fx["races"], fx["of"] = len(covered), len(todo)
-            del left[k]
 
 
 def wait_to_tighten(eng: Any, later: Any) -> tuple | None:

@@ -365,6 +365,12 @@ def shown_loops(loops: Sequence[tuple[str, int]], op: "Op | None") -> tuple:
     return tuple(out)
 
 
+#: attributes the IR text leaves out: where the front end built an op (compile-time loop
+#: iterations; the source range of a wait's count, for a quick fix), like the op's
+#: location -- the JIT cache keys the text, and moving a kernel in its file must keep it
+_UNPRINTED_ATTRS = frozenset({"static_indices", "n_literal"})
+
+
 def format_block(block: Block, indent: int = 1) -> list[str]:
     pad = "  " * indent
     out: list[str] = []
@@ -373,7 +379,7 @@ def format_block(block: Block, indent: int = 1) -> list[str]:
         lhs = f"{res} = " if res else ""
         operands = ", ".join(repr(o) for o in op.operands)
         attrs = ", ".join(f"{k}={_fmt_attr(v)}" for k, v in op.attrs.items()
-                          if v is not None and k != "static_indices")
+                          if v is not None and k not in _UNPRINTED_ATTRS)
         attrs = f" {{{attrs}}}" if attrs else ""
         types = ", ".join(str(r.type) for r in op.results)
         types = f" : {types}" if types else ""

@@ -239,6 +239,11 @@ def _check_in_worker(uri: str, path: str, text: str, root: str | None,
     try:
         report = check_file(path, text, workspace=root, options=cfg.analysis_options(),
                             pool=pool, cancel=cancel)
+        if any(d.proposal for d in report.diagnostics):
+            from ave_lsp.fixplan import improve_fixes
+            improve_fixes(report, text, lambda t: check_file(
+                path, t, workspace=root, options=cfg.analysis_options(), pool=pool,
+                cancel=cancel))
     except CheckCancelled:
         return _Outcome(warnings=warnings)
     files = _files_of(report, path) if not path.startswith("<") else []

@@ -97,9 +97,9 @@ def test_arms_that_commit_alike_count_one_group():
     codes, (k, a) = _codes("arms_commit2")
     assert codes == ["AVE207"]
     (d,) = a.diagnostics
-    # (the fix: the wait before the read, ave.wait_async(1), retires every group)
-    assert "still in flight" in d.message and \
-        (d.fix["kind"], d.fix["old"], d.fix["new"]) == ("set_wait_count", "1", "0")
+    assert "still in flight" in d.message and d.fix["count"] == 0
+    # (and the proposal: the wait before the read, ave.wait_async(1), retires every group)
+    assert d.proposal["set_wait"]["old"] == "1" and d.proposal["set_wait"]["new"] == "0"
     X = np.random.default_rng(2).standard_normal((32, 128)).astype(np.float32)
     res = run(k, (1,), [X, np.zeros((32, 64), np.float32)])
     assert any(x.code == "AVE304" for x in res.diagnostics)

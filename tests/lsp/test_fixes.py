@@ -317,6 +317,16 @@ def test_malformed_insert_wait_offers_nothing(fix):
     assert fixes.code_actions(KERNEL, [lsp_diag(fix)], changes) == []
 
 
+def _improved(path, text):
+    """The diagnostics as ave-lsp reports them: the check, then the proposals that a
+    check of the fixed text proves (ave_lsp.fixplan)."""
+    from ave_core.check import check_file
+    from ave_lsp.fixplan import improve_fixes
+    report = check_file(path, text)
+    improve_fixes(report, text, lambda t: check_file(path, t))
+    return report.diagnostics
+
+
 def _v_wait():
     path = str(pathlib.Path(__file__).resolve().parents[2] / "examples" / "broken" /
                "flash_attention_v_wait.py")
@@ -331,10 +341,9 @@ def test_set_wait_count_fixes_the_broken_flash_attention_example():
     # barrier after the refill, leaving the wrong count in place). Applied once (both
     # reads of V_j offer it), no finding at all is left in any specialization (the
     # correct example, examples/flash_attention.py, waits with wait_async(1) there)
-    from ave_core.check import check_file
     path, text = _v_wait()
     lines = text.splitlines()
-    found = [d for d in check_file(path, text).diagnostics
+    found = [d for d in _improved(path, text)
              if d.code == "AVE207" and "in flight" in d.message]
     wait = lines.index("        ave.wait_async(2)                   # BUG: V_j may still be "
                        "in flight")
@@ -354,6 +363,7 @@ def test_set_wait_count_fixes_the_broken_flash_attention_example():
     assert len(action.diagnostics) == 2
     fixed = apply(text, action.edit.changes["file:///k.py"][0])
     assert fixed.splitlines()[wait].startswith("        ave.wait_async(1)   ")
+    from ave_core.check import check_file
     assert check_file(path, fixed).diagnostics == []
     assert fixes.code_actions(fixed, outs, changes) == []       # stale: not offered again
 
@@ -383,11 +393,10 @@ def test_insert_wait_fixes_the_broken_flash_attention_example_with_an_expression
 def test_set_wait_count_needs_a_barrier_between_the_wait_and_the_read():
     # without the barrier after the wait, tightening the count retires the thread's own
     # copies only: the insert_wait fix (a wait and a barrier before the read) stays
-    from ave_core.check import check_file
     path, text = _v_wait()
     text = text.replace("        ave.barrier()                       # visible to all; "
                         "nobody reads sV[sn] any more\n", "", 1)
-    ds = [d for d in check_file(path, text).diagnostics
+    ds = [d for d in _improved(path, text)
           if d.code == "AVE207" and "in flight" in d.message]
     assert ds and {d.fix["kind"] for d in ds if d.fix} == {"insert_wait"}
 
@@ -414,26 +423,32 @@ def test_malformed_or_stale_set_wait_count_offers_nothing(fix):
         "        ave.wait_async(1)\n")
 
 
-def test_set_wait_count_merges_across_specializations():
-    # the same wait in two specializations: the lower count (it retires what both need);
-    # another specialization with another fix of the finding, or none: no fix
-    from ave_core.analysis import merge_wait_fixes, set_wait_note
+def test_proposals_merge_across_specializations():
+    # the same finding in two specializations: a set_wait proposal of the same wait keeps
+    # the lower count (it retires what both need), a barrier span the statements both
+    # share; what the other specialization lacks is dropped (a barrier inside `if F ==
+    # 0:` proposed by configs[0] was offered for configs[1], where that branch is gone;
+    # a review helper)
+    from ave_core.analysis import merge_wait_fixes
     rng = {"start": {"line": 3, "character": 20}, "end": {"line": 3, "character": 21}}
 
-    def diag(new, kind="set_wait_count"):
-        fix = {"kind": kind, "range": rng, "old": "3", "new": new, "line": 3}
-        return Diagnostic("AVE207", "race", "k.py", Range.of(3, 20, 3, 21),
-                          notes=[set_wait_note(fix)], fix=fix)
-    a, b = diag("2"), diag("1")
+    def diag(new=None, span=None, old="3"):
+        d = Diagnostic("AVE207", "race", "k.py", Range.of(3, 20, 3, 21))
+        p = {}
+        if new is not None:
+            p["set_wait"] = {"kind": "set_wait_count", "range": rng, "old": old,
+                             "new": new, "line": 3}
+        if span is not None:
+            p["span"] = span
+        d.proposal = p or None
+        return d
+    a, b = diag("2", [[1, "  "], [2, "  "]]), diag("1", [[2, "  "], [5, "  "]])
     merge_wait_fixes(a, b)
-    assert a.fix["new"] == "1" and a.notes == [
-        "change ave.wait_async(3) at line 4 to ave.wait_async(1) (quick fix)"]
-    for other in (diag("1", kind="insert_wait"),
-                  Diagnostic("AVE207", "race", "k.py", Range.of(3, 20, 3, 21))):
-        c = diag("2")
+    assert a.proposal["set_wait"]["new"] == "1" and a.proposal["span"] == [[2, "  "]]
+    for other in (diag("1", old="4"), diag(), diag(span=[[9, "  "]])):
+        c = diag("2", [[1, "  "]])
         merge_wait_fixes(c, other)
-        assert c.fix is None and c.notes == []
-
+        assert c.proposal is None
 
 def test_insert_wait_holds_for_every_loop_iteration():
     # two groups in flight, read by a loop: i = 0 needs wait_async(1), i = 1 needs
