@@ -22,7 +22,8 @@ error appeared. A review helper found proposals wrong five ways (a barrier insid
 compile-time branch another specialization lacks, a loop that may run zero times, a read
 of bytes two statements wrote, a race between loop iterations, a read another execution
 of which passes another wait): checked, not trusted. Costs one more check of a file
-whose races carry proposals (two, when the plan as a whole fails: then each part alone).
+whose races carry proposals (up to ``1 + MAX_PARTS`` when the plan as a whole fails: then
+parts alone; the language server stops starting them after a time budget).
 """
 
 from __future__ import annotations
@@ -32,18 +33,26 @@ from typing import Any, Callable
 from ave_core.analysis import barrier_fix_note, set_wait_note, wait_fix_note
 
 #: How many parts of a failed plan are tried alone (each is one more check).
-MAX_PARTS = 4
+MAX_PARTS = 2
 
 
-def improve_fixes(report: Any, text: str, recheck: Callable[[str], Any]) -> None:
+def improve_fixes(report: Any, text: str, recheck: Callable[[str], Any],
+                  budget_s: float | None = None) -> None:
     """Replace the fixes of ``report``'s diagnostics (in ``report.path``, whose text is
     ``text``) by the proposals that a check of the fixed text proves; ``recheck(text)``
     checks a text of the file as ``report`` was checked (returns a FileReport). Mutates
-    the diagnostics' ``fix`` and ``notes``; clears every ``proposal``."""
+    the diagnostics' ``fix`` and ``notes``; clears every ``proposal``.
+
+    ``budget_s``: after this many seconds of re-checking no further one starts (the
+    language server: a save's diagnostics wait for it); None: no limit (``--check``).
+    At most ``1 + MAX_PARTS`` re-checks."""
+    import time
+
+    deadline = None if budget_s is None else time.monotonic() + budget_s
     try:
         parts = _plan(report, text)
         if parts:
-            good = _verified(parts, report, text, recheck)
+            good = _verified(parts, report, text, recheck, deadline)
             for part in good:
                 _apply(part)
     finally:
@@ -193,12 +202,19 @@ def _holds(parts: list[dict], report: Any, text: str, recheck: Callable) -> bool
     return True
 
 
-def _verified(parts: list[dict], report: Any, text: str, recheck: Callable) -> list[dict]:
+def _verified(parts: list[dict], report: Any, text: str, recheck: Callable,
+              deadline: float | None) -> list[dict]:
+    import time
+
     if _holds(parts, report, text, recheck):
         return parts
-    if len(parts) == 1:
-        return []
-    return [p for p in parts[:MAX_PARTS] if _holds([p], report, text, recheck)]
+    out = []
+    for p in parts[:MAX_PARTS] if len(parts) > 1 else ():
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        if _holds([p], report, text, recheck):
+            out.append(p)
+    return out
 
 
 # ----------------------------------------------------------------------------- applying

@@ -67,6 +67,10 @@ PROGRESS_AFTER_S = 0.3
 #: Interval of the progress reports while a check runs (seconds).
 PROGRESS_REPORT_S = 1.0
 
+#: After this many seconds of re-checking fixed texts (ave_lsp.fixplan) no further
+#: re-check starts: a save's diagnostics wait for them (seconds).
+FIXPLAN_BUDGET_S = 2.0
+
 #: How long the first check waits for the client's settings (seconds).
 SETTINGS_WAIT_S = 5.0
 
@@ -243,7 +247,7 @@ def _check_in_worker(uri: str, path: str, text: str, root: str | None,
             from ave_lsp.fixplan import improve_fixes
             improve_fixes(report, text, lambda t: check_file(
                 path, t, workspace=root, options=cfg.analysis_options(), pool=pool,
-                cancel=cancel))
+                cancel=cancel), budget_s=FIXPLAN_BUDGET_S)
     except CheckCancelled:
         return _Outcome(warnings=warnings)
     files = _files_of(report, path) if not path.startswith("<") else []

@@ -244,3 +244,21 @@ def test_a_refuted_proposal_is_not_offered(name, kind):
     improve_fixes(report, text, recheck)
     assert len(checks) == 1
     assert [(d.code, d.range, d.fix) for d in report.diagnostics if d.fix] == own
+
+
+def test_rechecks_are_bounded(monkeypatch):
+    # a plan whose parts all fail: the whole, then at most MAX_PARTS alone; with a
+    # budget spent (the language server), no part alone is tried
+    import ave_lsp.fixplan as fp
+
+    class Report:
+        path = "k.py"
+        diagnostics: list = []
+    calls = []
+    monkeypatch.setattr(fp, "_plan", lambda report, text: [{"kind": "barrier"}] * 3)
+    monkeypatch.setattr(fp, "_holds", lambda parts, *a: calls.append(len(parts)) and False)
+    fp.improve_fixes(Report(), "", lambda t: None)
+    assert calls == [3] + [1] * fp.MAX_PARTS and fp.MAX_PARTS == 2
+    calls.clear()
+    fp.improve_fixes(Report(), "", lambda t: None, budget_s=0.0)
+    assert calls == [3]
