@@ -22,8 +22,8 @@ error appeared. A review helper found proposals wrong five ways (a barrier insid
 compile-time branch another specialization lacks, a loop that may run zero times, a read
 of bytes two statements wrote, a race between loop iterations, a read another execution
 of which passes another wait): checked, not trusted. Costs one more check of a file
-whose races carry proposals (up to ``1 + MAX_PARTS`` when the plan as a whole fails: then
-parts alone; the language server stops starting them after a time budget).
+whose races carry proposals per part of the plan, each part checked alone (at most
+``MAX_PARTS``; the language server stops starting them after a time budget).
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from typing import Any, Callable
 
 from ave_core.analysis import barrier_fix_note, set_wait_note, wait_fix_note
 
-#: How many parts of a failed plan are tried alone (each is one more check).
-MAX_PARTS = 2
+#: How many parts of a plan are checked (each alone: one more check of the file each);
+#: the rest are not offered.
+MAX_PARTS = 3
 
 
 def improve_fixes(report: Any, text: str, recheck: Callable[[str], Any],
@@ -45,7 +46,7 @@ def improve_fixes(report: Any, text: str, recheck: Callable[[str], Any],
 
     ``budget_s``: after this many seconds of re-checking no further one starts (the
     language server: a save's diagnostics wait for it); None: no limit (``--check``).
-    At most ``1 + MAX_PARTS`` re-checks."""
+    At most ``MAX_PARTS`` re-checks, one per part of the plan."""
     import time
 
     deadline = None if budget_s is None else time.monotonic() + budget_s
@@ -120,6 +121,15 @@ def _plan(report: Any, text: str) -> list[dict]:
 
 # ----------------------------------------------------------------------------- checking
 
+def _line_starts(text: str) -> list[int]:
+    """Offsets of the lines' starts, lines as LSP counts them (ends ``\\r\\n``, ``\\r``,
+    ``\\n`` only: ``str.splitlines`` also breaks at a form feed or U+2028, and the text
+    checked was then not the one the editor makes; a review helper)."""
+    from ave_lsp.server.fixes import _LINE_END
+
+    return [0] + [m.end() for m in _LINE_END.finditer(text)]
+
+
 def _edited(text: str, fixes: list[dict]) -> tuple[str, list[int]] | None:
     """``text`` with the edits of ``fixes`` (as the editor makes them) and the 0-based
     lines before which barrier lines were inserted (sorted); None when a fix does not
@@ -135,20 +145,20 @@ def _edited(text: str, fixes: list[dict]) -> tuple[str, list[int]] | None:
         edits.append(got[1])
         if fix["kind"] == "insert_barrier":
             inserted.append(fix["line"])
-    lines = text.splitlines(keepends=True)
-    starts = [0]
-    for ln in lines:
-        starts.append(starts[-1] + len(ln))
+    starts = _line_starts(text)
 
     def offset(p: Any) -> int:
         # (UTF-16 columns to code points on that line)
-        line = lines[p.line] if p.line < len(lines) else ""
+        if p.line >= len(starts):
+            return len(text)
+        at, end = starts[p.line], (starts[p.line + 1] if p.line + 1 < len(starts)
+                                   else len(text))
         units = 0
-        for i, ch in enumerate(line):
-            if units >= p.character:
-                return starts[p.line] + i
-            units += 2 if ord(ch) > 0xFFFF else 1
-        return starts[min(p.line, len(lines))] + len(line)
+        i = at
+        while i < end and units < p.character:
+            units += 2 if ord(text[i]) > 0xFFFF else 1
+            i += 1
+        return i
     out = text
     for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character),
                     reverse=True):
@@ -187,7 +197,7 @@ def _holds(parts: list[dict], report: Any, text: str, recheck: Callable) -> bool
     # line l of the original is line l + (barriers inserted before lines <= l)
     old_of_new = {}
     k = 0
-    for line in range(text.count("\n") + 2):
+    for line in range(len(_line_starts(text)) + 1):
         while k < len(inserted) and inserted[k] <= line:
             k += 1
         old_of_new[line + k] = line
@@ -206,11 +216,11 @@ def _verified(parts: list[dict], report: Any, text: str, recheck: Callable,
               deadline: float | None) -> list[dict]:
     import time
 
-    if _holds(parts, report, text, recheck):
-        return parts
+    # each part alone: a user applies one quick fix at a time (checked with the others,
+    # a barrier got the credit for a race the wait's new count fixed; a review helper)
     out = []
-    for p in parts[:MAX_PARTS] if len(parts) > 1 else ():
-        if deadline is not None and time.monotonic() > deadline:
+    for i, p in enumerate(parts[:MAX_PARTS]):
+        if i and deadline is not None and time.monotonic() > deadline:
             break
         if _holds([p], report, text, recheck):
             out.append(p)

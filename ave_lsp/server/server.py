@@ -245,9 +245,15 @@ def _check_in_worker(uri: str, path: str, text: str, root: str | None,
                             pool=pool, cancel=cancel)
         if any(d.proposal for d in report.diagnostics):
             from ave_lsp.fixplan import improve_fixes
-            improve_fixes(report, text, lambda t: check_file(
-                path, t, workspace=root, options=cfg.analysis_options(), pool=pool,
-                cancel=cancel), budget_s=FIXPLAN_BUDGET_S)
+
+            def recheck(t: str) -> Any:
+                # (without a pool, jobs = 1, check_file does not look at `cancel`: a
+                # newer version waited for every re-check; a review helper)
+                if cancel is not None and cancel.is_set():
+                    raise CheckCancelled()
+                return check_file(path, t, workspace=root, options=cfg.analysis_options(),
+                                  pool=pool, cancel=cancel)
+            improve_fixes(report, text, recheck, budget_s=FIXPLAN_BUDGET_S)
     except CheckCancelled:
         return _Outcome(warnings=warnings)
     files = _files_of(report, path) if not path.startswith("<") else []
