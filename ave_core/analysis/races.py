@@ -793,6 +793,22 @@ def barrier_span(eng: Any, f: dict, own: Any) -> frozenset:
     return frozenset(out)
 
 
+def _landing_wait(eng: Any, copy: Any, later: Any) -> Any:
+    """The ``ave.wait_async`` after which an asynchronous copy's bytes are there for
+    ``later`` (a read or write of them after the copy retired): the last top-level wait
+    between the two in the variant's trace -- at or after the one that retired it, so a
+    barrier after it comes after the landing. None when the trace does not hold both, or
+    no wait is between them outside a branch."""
+    ops, pos = _trace_index(eng)
+    ea, pb = pos.get(id(copy)), pos.get(id(later))
+    if ea is None or pb is None or ea >= pb:
+        return None
+    for i in range(pb - 1, ea, -1):
+        if ops[i].name == "ave.wait_async":
+            return ops[i]
+    return None
+
+
 def wait_to_tighten(eng: Any, later: Any) -> tuple | None:
     """For a read of bytes an asynchronous copy still has in flight (``later``, a
     top-level op of the variant's trace): the ``ave.wait_async`` to tighten instead of
@@ -844,7 +860,14 @@ def witness(eng: Any, f: dict) -> dict:
                     "label": f"{label}: {name}" + (" (" + ", ".join(
                         f"{k}={v}" for k, v in loops) + ")" if loops else "")})
     later_op = f["later"][0]
-    st = fix_anchor(later_op, f["earlier"][0] if f["earlier"] is not None else None)
+    earlier_op = f["earlier"][0] if f["earlier"] is not None else None
+    if earlier_op is not None and earlier_op.name == "ave.copy_async" and \
+            f["barrier_fixes"]:
+        # an asynchronous copy's bytes land at a wait: the barrier goes after that wait
+        # -- a helper that waits and then reads got a barrier before its call, before the
+        # wait, which fixed nothing (and was offered again one line down; a review helper)
+        earlier_op = _landing_wait(eng, earlier_op, later_op) or earlier_op
+    st = fix_anchor(later_op, earlier_op)
     w = {"block": [0, 0, 0], "threads": threads,
          "loop_indices": dict(shown_loops(f["loops"], later_op)),
          "byte": f["byte"], "coordinates": {}, "tags": {}, "program_points": pts,

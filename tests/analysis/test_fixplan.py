@@ -342,3 +342,18 @@ def test_the_language_server_abandons_rechecks_of_a_superseded_version(monkeypat
     gone.set()
     out = _check_in_worker(path.as_uri(), str(path), text, str(ROOT), settings, None, gone)
     assert len(runs) == 1 and out.items == []
+
+
+def test_a_helper_that_waits_then_reads_gets_its_barrier_after_the_wait():
+    # consume() waits for the copy and reads it: the barrier went before the helper's
+    # call (line 14), before the wait -- it fixed nothing, and applied, the same fix was
+    # offered one line down (a review helper). It goes after the wait, before the read
+    # inside the helper (line 10)
+    path = CASES / "r23_wait_in_helper.py"
+    text = path.read_text("utf-8")
+    (d,) = [d for d in _improved(str(path), text) if d.code == "AVE207"]
+    assert (d.fix["kind"], d.fix["line"], d.fix["indent"]) == ("insert_barrier", 9,
+                                                               "        ")
+    fixed = _apply(text, [d.fix])
+    assert "        ave.wait_async(0)\n        ave.barrier()\n        ave.copy(" in fixed
+    assert not [x for x in check_file(str(path), fixed).diagnostics if x.code == "AVE207"]
