@@ -796,6 +796,13 @@ def _race_diagnostic(f: dict, w: dict) -> Diagnostic:
         # (one write: two elements in the same bytes, or an element's copies that differ)
         msg += (f" that {who} writes with other data in the same write (the layout maps "
                 "two elements to these bytes, or the copies of an element differ)")
+    elif f["what"] == "a read" and not f["barrier_fixes"] and f["earlier"] is not None \
+            and f["later"][0].name == "ave.copy_async":
+        # (the read came after the copy was issued: the copy was still in flight when it
+        # read -- "with no barrier between" sent a fresh user looking for a barrier where
+        # one was, while the wait count was wrong; the in-flight read is reported too)
+        msg += (f" as an asynchronous copy lands after a read by {who} that came while "
+                "the copy was in flight (no ave.wait_async retired it before the read)")
     else:
         msg += f" after {f['what']} by {who} with no barrier between"
     related = [Related(Location(p["file"], _range(p["range"])), p["label"])

@@ -253,7 +253,7 @@ def _inflight(text):
     from ave_core.analysis import analyze
     k = compile_source(text, "k.py").kernels[0]
     return [d for d in analyze(k).diagnostics
-            if d.code == "AVE207" and "in flight" in d.message], \
+            if d.code == "AVE207" and "still in flight" in d.message], \
         [d.code for d in analyze(k).diagnostics]
 
 
@@ -344,7 +344,7 @@ def test_set_wait_count_fixes_the_broken_flash_attention_example():
     path, text = _v_wait()
     lines = text.splitlines()
     found = [d for d in _improved(path, text)
-             if d.code == "AVE207" and "in flight" in d.message]
+             if d.code == "AVE207" and "still in flight" in d.message]
     wait = lines.index("        ave.wait_async(2)                   # BUG: V_j may still be "
                        "in flight")
     assert len(found) == 2
@@ -378,7 +378,7 @@ def test_insert_wait_fixes_the_broken_flash_attention_example_with_an_expression
     text = text.replace("        ave.wait_async(2)                   # BUG:",
                         "        ave.wait_async(1 + 1)               # BUG:")
     found = [d for d in check_file(path, text).diagnostics
-             if d.code == "AVE207" and "in flight" in d.message]
+             if d.code == "AVE207" and "still in flight" in d.message]
     assert found and all(d.fix and d.fix["kind"] == "insert_wait" for d in found)
     (out,) = to_lsp([found[0]], path=path, uri="file://" + path, text=text)
     (action,) = fixes.code_actions(text, [out], changes)
@@ -397,7 +397,7 @@ def test_set_wait_count_needs_a_barrier_between_the_wait_and_the_read():
     text = text.replace("        ave.barrier()                       # visible to all; "
                         "nobody reads sV[sn] any more\n", "", 1)
     ds = [d for d in _improved(path, text)
-          if d.code == "AVE207" and "in flight" in d.message]
+          if d.code == "AVE207" and "still in flight" in d.message]
     assert ds and {d.fix["kind"] for d in ds if d.fix} == {"insert_wait"}
 
 
@@ -532,7 +532,7 @@ def k(X: ave.Tensor[ave.f32, 2], Y: ave.Tensor[ave.f32, 1], KT: ave.i32, S: ave.
         (action,) = fixes.code_actions(text, [out], changes)
         fixed = apply(text, action.edit.changes["file:///k.py"][0])
         assert [x for x in check_file(path, fixed).diagnostics
-                if x.code == "AVE207" and "in flight" in x.message] == []
+                if x.code == "AVE207" and "still in flight" in x.message] == []
 
 
 @pytest.mark.parametrize("body", [

@@ -529,7 +529,7 @@ async def test_insert_wait_code_action_end_to_end(client: LanguageClient, worksp
     did_open(client, uri, text)
     pub = await wait_publish(client, uri, lambda p: p.version == 1 and len(p.diagnostics) > 0)
     (target,) = [d for d in pub.diagnostics
-                 if d.code == "AVE207" and "in flight" in d.message]
+                 if d.code == "AVE207" and "still in flight" in d.message]
     assert target.range.start.line == 10 and target.data["fix"]["kind"] == "insert_wait"
     actions = await asyncio.wait_for(client.text_document_code_action_async(
         types.CodeActionParams(
@@ -556,7 +556,7 @@ async def test_no_fix_for_diagnostics_of_an_older_text(client: LanguageClient,
     uri, text = new_doc(workspace, "stale_fix.py", IN_FLIGHT)
     did_open(client, uri, text)
     pub = await wait_publish(client, uri, lambda p: p.version == 1 and len(p.diagnostics) > 0)
-    (old,) = [d for d in pub.diagnostics if d.code == "AVE207" and "in flight" in d.message]
+    (old,) = [d for d in pub.diagnostics if d.code == "AVE207" and "still in flight" in d.message]
     lines = text.split("\n")
     at = next(i for i, ln in enumerate(lines) if ln.startswith("def "))
     moved = "\n".join(lines[:at + 1] + ["    x = 1", "    y = 2"] + lines[at + 1:])
@@ -578,7 +578,7 @@ async def test_no_fix_for_diagnostics_of_an_older_text(client: LanguageClient,
     assert not await actions_for(old)
     did_save(client, uri)
     pub = await wait_publish(client, uri, lambda p: p.version == 4)
-    (new,) = [d for d in pub.diagnostics if d.code == "AVE207" and "in flight" in d.message]
+    (new,) = [d for d in pub.diagnostics if d.code == "AVE207" and "still in flight" in d.message]
     assert new.range.start.line == old.range.start.line + 2
     acts = await actions_for(new)
     assert acts and acts[0].title.startswith(
