@@ -221,6 +221,8 @@ class PendingCheck:
         self._report = report
         self._finish: Any = None
         self._batch: Any = None
+        #: the text checked (read from disk when not given; None when it could not be)
+        self.text: str | None = None
 
     @property
     def units(self) -> int:
@@ -242,11 +244,19 @@ class PendingCheck:
 def start_check(path: str, text: str | None = None, *, workspace: str | None = None,
                 analyze: bool = True, options: Any = None, pool: Any = None) -> PendingCheck:
     """Run the front end on one file and submit its specializations' analyses to
-    ``pool`` (see :func:`check_file`, which is ``start_check(...).result()``)."""
+    ``pool`` (see :func:`check_file`, which is ``start_check(...).result()``); the
+    result's ``text`` is the text checked."""
     if text is None:
         text, diag = read_source(path)
         if diag is not None:
             return PendingCheck(FileReport(path, False, [], [diag]))
+    pending = _start_check(path, text, workspace, analyze, options, pool)
+    pending.text = text
+    return pending
+
+
+def _start_check(path: str, text: str, workspace: str | None, analyze: bool, options: Any,
+                 pool: Any) -> PendingCheck:
     try:
         from ave_core.compiler.frontend import compile_source
 

@@ -429,15 +429,15 @@ class Checker:
 
         def finish() -> tuple:
             results = [c.result() for c in pending]
-            for r in results:
-                if any(d.proposal for d in r.diagnostics):
-                    # (better fixes, kept where a check of the fixed text proves them)
+            for c, r in zip(pending, results):
+                if c.text is not None and any(d.proposal for d in r.diagnostics):
+                    # (better fixes, kept where a check of the fixed text proves them;
+                    # the text the check read, not the file again: --watch may see it
+                    # saved in between)
                     from ave_lsp.fixplan import improve_fixes
-                    src, _ = check_mod.read_source(r.path)
-                    if src is not None:
-                        improve_fixes(r, src, lambda t, r=r: check_mod.check_file(
-                            r.path, t, workspace=self.workspace_for(r.path),
-                            analyze=self.analyze, options=options, pool=self.pool))
+                    improve_fixes(r, c.text, lambda t, r=r: check_mod.check_file(
+                        r.path, t, workspace=self.workspace_for(r.path),
+                        analyze=self.analyze, options=options, pool=self.pool))
             report = check_mod.build_report(results)
             fr = _file_report(report, path)
             suppressed = Suppressions().apply(fr)

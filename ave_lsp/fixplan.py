@@ -28,6 +28,7 @@ whose races carry proposals per part of the plan, each part checked alone (at mo
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Callable
 
 from ave_core.analysis import barrier_fix_note, set_wait_note, wait_fix_note
@@ -51,7 +52,7 @@ def improve_fixes(report: Any, text: str, recheck: Callable[[str], Any],
 
     deadline = None if budget_s is None else time.monotonic() + budget_s
     try:
-        parts = _plan(report, text)
+        parts = _plan(report)
         if parts:
             good = _verified(parts, report, text, recheck, deadline)
             for part in good:
@@ -63,7 +64,7 @@ def improve_fixes(report: Any, text: str, recheck: Callable[[str], Any],
 
 # ----------------------------------------------------------------------------- the plan
 
-def _plan(report: Any, text: str) -> list[dict]:
+def _plan(report: Any) -> list[dict]:
     """Parts of the plan: ``{"kind": "barrier", "fix": insert_barrier fix, "diags":
     [...]}`` (one barrier for several races) and ``{"kind": "wait", "fix":
     set_wait_count fix, "diags": [...]}`` (one wait's new count)."""
@@ -85,23 +86,17 @@ def _plan(report: Any, text: str) -> list[dict]:
         new = min(int(sw["new"]) for _, sw in items)
         fix = {**items[0][1], "new": str(new)}
         parts.append({"kind": "wait", "fix": fix, "diags": [d for d, _ in items]})
-    spans = {}
+    left = {}
     own = {}
     for d in mine:
         sp = d.proposal.get("span")
         if sp and d.fix.get("kind") == "insert_barrier":
             o = (d.fix["line"], d.fix["indent"])
             own[id(d)] = o
-            spans[id(d)] = (d, {tuple(x) for x in sp} | {o})
-    owners: dict = {}
-    for i, o in own.items():
-        owners[o] = owners.get(o, 0) + 1
-    left = dict(spans)
+            left[id(d)] = (d, {tuple(x) for x in sp} | {o})
+    owners = Counter(own.values())
     while left:
-        counts: dict = {}
-        for _, span in left.values():
-            for c in span:
-                counts[c] = counts.get(c, 0) + 1
+        counts = Counter(c for _, span in left.values() for c in span)
         best = max(counts, key=lambda c: (counts[c], owners.get(c, 0), c[0]))
         if counts[best] < 2:
             break                       # (no statement serves two: each keeps its own)
@@ -134,7 +129,7 @@ def _edited(text: str, fixes: list[dict]) -> tuple[str, list[int]] | None:
     """``text`` with the edits of ``fixes`` (as the editor makes them) and the 0-based
     lines before which barrier lines were inserted (sorted); None when a fix does not
     apply to the text."""
-    from ave_lsp.server.fixes import edit_for
+    from ave_lsp.server.fixes import _lines, _utf16_index, edit_for
 
     edits = []
     inserted = []
@@ -146,19 +141,11 @@ def _edited(text: str, fixes: list[dict]) -> tuple[str, list[int]] | None:
         if fix["kind"] == "insert_barrier":
             inserted.append(fix["line"])
     starts = _line_starts(text)
+    lines = _lines(text)
 
     def offset(p: Any) -> int:
-        # (UTF-16 columns to code points on that line)
-        if p.line >= len(starts):
-            return len(text)
-        at, end = starts[p.line], (starts[p.line + 1] if p.line + 1 < len(starts)
-                                   else len(text))
-        units = 0
-        i = at
-        while i < end and units < p.character:
-            units += 2 if ord(text[i]) > 0xFFFF else 1
-            i += 1
-        return i
+        # (edit_for's positions lie in the text: UTF-16 columns to code points)
+        return starts[p.line] + _utf16_index(lines[p.line], p.character)
     out = text
     for e in sorted(edits, key=lambda e: (e.range.start.line, e.range.start.character),
                     reverse=True):

@@ -765,10 +765,10 @@ def barrier_span(eng: Any, f: dict, own: Any) -> frozenset:
     if ea is None or pb is None or ea >= pb:
         return frozenset()
     if earlier.name == "ave.copy_async":
-        waits = [i for i in range(pb - 1, ea, -1) if ops[i].name == "ave.wait_async"]
-        if not waits:
+        landed = _landing_wait(eng, earlier, later)
+        if landed is None:
             return frozenset()
-        ea = waits[0]
+        ea = pos[id(landed)]
     headers = getattr(eng, "loop_headers", None)
     if headers is None:
         return frozenset()          # (not known: no coordination)

@@ -120,7 +120,7 @@ class AveProtocol(LanguageServerProtocol):
                     message=f"{method}: the server is not initialized (send 'initialize' "
                             "first)"))
             return
-        if self._shutdown and getattr(message, "method", None) not in (None, types.EXIT) \
+        if self._shutdown and method not in (None, types.EXIT) \
                 and getattr(message, "id", None) is not None:
             # after `shutdown` a request is an error (LSP: InvalidRequest), not silence
             self._send_response(message.id, error=types.ResponseError(

@@ -234,7 +234,7 @@ def test_a_refuted_proposal_is_not_offered(name, kind):
     text = path.read_text("utf-8")
     report = check_file(str(path), text)
     own = [(d.code, d.range, dict(d.fix)) for d in report.diagnostics if d.fix]
-    parts = _plan(report, text)
+    parts = _plan(report)
     assert [p["kind"] for p in parts] == [kind]
     checks = []
 
@@ -255,7 +255,7 @@ def test_rechecks_are_bounded(monkeypatch):
         path = "k.py"
         diagnostics: list = []
     calls = []
-    monkeypatch.setattr(fp, "_plan", lambda report, text: [{"kind": "barrier"}] * 5)
+    monkeypatch.setattr(fp, "_plan", lambda report: [{"kind": "barrier"}] * 5)
     monkeypatch.setattr(fp, "_holds", lambda parts, *a: calls.append(len(parts)) and False)
     fp.improve_fixes(Report(), "", lambda t: None)
     assert calls == [1] * fp.MAX_PARTS and fp.MAX_PARTS == 3
