@@ -427,6 +427,23 @@ class SourceText:
         """Convert a 0-based line and a code-point column to a Position."""
         return Position(line0, utf16_len(self.line(line0)[:char_index]))
 
+    def segment(self, node: Any) -> str | None:
+        """The source text of an ``ast`` node that starts and ends on one line (None for a
+        node spanning lines or without an end). What ``ast.get_source_segment`` gives, from
+        the lines already split (that function splits the whole text on every call: ~4 ms
+        per call on a 300-line file)."""
+        end_lineno = getattr(node, "end_lineno", None)
+        end_col = getattr(node, "end_col_offset", None)
+        if end_lineno is None or end_col is None or end_lineno != node.lineno:
+            return None
+        line0 = node.lineno - 1
+        if not 0 <= line0 < len(self.lines):
+            return None
+        text = self.lines[line0]
+        if self._is_ascii(line0):
+            return text[node.col_offset:end_col]
+        return text.encode("utf-8")[node.col_offset:end_col].decode("utf-8", errors="replace")
+
     def range_of(self, node: Any) -> Range:
         """The range of an ``ast`` node (or anything with lineno/col_offset/end_*)."""
         end_lineno = getattr(node, "end_lineno", None) or node.lineno

@@ -1909,8 +1909,8 @@ class KernelBuilder:
         if inner <= 0 or inner == shape[-1]:
             return None
         node = shape_node.elts[-1]
-        old = ast.get_source_segment(self.cur_module.text, node)
-        if old is None or "\n" in old or "\r" in old:
+        old = self.cur_module.source.segment(node)
+        if old is None:
             return None
         if isinstance(node, ast.Constant) and _is_ct_int(node.value):
             new = str(inner)
@@ -2161,8 +2161,8 @@ class KernelBuilder:
             # where the count is written, as a literal (the analysis' quick fix of a
             # wait with too high a count rewrites it: "set_wait_count")
             r = self.cur_module.range_of(arg)
-            txt = ast.get_source_segment(self.cur_module.text, arg)
-            if txt is not None and "\n" not in txt and "\r" not in txt:
+            txt = self.cur_module.source.segment(arg)
+            if txt is not None:
                 attrs["n_literal"] = (r.start.line, r.start.character, r.end.line,
                                       r.end.character, txt)
         self.emit("ave.wait_async", [], [], node, attrs)

@@ -363,8 +363,10 @@ def test_an_undecided_query_is_never_a_silent_pass(name, decided, budget_ms):
     a = analyze(k, AnalysisOptions(solver_timeout_ms=budget_ms))
     codes = {d.code for d in a.diagnostics}
     assert codes and codes <= {decided, "AVE205"}, [d.message for d in a.diagnostics]
-    # with the default budget: the finding itself
-    assert decided in {d.code for d in analyze(k).diagnostics}
+    # with a budget that lets z3 finish (the default 2 s failed once on a machine busy
+    # with a second test run): the finding itself
+    assert decided in {d.code for d in analyze(
+        k, AnalysisOptions(solver_timeout_ms=60_000)).diagnostics}
 
 
 def test_a_cleanup_of_one_workspace_does_not_refuse_the_next_start():
