@@ -31,7 +31,7 @@ from importlib import resources
 from typing import Any, Iterable, Sequence
 
 #: Version of the JSON output schema (``"version"`` in the report).
-SCHEMA_VERSION = "1.7"
+SCHEMA_VERSION = "1.8"
 
 
 class Severity(enum.IntEnum):

@@ -240,11 +240,26 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             if landing is not None:
                 landing = dict(landing, text=_landing_text(eng, landing["when"]))
             if key not in uninit:
-                uninit[key] = (op, loops, thread, byte, trips, inflight, landing,
-                               block_model() if landing is None else None)
+                # (a runtime-start loop's iteration named by its value, under the sizes
+                # of the witness, completed where they do not fix it: Engine.loop_model)
+                if landing is None:
+                    bm = eng.loop_model(block_model(), loops) or None
+                else:
+                    cl = tuple(landing.get("copy_loops", {}).items())
+                    m = eng.loop_model(landing["model"], loops, cl)
+                    landing = dict(landing, model=m,
+                                   copy_loops=dict(eng.loop_values(cl, m)))
+                    bm = m
+                uninit[key] = (op, eng.loop_values(loops, bm), thread, byte, trips,
+                               inflight, landing, bm if landing is None else None)
         for op, loops, reach, miss, branch, model in div:
             key = op.loc.report_key
-            divergent.setdefault(key, (op, loops, reach, miss, branch, model, trips))
+            if key not in divergent:
+                m = eng.loop_model(model, loops)
+                if model is not None or m:
+                    model = m
+                divergent[key] = (op, eng.loop_values(loops, model), reach, miss, branch,
+                                  model, trips)
         for f in eng.bounds.check(known=oob):
             key = f["op"].loc.report_key
             if key not in oob:
@@ -255,12 +270,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             key = f["op"].loc.report_key
             if key not in races:
                 eng.loop_headers = loop_headers
-                w = _race_witness(eng, f, trips)
-                m = block_model()
-                if m is not None:
-                    w["block"] = [int(m.get(f"program_id({a})", 0)) for a in range(3)]
-                    w["model"] = m
-                races[key] = (f, w)
+                races[key] = (f, _race_witness(eng, f, trips, block_model()))
             if f.get("wait") is not None:
                 # the wait fix must hold for every execution of the read (every loop
                 # iteration, every trip count): the fewest groups left in flight
@@ -703,9 +713,9 @@ def _model_trips(eng: Any, model: dict | None, trips: dict) -> dict:
     return out
 
 
-def _race_witness(eng: Any, f: dict, trips: dict) -> dict:
+def _race_witness(eng: Any, f: dict, trips: dict, model: dict | None = None) -> dict:
     from ave_core.analysis.races import witness
-    w = witness(eng, f)
+    w = witness(eng, f, model)
     w["trip_counts"] = dict(trips)
     return w
 

@@ -810,7 +810,7 @@ def check_resets(eng: Any, x: Any, chk: Any, consumer: Any, guard: Any = None) -
                 chk.unknown = _not_followed(reset[1], consumer)
                 return
             if reset is not None:
-                _mark_reset(v, reset[1])
+                _mark_reset(eng, v, reset[1])
             chk.violation = v
             return
 
@@ -933,9 +933,12 @@ def _not_followed(r: "Reset", consumer: Any) -> str:
             "elements a masked store leaves out, or mask the store)")
 
 
-def _mark_reset(v: dict, r: "Reset") -> None:
+def _mark_reset(eng: Any, v: dict, r: "Reset") -> None:
     """A violation of the chain after a reset: the witness names the reset."""
-    at = shown_loops(r.loops, r.op)
+    model = eng.loop_model(v.get("model"), r.loops)
+    if model:
+        v["model"] = model
+    at = eng.shown(r.loops, r.op, model)
     v["reset"] = dict(at)
     pts = v.setdefault("program_points", [])
     pts.insert(len(pts) - 1 if pts else 0, {
@@ -944,7 +947,7 @@ def _mark_reset(v: dict, r: "Reset") -> None:
         + (" (" + ", ".join(f"{k}={x}" for k, x in at) + ")" if at else "")})
     fin = v.get("__refine")
     if fin is not None:
-        v["__refine"] = lambda: (lambda w: (_mark_reset(w, r), w)[1])(fin())
+        v["__refine"] = lambda: (lambda w: (_mark_reset(eng, w, r), w)[1])(fin())
 
 
 def _reset_witness(eng: Any, x: Any, r: "Reset", pos: int, e: int, model: dict,
@@ -963,14 +966,16 @@ def _reset_witness(eng: Any, x: Any, r: "Reset", pos: int, e: int, model: dict,
     def when(loops) -> str:
         return " (" + ", ".join(f"{k}={v}" for k, v in loops) + ")" if loops else ""
 
+    model = eng.loop_model({k: v for k, v in model.items() if not k.startswith("__")},
+                           r.loops, *(c.op.attrs.get("loop_indices", ()) for c in before))
     for c in before:
-        pp(c.op, "accumulates" + when(shown_loops(c.op.attrs.get("loop_indices", ()), c.op)))
-    at = shown_loops(r.loops, r.op)
+        pp(c.op, "accumulates" + when(eng.shown(c.op.attrs.get("loop_indices", ()), c.op,
+                                                model)))
+    at = eng.shown(r.loops, r.op, model)
     pp(r.op, "takes its other side here, dropping the products before it" + when(at))
     pp(consumer, "the accumulator is used here")
-    model = {k: v for k, v in model.items() if not k.startswith("__")}
     block = [int(model.get(f"program_id({a})", 0)) for a in range(3)]
-    chain = [dict(shown_loops(c.op.attrs.get("loop_indices", ()), c.op)) for c in before]
+    chain = [dict(eng.shown(c.op.attrs.get("loop_indices", ()), c.op, model)) for c in before]
     return {
         "block": block,
         "threads": [{"thread": t0, "warp": t0 // eng.ws, "lane": t0 % eng.ws}],
@@ -1681,10 +1686,12 @@ def _witness(eng: Any, v: dict, calls: list, w: int, f: int, consumer: Any,
         return " (" + ", ".join(f"{k}={x}" for k, x in loops) + ")" if loops else ""
 
     loops_of = {}
+    model = eng.loop_model({k: x for k, x in v.get("model", {}).items()
+                            if not k.startswith("__")}, *(c.loops for c in calls))
     if v["what"] == "twice":
         a, b = v["a"], v["b"]
-        la = shown_loops(calls[a[3]].loops, calls[a[3]].op)
-        lb = shown_loops(calls[b[3]].loops, calls[b[3]].op)
+        la = eng.shown(calls[a[3]].loops, calls[a[3]].op, model)
+        lb = eng.shown(calls[b[3]].loops, calls[b[3]].op, model)
         value = v["conc"]
         pp(calls[a[3]].op, f"{fname}={value} accumulated{when(la)}")
         pp(calls[b[3]].op, f"{fname}={value} accumulated again{when(lb)}")
@@ -1692,11 +1699,10 @@ def _witness(eng: Any, v: dict, calls: list, w: int, f: int, consumer: Any,
     else:
         value = v["k0"]
         for c in calls:
-            pp(c.op, "accumulates" + when(shown_loops(c.loops, c.op)))
+            pp(c.op, "accumulates" + when(eng.shown(c.loops, c.op, model)))
     pp(consumer, "the accumulator is used here")
-    model = {k: x for k, x in v.get("model", {}).items() if not k.startswith("__")}
     block = [int(model.get(f"program_id({a})", 0)) for a in range(3)]
-    loops = dict(shown_loops(calls[-1].loops, calls[-1].op))
+    loops = dict(eng.shown(calls[-1].loops, calls[-1].op, model))
     return {
         "block": block,
         "threads": [{"thread": t0, "warp": t0 // eng.ws, "lane": t0 % eng.ws}],
@@ -1708,5 +1714,5 @@ def _witness(eng: Any, v: dict, calls: list, w: int, f: int, consumer: Any,
         "tags": {"acc": {fname: int(value)}},
         "program_points": pts,
         "model": model,
-        "chain": [dict(shown_loops(c.loops, c.op)) for c in calls],
+        "chain": [dict(eng.shown(c.loops, c.op, model)) for c in calls],
     }

@@ -1067,7 +1067,7 @@ class BoundsChecker:
         eng = self.eng
         if r.get("unknown"):
             return {"op": op, "unknown": True}
-        model = r["model"]
+        model = eng.loop_model(r["model"], loops)
         li = np.nonzero(live)[0][i]
         coord = []
         for c in gc:
@@ -1080,7 +1080,7 @@ class BoundsChecker:
         block = [int(model.get(f"program_id({a})", 0)) for a in range(3)]
         return {"op": op, "block": block,
                 "threads": [{"thread": t, "warp": t // eng.ws, "lane": t % eng.ws}],
-                "loop_indices": dict(shown_loops(loops, op)), "tensor": name, "dim": d,
+                "loop_indices": dict(eng.shown(loops, op, model)), "tensor": name, "dim": d,
                 "coordinates": {name: coord}, "index": int(r["value"]),
                 "shape_dim": int(r["size"]), "tags": {},
                 "program_points": [{"file": op.loc.file, "range": op.loc.range.to_json(),

@@ -628,6 +628,10 @@ class Engine:
         #: the loop variables of the loops some executed op was in (a runtime loop not
         #: around the current op but in here has finished: running_trip_constraints)
         self.entered_loops: frozenset = frozenset()
+        #: the loop variable's value, as a linear form ``(key, conc)``, of each iteration
+        #: of a loop whose start is known only at run time, by the ``loop_indices`` of the
+        #: iteration (whose last entry is its 0-based number): see :meth:`shown`
+        self.loop_ivs: dict[tuple, tuple[int, int]] = {}
         #: the arms being run, ``(id(if op), 0 then / 1 else)`` (Contribution.arms)
         self._arms: list[tuple[int, int]] = []
         self.runtime_branches: list[RuntimeBranch] = []
@@ -1495,6 +1499,84 @@ class Engine:
                "shr", "min", "max"):
         locals()["op_arith_" + _n] = (lambda n: lambda self, op: self._bin(op, n))(_n)
     del _n
+
+    def op_arith_add(self, op):
+        self._bin(op, "add")
+        if op.attrs.get("loop_iv"):
+            # the variable of an iteration of a loop starting at a runtime value (the
+            # unroller's ``start + i * step``): witnesses name its value, see shown()
+            v = self.env.get(op.result)
+            if isinstance(v, SymInt):
+                self.loop_ivs[tuple(op.attrs.get("loop_indices", ()))] = (
+                    int(np.asarray(v.key).reshape(-1)[0]), int(np.asarray(v.conc).reshape(-1)[0]))
+
+    def shown(self, loops: Any, op: Any, model: dict | None = None) -> tuple:
+        """The loop iterations a witness names for ``op`` (:func:`shown_loops`), with each
+        loop that starts at a runtime value (``range(KT - 1, -1, -1)``, ``range(s * KPER,
+        ...)``) named by its variable's value under the witness' ``model`` (the unrolled
+        op holds the 0-based iteration number: ``kt=0`` read as the first k-tile where it
+        was the third). Where ``model`` does not fix the value (pass it through
+        :meth:`loop_model` first) the iteration number stays."""
+        return shown_loops(self.loop_values(loops, model), op)
+
+    def loop_values(self, loops: Any, model: dict | None = None) -> tuple:
+        """``loops`` (``loop_indices`` of an unrolled op) with each runtime-start loop's
+        iteration number replaced by its variable's value under ``model`` where it fixes
+        it (see :meth:`shown`, which adds the compile-time loops)."""
+        loops = tuple(loops)
+        if not self.loop_ivs or not loops:
+            return loops
+        out = []
+        model = dict(model or {})       # (_concretize adds the block's program ids: 0)
+        for j, (name, v) in enumerate(loops):
+            iv = self.loop_ivs.get(loops[:j + 1])
+            if iv is not None:
+                x = self._concretize(iv[0], iv[1], model)
+                if isinstance(x, int):
+                    v = x
+            out.append((name, v))
+        return tuple(out)
+
+    def loop_model(self, model: dict | None, *loop_lists: Any) -> dict:
+        """``model`` (a witness' sizes and program ids; None: none) completed so that it
+        fixes the value of every iteration of a runtime-start loop in ``loop_lists``
+        (``loop_indices`` tuples): the smallest sizes and program ids, with the ones
+        ``model`` gives kept, that run the variant's trip counts (z3's canonical model).
+        ``model`` unchanged when it fixes them, when there are none, or when no such sizes
+        are found (then :meth:`shown` keeps the iteration numbers)."""
+        model = dict(model or {})
+        if not self.loop_ivs:
+            return model
+        forms = []
+        for loops in loop_lists:
+            loops = tuple(loops or ())
+            for j in range(len(loops)):
+                iv = self.loop_ivs.get(loops[:j + 1])
+                if iv is not None and not isinstance(self._concretize(iv[0], iv[1],
+                                                                      dict(model)), int):
+                    forms.append(iv)
+        if not forms:
+            return model
+        from ave_core.analysis.accumulation import _trip_constraints
+        from ave_core.analysis.smt import constant_terms
+        sv = self.solver
+        z3 = sv.z3
+        try:
+            with sv.scratch():
+                exprs = [sv.lin(k, c) for k, c in forms]
+                cons = list(_trip_constraints(self, z3))
+                free = {e.decl().name(): e for e in constant_terms(z3, exprs + cons).values()}
+                cons += [e == z3.IntVal(model[n], sv.ctx) for n, e in free.items()
+                         if isinstance(model.get(n), int)]
+                res = sv.satisfiable([], cons)
+                if res.status != "sat":
+                    return model
+                m = res.refine() if res.refine is not None else res.model
+        except Exception:                  # (a witness keeps its iteration numbers)
+            return model
+        # (only what fixes the values and the trip counts: every size the solver knew
+        # showed, "C.shape[1] = 1" for a tensor the loop's bounds do not read)
+        return {**{k: v for k, v in m.items() if k in free}, **model}
 
     def op_arith_cmp(self, op):
         a, b = (self.env.get(v) for v in op.operands)
@@ -4586,6 +4668,12 @@ class Engine:
     def _witness(self, op: Op, X: dict, Y: dict, ix: int, iy: int, f: int, model: dict,
                  why: str) -> dict:
         tx, ty = X["tags"], Y["tags"]
+        # (sizes fixing the value of a runtime-start loop's iteration it names)
+        model = self.loop_model(model, self.loops, *(
+            self.records[int(t.via[i])].loops for t, i in ((tx, ix), (ty, iy))
+            if int(t.via[i]) >= 0), *(
+            self.records[int(t.moved[i])].loops for t, i in ((tx, ix), (ty, iy))
+            if int(t.moved[i]) >= 0))
 
         def val(t: Tags, i: int, ff: int) -> Any:
             c = int(t.code[i, ff])
@@ -4617,7 +4705,7 @@ class Engine:
                 if m < 0:
                     continue
                 rec = self.records[m]
-                loops = ", ".join(f"{k}={v}" for k, v in shown_loops(rec.loops, rec.op))
+                loops = ", ".join(f"{k}={v}" for k, v in self.shown(rec.loops, rec.op, model))
                 name = "ave.ldmatrix" if rec.op.attrs.get("ldmatrix") else rec.op.name
                 points.append({"file": rec.op.loc.file, "range": rec.op.loc.range.to_json(),
                                "label": f"{label}: {what} {name}"
@@ -4627,7 +4715,7 @@ class Engine:
         return {
             "block": block,
             "threads": threads,
-            "loop_indices": dict(shown_loops(self.loops, op)),
+            "loop_indices": dict(self.shown(self.loops, op, model)),
             "field": self.fields[f],
             "why": why,
             "operands": {
@@ -4779,9 +4867,11 @@ class Engine:
             byte = int(common[0])
             i = int(np.nonzero(bx == byte)[0][0]) // x.dtype.bytes
             j = int(np.nonzero(by == byte)[0][0]) // y.dtype.bytes
+            m = self.loop_model(None, self.loops)
             check.violation = {
-                "block": [0, 0, 0], "threads": [], "loop_indices": dict(shown_loops(
-                    self.loops, op)),
+                "block": [int(m.get(f"program_id({a})", 0)) for a in range(3)],
+                "threads": [], "loop_indices": dict(self.shown(self.loops, op, m)),
+                **({"model": m} if m else {}),
                 "byte": byte, "overlap_bytes": int(common.size),
                 "coordinates": {"x": [int(c[i]) for c in cx], "y": [int(c[j]) for c in cy]},
                 "program_points": [], "tags": {},

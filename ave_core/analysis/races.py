@@ -842,8 +842,12 @@ def wait_to_tighten(eng: Any, later: Any) -> tuple | None:
     return None
 
 
-def witness(eng: Any, f: dict) -> dict:
+def witness(eng: Any, f: dict, model: dict | None = None) -> dict:
+    """The witness of race finding ``f``; ``model``: the sizes and program ids of its
+    block, when block 0 does not run it (completed where a runtime-start loop's value
+    needs them: :meth:`Engine.loop_model`; the witness' ``"model"`` then)."""
     ws = eng.ws
+    model = eng.loop_model(model, f["loops"], f["earlier"][1] if f["earlier"] else ())
     other, thread = f["threads"]
     # the thread of the reported (later) access first, then the other one
     threads = [{"thread": thread, "warp": thread // ws, "lane": thread % ws}]
@@ -854,7 +858,7 @@ def witness(eng: Any, f: dict) -> dict:
                                (f["later"], "later access")):
         if op is None:
             continue
-        loops = shown_loops(loops, op)
+        loops = eng.shown(loops, op, model)
         name = "ave.ldmatrix" if op.attrs.get("ldmatrix") else op.name
         pts.append({"file": op.loc.file, "range": op.loc.range.to_json(),
                     "label": f"{label}: {name}" + (" (" + ", ".join(
@@ -868,13 +872,16 @@ def witness(eng: Any, f: dict) -> dict:
         # wait, which fixed nothing (and was offered again one line down; a review helper)
         earlier_op = _landing_wait(eng, earlier_op, later_op) or earlier_op
     st = fix_anchor(later_op, earlier_op)
-    w = {"block": [0, 0, 0], "threads": threads,
-         "loop_indices": dict(shown_loops(f["loops"], later_op)),
+    w = {"block": [int(model.get(f"program_id({a})", 0)) for a in range(3)],
+         "threads": threads,
+         "loop_indices": dict(eng.shown(f["loops"], later_op, model)),
          "byte": f["byte"], "coordinates": {}, "tags": {}, "program_points": pts,
          "race": f["kind"] + " after " + f["what"],
-         "earlier_loop_indices": dict(shown_loops(f["earlier"][1], f["earlier"][0]))
+         "earlier_loop_indices": dict(eng.shown(f["earlier"][1], f["earlier"][0], model))
          if f["earlier"]
          else {}}
+    if model:
+        w["model"] = model
     anchor = getattr(st, "stmt", None) if st is not None else None
     if anchor is not None and not f["in_branch"] and f["barrier_fixes"]:
         # before the statement (not the op's expression: `a = ave.ldmatrix(...)`), at

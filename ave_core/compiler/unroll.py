@@ -18,7 +18,9 @@ software pipeline goes wrong in its prologue, its steady state or its epilogue.
 Every op of the result carries ``attrs["loop_indices"]``: the ``(name, value)`` pairs of
 the loops it was unrolled from, outermost first (the witness' "kt=2"): the loop variable's
 value in that iteration (``ave.range(1, KT + 1)``'s first iteration is ``kt=1``), or the
-0-based iteration number when the loop starts at a value known only at run time.
+0-based iteration number when the loop starts at a value known only at run time (then the
+iteration's ``start + i * step`` is an ``arith.add`` with ``attrs["loop_iv"]``: the
+analysis names the iteration by that value for a witness' sizes, ``Engine.shown``).
 """
 
 from __future__ import annotations
@@ -612,7 +614,10 @@ def _unroll_for(op: Op, out: Block, ctx: _Ctx) -> None:
             iv = _emit_const(out, ctx.consts[lb] + i * step, _dt.i32, op.loc, ctx)
         else:
             off = _emit_const(out, i * step, _dt.i32, op.loc, ctx)
-            add = Op("arith.add", [lb, off], [], {"loop_indices": ctx.loop_stack}, [], op.loc)
+            # ("loop_iv": the analysis names this iteration by the value, see
+            # Engine.shown)
+            add = Op("arith.add", [lb, off], [], {"loop_indices": ctx.loop_stack,
+                                                   "loop_iv": True}, [], op.loc)
             iv = Value(ScalarType(_dt.i32), name, owner=add)
             add.results.append(iv)
             out.ops.append(add)

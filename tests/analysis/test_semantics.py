@@ -667,7 +667,72 @@ def test_pairing_respects_the_variants_trip_count(start, bug):
     assert w["operands"]["y"]["tags"]["k"] == w["operands"]["x"]["tags"]["k"] + 16
     K = w["model"]["A.shape[1]"]
     assert w["trip_counts"] == {"kt": 2} and (K + 15) // 16 == 2, (K, w)
-    assert w["loop_indices"] == {"kt": 1}      # the second trip (0-based), kt = KT - 2 = 0
+    # the second trip of range(KT - 1, -1, -1) with KT = 2: the variable's value kt = 0
+    # (it named the 0-based iteration number, kt=1, which is the first trip's value)
+    assert w["loop_indices"] == {"kt": 0}
+    _replay_with_model(src, r, w, grid=(1,))
+
+
+def _replay_with_model(src: str, r, w: dict, grid: tuple) -> None:
+    """Run the kernel of ``src`` (tensors A (M, K), B (K, N), sizes from the witness'
+    model; only the provenance is read) through the interpreter's
+    provenance mode and confirm the witness: the iteration it names, by the loop
+    variable's value, exists and pairs the data it says."""
+    import numpy as np
+    from ave_core.analysis.replay import replay_witness
+    from ave_core.interp import numerics as NUM
+    from ave_core.interp import run
+    from ave_core.lang import bf16
+    res = compile_source(src, "k.py")
+    k = res.kernels[0]
+    m = w["model"]
+    K = m["A.shape[1]"]
+    # (sizes the model leaves free, or makes smaller than a tile the kernel reads in
+    # bounds of its mask -- B.shape[0] = 1: the pairing query does not ask that the
+    # reads be in bounds -- large enough for every tile)
+    M, N = m.get("A.shape[0]", 64), m.get("B.shape[1]", 64)
+    KB = max(m.get("B.shape[0]", 0), K + 64)
+    rng = np.random.default_rng(7)
+    A = NUM.to_storage(bf16, rng.standard_normal((max(M, 64), K)).astype(np.float32))
+    B = NUM.to_storage(bf16, rng.standard_normal((KB, max(N, 64))).astype(np.float32))
+    args = [A, B] + ([np.zeros((64, 64), np.float32)] if len(k.params) > 2 else [])
+    out = run(k, grid, args, provenance=True, checks=False)
+    rp = replay_witness(k, out, r.kind, r.loc.range, w)
+    assert rp.confirmed, rp
+    assert (rp.x_value, rp.y_value) == (w["operands"]["x"]["tags"][rp.field],
+                                        w["operands"]["y"]["tags"][rp.field])
+
+
+def test_a_split_k_loop_names_its_iteration_by_value():
+    # split-K: block z runs kt = z*KPER .. z*KPER + KPER - 1, a start known at run time.
+    # B is one k-tile ahead from kt = 1 on. The witness named the 0-based iteration
+    # ("kt=0: A holds k=32"): kt is 2 there (A's k = 16 * kt). Hand-derived: the first
+    # variant (one trip) needs a block whose range holds one tile, kt >= 1: z = 1 with
+    # K // 16 = 3 (K = 48), kt = 2, A at k = 32, B at k = 48.
+    src, a = _analyze('''
+        KPER = 2
+        K = A.shape[1]
+        s = ave.program_id(2)
+        acc = ave.zeros((64, 64), ave.f32, tiled.c)
+        for kt in ave.range(s * KPER, ave.minimum(s * KPER + KPER, K // 16)):
+            kb = kt * 16 + ave.minimum(kt, 1) * 16
+            a = ave.load(A[0:64, kt * 16:kt * 16 + 16], tiled.a)
+            b = ave.load(B[kb:kb + 16, 0:64], tiled.b)
+            acc = ave.mma(a, b, acc, tiled)
+    ''')
+    (r,) = [r for r in a.assertions if r.kind == "mma"]
+    assert r.status == "violated"
+    w = r.witness
+    z, K = w["model"]["program_id(2)"], w["model"]["A.shape[1]"]
+    kt = w["loop_indices"]["kt"]
+    assert w["block"][2] == z and 2 * z <= kt < min(2 * z + 2, K // 16), w
+    assert w["operands"]["x"]["tags"]["k"] == 16 * kt
+    assert w["operands"]["y"]["tags"]["k"] == 16 * kt + 16
+    assert (z, K, kt) == (1, 48, 2)
+    d = next(d for d in a.diagnostics if d.code == "AVE201")
+    assert "kt=2: A holds k=32" in d.message
+    assert all("(kt=2)" in r.message for r in d.related if "last moved" in r.message)
+    _replay_with_model(src, r, w, grid=(1, 1, z + 1))
 
 
 def test_pairing_checked_once_stands_for_every_later_trip_count():

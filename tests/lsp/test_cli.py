@@ -383,7 +383,7 @@ def test_json_output_validates(fake_frontend, tmp_path, capsys):
     jsonschema.validate(report, report_schema())
     assert report["summary"]["errors"] == 1 and report["summary"]["warnings"] == 1
     assert [d["code"] for d in report["diagnostics"]] == ["AVE106", "AVE105"]
-    assert out.startswith('{\n  "version": "1.7"')
+    assert out.startswith('{\n  "version": "1.8"')
 
 
 def test_fail_on_warning(fake_frontend, tmp_path, capsys):
@@ -1126,7 +1126,7 @@ def test_json_status_is_violated_for_findings_outside_assertions(tmp_path):
     moe = str(ROOT / "examples" / "broken" / "moe_gather_mask_bound.py")
     report = check_paths([moe, str(race)])
     jsonschema.validate(report, report_schema())
-    assert report["version"] == SCHEMA_VERSION == "1.7"
+    assert report["version"] == SCHEMA_VERSION == "1.8"
     by_path = {f["path"]: f for f in report["files"]}
     specs = by_path[moe]["kernels"][0]["specializations"]
     assert len(specs) == 2
