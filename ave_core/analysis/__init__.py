@@ -228,6 +228,16 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 # whose comment hid it; a review helper)
                 r.loc = chk.op.loc
                 w = _refined(chk.violation)
+                raw = w.pop("__loops", None)
+                if raw is not None:
+                    # (a check made without a query, assert_disjoint: its loops named by
+                    # value with its block's sizes)
+                    bm = block_model()
+                    w["loop_indices"] = dict(eng.shown(raw[0], raw[1], bm))
+                    w.update(eng._iterations_entry(bm, raw[0]))
+                    if bm:
+                        w["block"] = [int(bm.get(f"program_id({a})", 0)) for a in range(3)]
+                        w["model"] = bm
                 w["trip_counts"] = _model_trips(eng, w.get("model"), trips)
                 w["occurrence"] = chk.occurrence
                 r.witness = w
@@ -240,26 +250,27 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             if landing is not None:
                 landing = dict(landing, text=_landing_text(eng, landing["when"]))
             if key not in uninit:
-                # (a runtime-start loop's iteration named by its value, under the sizes
-                # of the witness, completed where they do not fix it: Engine.loop_model)
+                # (a runtime-start loop's iteration named by its value under the sizes of
+                # the witness: Engine.loop_values)
                 if landing is None:
-                    bm = eng.loop_model(block_model(), loops) or None
+                    bm = block_model()
+                    its = eng.loop_iterations(bm, loops)
                 else:
                     cl = tuple(landing.get("copy_loops", {}).items())
-                    m = eng.loop_model(landing["model"], loops, cl)
-                    landing = dict(landing, model=m,
-                                   copy_loops=dict(eng.loop_values(cl, m)))
-                    bm = m
+                    its = eng.loop_iterations(landing["model"], loops, cl)
+                    landing = dict(landing, copy_loops=dict(eng.loop_values(
+                        cl, landing["model"])))
+                    bm = landing["model"]
                 uninit[key] = (op, eng.loop_values(loops, bm), thread, byte, trips,
-                               inflight, landing, bm if landing is None else None)
+                               inflight, landing, bm if landing is None else None, its)
         for op, loops, reach, miss, branch, model in div:
             key = op.loc.report_key
             if key not in divergent:
-                m = eng.loop_model(model, loops)
-                if model is not None or m:
-                    model = m
-                divergent[key] = (op, eng.loop_values(loops, model), reach, miss, branch,
-                                  model, trips)
+                # (``model`` None: for any sizes; the loops' values and the witness' block
+                # then from the block's sizes)
+                sizes = model if model is not None else block_model()
+                divergent[key] = (op, eng.loop_values(loops, sizes), reach, miss, branch,
+                                  model, trips, sizes, eng.loop_iterations(sizes, loops))
         for f in eng.bounds.check(known=oob):
             key = f["op"].loc.report_key
             if key not in oob:
@@ -339,30 +350,40 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     for r in out.assertions:
         for d in _diagnose(kernel, r):
             emit(d, r.loc)
-    for (f, rng, _), (op, loops, thread, byte, trips, inflight, landing, bm) in sorted(
+    for (f, rng, _), (op, loops, thread, byte, trips, inflight, landing, bm, its) in sorted(
             uninit.items(), key=_report_order):
         loops = shown_loops(loops, op)
         if landing is not None:
             if landing.get("copy") is not None:
                 landing = dict(landing, copy_loops=dict(shown_loops(
                     tuple(landing.get("copy_loops", {}).items()), landing["copy"])))
-            emit(_landing_diagnostic(kernel, op, loops, thread, byte, trips, landing),
-                 op.loc)
+            d = _landing_diagnostic(kernel, op, loops, thread, byte, trips, landing)
+            _mark_iterations(d, its)
+            emit(d, op.loc)
             continue
         where = ", ".join(f"{k}={v}" for k, v in loops)
         what = ("that nothing wrote yet: an asynchronous copy into it is still in flight"
                 if inflight else "that nothing wrote")
-        emit(Diagnostic(
+        d = Diagnostic(
             "AVE203", f"reads shared byte {byte} {what} (thread {thread}"
             + (f", {where}" if where else "") + ")", f, rng,
             witness={"block": [int((bm or {}).get(f"program_id({a})", 0)) for a in range(3)],
                      "threads": [_thr(thread, kernel.warp_size)],
                      "loop_indices": dict(loops), "byte": byte, "trip_counts": trips,
-                     "program_points": [], **({"model": bm} if bm else {})}), op.loc)
-    for _, (op, loops, reach, miss, branch, model, trips) in sorted(
+                     "program_points": [], **({"model": bm} if bm else {})})
+        _mark_iterations(d, its)
+        emit(d, op.loc)
+    for _, (op, loops, reach, miss, branch, model, trips, sizes, its) in sorted(
             divergent.items(), key=_report_order):
-        emit(_divergent_diagnostic(kernel, op, loops, reach, miss, branch, trips, model),
-             op.loc)
+        d = _divergent_diagnostic(kernel, op, loops, reach, miss, branch, trips, model)
+        if model is None and sizes:
+            # (block 0 does not run the variant's trip counts: the block that does)
+            d.witness["block"] = [int(sizes.get(f"program_id({a})", 0)) for a in range(3)]
+            d.witness["model"] = dict(sizes)
+            d.notes.append("in block (" + ", ".join(map(str, d.witness["block"])) + ") for "
+                           + ", ".join(f"{k} = {v}" for k, v in sizes.items()))
+        _mark_iterations(d, its)
+        emit(d, op.loc)
     for key, (rf, w) in sorted(races.items(), key=_report_order):
         fix = w.get("fix")
         if fix is not None and fix["kind"] == "insert_wait" and key in waits:
@@ -450,6 +471,34 @@ def _add_call_sites(kernel: KernelIR, diags: list[Diagnostic], sites: dict) -> N
                 at += 1
 
 
+def _iterations_note(its: dict) -> str:
+    """The note of a witness naming iteration numbers of runtime-start loops (see
+    ``Engine.loop_iterations``)."""
+    return "; ".join(f"{name} is named by its iteration number, from 0 (the loop starts at "
+                     f"{_strip_parens(start)}, a value this finding does not fix)"
+                     for name, start in its.items())
+
+
+def _strip_parens(t: str) -> str:
+    """``t`` without one pair of parentheses around all of it."""
+    if t.startswith("(") and t.endswith(")"):
+        depth = 0
+        for i, ch in enumerate(t):
+            depth += {"(": 1, ")": -1}.get(ch, 0)
+            if depth == 0 and i < len(t) - 1:
+                return t
+        return t[1:-1]
+    return t
+
+
+def _mark_iterations(d: Diagnostic, its: dict) -> None:
+    """Add to ``d`` (a witness diagnostic) the runtime-start loops its witness names by
+    iteration number: ``loop_iterations`` and a note."""
+    if its and d.witness is not None:
+        d.witness["loop_iterations"] = dict(its)
+        d.notes.append(_iterations_note(its))
+
+
 def _witness_notes(w: dict) -> list[str]:
     """The notes every witness diagnostic carries: the solver's model (program ids, sizes)
     and the runtime trip counts of the variant that found it."""
@@ -458,6 +507,8 @@ def _witness_notes(w: dict) -> list[str]:
         notes.append("for " + ", ".join(f"{k} = {v}" for k, v in w["model"].items()))
     if w.get("trip_counts"):
         notes.append(trip_note(w["trip_counts"]))
+    if w.get("loop_iterations"):
+        notes.append(_iterations_note(w["loop_iterations"]))
     return notes
 
 

@@ -935,10 +935,11 @@ def _not_followed(r: "Reset", consumer: Any) -> str:
 
 def _mark_reset(eng: Any, v: dict, r: "Reset") -> None:
     """A violation of the chain after a reset: the witness names the reset."""
-    model = eng.loop_model(v.get("model"), r.loops)
-    if model:
-        v["model"] = model
+    model = v.get("model")
     at = eng.shown(r.loops, r.op, model)
+    its = {**eng.loop_iterations(model, r.loops), **v.get("loop_iterations", {})}
+    if its:
+        v["loop_iterations"] = its
     v["reset"] = dict(at)
     pts = v.setdefault("program_points", [])
     pts.insert(len(pts) - 1 if pts else 0, {
@@ -966,8 +967,9 @@ def _reset_witness(eng: Any, x: Any, r: "Reset", pos: int, e: int, model: dict,
     def when(loops) -> str:
         return " (" + ", ".join(f"{k}={v}" for k, v in loops) + ")" if loops else ""
 
-    model = eng.loop_model({k: v for k, v in model.items() if not k.startswith("__")},
-                           r.loops, *(c.op.attrs.get("loop_indices", ()) for c in before))
+    model = {k: v for k, v in model.items() if not k.startswith("__")}
+    its = eng._iterations_entry(model, r.loops,
+                                *(c.op.attrs.get("loop_indices", ()) for c in before))
     for c in before:
         pp(c.op, "accumulates" + when(eng.shown(c.op.attrs.get("loop_indices", ()), c.op,
                                                 model)))
@@ -986,6 +988,7 @@ def _reset_witness(eng: Any, x: Any, r: "Reset", pos: int, e: int, model: dict,
         "program_points": pts,
         "model": model,
         "chain": chain,
+        **its,
     }
 
 
@@ -1686,8 +1689,7 @@ def _witness(eng: Any, v: dict, calls: list, w: int, f: int, consumer: Any,
         return " (" + ", ".join(f"{k}={x}" for k, x in loops) + ")" if loops else ""
 
     loops_of = {}
-    model = eng.loop_model({k: x for k, x in v.get("model", {}).items()
-                            if not k.startswith("__")}, *(c.loops for c in calls))
+    model = {k: x for k, x in v.get("model", {}).items() if not k.startswith("__")}
     if v["what"] == "twice":
         a, b = v["a"], v["b"]
         la = eng.shown(calls[a[3]].loops, calls[a[3]].op, model)
@@ -1715,4 +1717,5 @@ def _witness(eng: Any, v: dict, calls: list, w: int, f: int, consumer: Any,
         "program_points": pts,
         "model": model,
         "chain": [dict(eng.shown(c.loops, c.op, model)) for c in calls],
+        **eng._iterations_entry(model, *(c.loops for c in calls)),
     }

@@ -1067,7 +1067,7 @@ class BoundsChecker:
         eng = self.eng
         if r.get("unknown"):
             return {"op": op, "unknown": True}
-        model = eng.loop_model(r["model"], loops)
+        model = r["model"]
         li = np.nonzero(live)[0][i]
         coord = []
         for c in gc:
@@ -1085,7 +1085,8 @@ class BoundsChecker:
                 "shape_dim": int(r["size"]), "tags": {},
                 "program_points": [{"file": op.loc.file, "range": op.loc.range.to_json(),
                                     "label": f"accesses {name}"}],
-                "model": {k: v for k, v in model.items() if not k.startswith("__")}}
+                "model": {k: v for k, v in model.items() if not k.startswith("__")},
+                **eng._iterations_entry(model, loops)}
 
 
 def _mask_args(op: Any) -> set:

@@ -1515,68 +1515,59 @@ class Engine:
         loop that starts at a runtime value (``range(KT - 1, -1, -1)``, ``range(s * KPER,
         ...)``) named by its variable's value under the witness' ``model`` (the unrolled
         op holds the 0-based iteration number: ``kt=0`` read as the first k-tile where it
-        was the third). Where ``model`` does not fix the value (pass it through
-        :meth:`loop_model` first) the iteration number stays."""
+        was the third). Where ``model`` does not fix the value, the iteration number stays
+        (:meth:`loop_iterations` names those loops)."""
         return shown_loops(self.loop_values(loops, model), op)
+
+    def _loop_value(self, loops: tuple, j: int, model: dict) -> int | None:
+        """The value of the variable of runtime-start loop ``loops[j]`` under ``model``
+        (a program id it lacks is the witness' block's: 0), or None: not a runtime-start
+        loop, or a value the model does not fix."""
+        iv = self.loop_ivs.get(loops[:j + 1])
+        if iv is None:
+            return None
+        x = self._concretize(iv[0], iv[1], model)
+        return x if isinstance(x, int) else None
 
     def loop_values(self, loops: Any, model: dict | None = None) -> tuple:
         """``loops`` (``loop_indices`` of an unrolled op) with each runtime-start loop's
         iteration number replaced by its variable's value under ``model`` where it fixes
-        it (see :meth:`shown`, which adds the compile-time loops)."""
+        it (see :meth:`shown`, which adds the compile-time loops).
+
+        The sizes are the witness' own: those of the query that found it (a pairing,
+        bounds or accumulation check, whose conditions they satisfy), or the block's for a
+        finding made without one. They are never completed here: sizes chosen only to run
+        the variant's trip counts ignored the branch an op sits under, the masks of the
+        accesses and the barrier a path skipped -- "kt=2 for A.shape[1] = 96" for a race
+        that needs K >= 160 (a review helper)."""
         loops = tuple(loops)
         if not self.loop_ivs or not loops:
             return loops
-        out = []
         model = dict(model or {})       # (_concretize adds the block's program ids: 0)
+        out = []
         for j, (name, v) in enumerate(loops):
-            iv = self.loop_ivs.get(loops[:j + 1])
-            if iv is not None:
-                x = self._concretize(iv[0], iv[1], model)
-                if isinstance(x, int):
-                    v = x
-            out.append((name, v))
+            x = self._loop_value(loops, j, model)
+            out.append((name, v if x is None else x))
         return tuple(out)
 
-    def loop_model(self, model: dict | None, *loop_lists: Any) -> dict:
-        """``model`` (a witness' sizes and program ids; None: none) completed so that it
-        fixes the value of every iteration of a runtime-start loop in ``loop_lists``
-        (``loop_indices`` tuples): the smallest sizes and program ids, with the ones
-        ``model`` gives kept, that run the variant's trip counts (z3's canonical model).
-        ``model`` unchanged when it fixes them, when there are none, or when no such sizes
-        are found (then :meth:`shown` keeps the iteration numbers)."""
-        model = dict(model or {})
+    def loop_iterations(self, model: dict | None, *loop_lists: Any) -> dict[str, str]:
+        """The runtime-start loops of ``loop_lists`` (``loop_indices`` tuples) whose values
+        ``model`` does not fix, by name, with their start's text (``{"kt": "(A.shape[1]
+        // 64)"}``): a witness names their 0-based iteration numbers (its
+        ``loop_iterations``)."""
+        out: dict[str, str] = {}
         if not self.loop_ivs:
-            return model
-        forms = []
+            return out
+        model = dict(model or {})
         for loops in loop_lists:
             loops = tuple(loops or ())
-            for j in range(len(loops)):
-                iv = self.loop_ivs.get(loops[:j + 1])
-                if iv is not None and not isinstance(self._concretize(iv[0], iv[1],
-                                                                      dict(model)), int):
-                    forms.append(iv)
-        if not forms:
-            return model
-        from ave_core.analysis.accumulation import _trip_constraints
-        from ave_core.analysis.smt import constant_terms
-        sv = self.solver
-        z3 = sv.z3
-        try:
-            with sv.scratch():
-                exprs = [sv.lin(k, c) for k, c in forms]
-                cons = list(_trip_constraints(self, z3))
-                free = {e.decl().name(): e for e in constant_terms(z3, exprs + cons).values()}
-                cons += [e == z3.IntVal(model[n], sv.ctx) for n, e in free.items()
-                         if isinstance(model.get(n), int)]
-                res = sv.satisfiable([], cons)
-                if res.status != "sat":
-                    return model
-                m = res.refine() if res.refine is not None else res.model
-        except Exception:                  # (a witness keeps its iteration numbers)
-            return model
-        # (only what fixes the values and the trip counts: every size the solver knew
-        # showed, "C.shape[1] = 1" for a tensor the loop's bounds do not read)
-        return {**{k: v for k, v in m.items() if k in free}, **model}
+            for j, (name, _) in enumerate(loops):
+                if name in out or (loops[:j + 1]) not in self.loop_ivs or \
+                        self._loop_value(loops, j, model) is not None:
+                    continue
+                start = self.loop_ivs.get(loops[:j] + ((name, 0),))
+                out[name] = self.tab.format(*start) if start is not None else "a runtime value"
+        return out
 
     def op_arith_cmp(self, op):
         a, b = (self.env.get(v) for v in op.operands)
@@ -4668,12 +4659,6 @@ class Engine:
     def _witness(self, op: Op, X: dict, Y: dict, ix: int, iy: int, f: int, model: dict,
                  why: str) -> dict:
         tx, ty = X["tags"], Y["tags"]
-        # (sizes fixing the value of a runtime-start loop's iteration it names)
-        model = self.loop_model(model, self.loops, *(
-            self.records[int(t.via[i])].loops for t, i in ((tx, ix), (ty, iy))
-            if int(t.via[i]) >= 0), *(
-            self.records[int(t.moved[i])].loops for t, i in ((tx, ix), (ty, iy))
-            if int(t.moved[i]) >= 0))
 
         def val(t: Tags, i: int, ff: int) -> Any:
             c = int(t.code[i, ff])
@@ -4730,7 +4715,18 @@ class Engine:
             },
             "program_points": points,
             "model": {k: v for k, v in model.items() if not k.startswith("__")},
+            **self._iterations_entry(model, self.loops, *(
+                self.records[int(t.via[i])].loops for t, i in ((tx, ix), (ty, iy))
+                if int(t.via[i]) >= 0), *(
+                self.records[int(t.moved[i])].loops for t, i in ((tx, ix), (ty, iy))
+                if int(t.moved[i]) >= 0)),
         }
+
+    def _iterations_entry(self, model: dict | None, *loop_lists: Any) -> dict:
+        """``{"loop_iterations": ...}`` for a witness naming iteration numbers of
+        runtime-start loops (:meth:`loop_iterations`), else ``{}``."""
+        its = self.loop_iterations(model, *loop_lists)
+        return {"loop_iterations": its} if its else {}
 
     def _concretize(self, key: int, conc: int, model: dict) -> int | str:
         if key == 0:
@@ -4867,11 +4863,11 @@ class Engine:
             byte = int(common[0])
             i = int(np.nonzero(bx == byte)[0][0]) // x.dtype.bytes
             j = int(np.nonzero(by == byte)[0][0]) // y.dtype.bytes
-            m = self.loop_model(None, self.loops)
+            # (the loops named by value with the block's sizes, in the analysis' collect)
             check.violation = {
-                "block": [int(m.get(f"program_id({a})", 0)) for a in range(3)],
-                "threads": [], "loop_indices": dict(self.shown(self.loops, op, m)),
-                **({"model": m} if m else {}),
+                "block": [0, 0, 0], "threads": [],
+                "loop_indices": dict(shown_loops(self.loops, op)),
+                "__loops": (self.loops, op),
                 "byte": byte, "overlap_bytes": int(common.size),
                 "coordinates": {"x": [int(c[i]) for c in cx], "y": [int(c[j]) for c in cy]},
                 "program_points": [], "tags": {},

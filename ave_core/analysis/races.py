@@ -844,10 +844,10 @@ def wait_to_tighten(eng: Any, later: Any) -> tuple | None:
 
 def witness(eng: Any, f: dict, model: dict | None = None) -> dict:
     """The witness of race finding ``f``; ``model``: the sizes and program ids of its
-    block, when block 0 does not run it (completed where a runtime-start loop's value
-    needs them: :meth:`Engine.loop_model`; the witness' ``"model"`` then)."""
+    block, when block 0 does not run it (the witness' ``"model"`` then; the values of the
+    runtime-start loops it names come from them: :meth:`Engine.loop_values`)."""
     ws = eng.ws
-    model = eng.loop_model(model, f["loops"], f["earlier"][1] if f["earlier"] else ())
+    model = dict(model or {})
     other, thread = f["threads"]
     # the thread of the reported (later) access first, then the other one
     threads = [{"thread": thread, "warp": thread // ws, "lane": thread % ws}]
@@ -882,6 +882,7 @@ def witness(eng: Any, f: dict, model: dict | None = None) -> dict:
          else {}}
     if model:
         w["model"] = model
+    w.update(eng._iterations_entry(model, f["loops"], f["earlier"][1] if f["earlier"] else ()))
     anchor = getattr(st, "stmt", None) if st is not None else None
     if anchor is not None and not f["in_branch"] and f["barrier_fixes"]:
         # before the statement (not the op's expression: `a = ave.ldmatrix(...)`), at

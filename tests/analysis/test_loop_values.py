@@ -1,12 +1,14 @@
 """Witnesses name a runtime-start loop's iteration by its variable's value.
 
 A loop whose start is known only at run time (``range(K // 64, K // 32)``, split-K's
-``range(s * KPER, ...)``, a reversed ``range(KT - 1, -1, -1)``) is unrolled by iteration
-number; witnesses used to name that number ("kt=0" for the third k-tile), which the
-interpreter -- naming the variable's value -- never matched. The value comes from the
-witness' sizes (completed where the finding did not need them). Each expected value is
-derived by hand below and confirmed by the interpreter's own dynamic checks, run with the
-witness' sizes.
+``range(s * KPER, ...)``, a reversed ``range(KT - 1, -1, -1)``, ``range(program_id(0),
+4)``) is unrolled by iteration number; witnesses used to name that number ("kt=0" for the
+third k-tile), which the interpreter -- naming the variable's value -- never matched. The
+value comes from the witness' own sizes (the query that found it, or its block's); where
+they do not fix it the number stays, and the witness says so (``loop_iterations`` and a
+note) rather than naming sizes the finding was not checked for. Each expected value is
+derived by hand below and, where the interpreter has the check, confirmed by its dynamic
+checks at the witness' sizes and block.
 """
 
 from __future__ import annotations
@@ -19,17 +21,30 @@ from ave_core.analysis import analyze
 from ave_core.compiler.frontend import compile_source
 from ave_core.interp import run
 
-RACE = '''
+HEAD = '''
 import ave_core.lang as ave
 
 @ave.kernel(threads=128)
 def k(A: ave.Tensor[ave.f32, 2], C: ave.Tensor[ave.f32, 2]):
     M, K = A.shape
     s = ave.alloc((32, 32), ave.f32, space="shared")
+'''
+
+RACE = HEAD + '''
     for kt in ave.range(K // 64, K // 32):
         ave.copy(A[0:32, kt * 32:kt * 32 + 32], s, vector_bytes=16)
         ave.barrier()
         ave.copy(ave.transpose(s), C[0:32, kt * 32:kt * 32 + 32], vector_bytes=4)
+'''
+
+PID_LOOP = HEAD + '''
+    for kt in ave.range(ave.program_id(0), 4):
+        ave.copy(A[0:32, kt * 32:kt * 32 + 32], s, vector_bytes=16)
+        ave.barrier()
+        if kt == 3:
+{body}
+        ave.copy(s, C[0:32, kt * 32:kt * 32 + 32], vector_bytes=16)
+        ave.barrier()
 '''
 
 
@@ -39,59 +54,94 @@ def _kernel(src: str):
     return res.kernels[0]
 
 
-def test_a_race_names_the_iterations_by_value_as_the_interpreter_does():
-    # range(K // 64, K // 32) runs twice for K in 96..127 (K // 64 = 1, K // 32 = 3): kt =
-    # 1, 2. The second iteration's copy into s overwrites bytes the first iteration's
-    # transposed read still reads in other warps (no barrier after the read): later
-    # access kt=2, earlier kt=1 (iteration numbers 1 and 0: what it said before).
+def _one(k, code: str):
+    (d,) = [d for d in analyze(k).diagnostics if d.code == code]
+    return d, d.witness
+
+
+def test_a_race_whose_start_no_size_fixes_names_iterations_and_says_so():
+    # range(K // 64, K // 32) runs twice for K in 96..159; the second iteration's copy
+    # into s overwrites bytes the first iteration's transposed read still reads in other
+    # warps. A race is found without a query: no sizes fix the start, so the witness
+    # names iteration numbers 1 (later) and 0 (earlier) and says the start is K // 64.
+    # (Sizes chosen to run the trip counts alone ignored branches and masks the finding
+    # needs: "kt=2 for A.shape[1] = 96" for a race needing K >= 160; a review helper.)
     k = _kernel(RACE)
-    a = analyze(k)
-    (d,) = [d for d in a.diagnostics if d.code == "AVE207"]
-    w = d.witness
-    K = w["model"]["A.shape[1]"]
-    assert 96 <= K < 128 and w["trip_counts"] == {"kt": 2}, w
-    assert w["loop_indices"] == {"kt": 2} and w["earlier_loop_indices"] == {"kt": 1}
-    assert "(kt=2)" in d.message
-    assert [r.message for r in d.related] == ["earlier access: ave.copy (kt=1)",
-                                              "later access: ave.copy (kt=2)"]
-    # the interpreter, with these sizes, finds the race in the same iteration
+    d, w = _one(k, "AVE207")
+    assert w["loop_indices"] == {"kt": 1} and w["earlier_loop_indices"] == {"kt": 0}
+    assert w["loop_iterations"] == {"kt": "(A.shape[1] // 64)"} and "model" not in w
+    assert "kt is named by its iteration number, from 0 (the loop starts at " \
+           "A.shape[1] // 64, a value this finding does not fix)" in d.notes
+    # the interpreter at K = 96 (start 1): the race in the second iteration, kt = 1 + 1
     rng = np.random.default_rng(5)
-    A = rng.standard_normal((32, K)).astype(np.float32)
-    C = np.full((32, K + 32), np.nan, np.float32)
-    r = run(k, (1,), [A, C])
-    races = [x for x in r.diagnostics if x.code == "AVE304"]      # (its race code)
-    assert races and {x.witness["loop_indices"]["kt"] for x in races} == {2}, \
-        [x.message for x in races]
+    A = rng.standard_normal((32, 96)).astype(np.float32)
+    r = run(k, (1,), [A, np.full((32, 128), np.nan, np.float32)])
+    races = [x for x in r.diagnostics if x.code == "AVE304"]        # (its race code)
+    assert races and {x.witness["loop_indices"]["kt"] for x in races} == {2}
 
 
 def test_an_out_of_bounds_access_names_the_iteration_by_value():
-    # C is written unmasked at columns kt*32 .. kt*32+31: for one trip (K in 64..95: kt =
-    # K // 64 = 1) the lowest column past C's extent is 32 with C.shape[1] = 1 ... 32; the
-    # first out-of-bounds access is in the iteration kt = 1 (its number is 0).
+    # C is written unmasked at columns kt*32 .. kt*32+31. The bounds query fixes the
+    # sizes: for one trip (K in 64..95: kt = K // 64 = 1) the lowest column past C's
+    # extent is 32 with C.shape[1] <= 32; the iteration is kt = 1 (its number is 0).
     k = _kernel(RACE.replace("ave.transpose(s)", "s").replace("vector_bytes=4", "vector_bytes=16")
                 .replace("        ave.copy(s, C", "        ave.barrier()\n        ave.copy(s, C")
                 .rstrip() + "\n        ave.barrier()\n")
-    a = analyze(k)
-    (d,) = [d for d in a.diagnostics if d.code == "AVE208"]
-    w = d.witness
+    d, w = _one(k, "AVE208")
     K = w["model"]["A.shape[1]"]
     assert 64 <= K < 96 and w["loop_indices"] == {"kt": 1}, w
+    assert "loop_iterations" not in w
     assert w["coordinates"]["C"][1] == 32 * w["loop_indices"]["kt"]
     assert "kt=1" in d.message
     rng = np.random.default_rng(6)
     A = rng.standard_normal((32, K)).astype(np.float32)
-    n = w["model"]["C.shape[1]"]
-    C = np.full((32, n), np.nan, np.float32)
+    C = np.full((32, w["model"]["C.shape[1]"]), np.nan, np.float32)
     r = run(k, (1,), [A, C])
-    oob = [x for x in r.diagnostics if x.code == "AVE301"]        # (its bounds code)
+    oob = [x for x in r.diagnostics if x.code == "AVE301"]          # (its bounds code)
     assert oob and oob[0].witness["loop_indices"] == {"kt": 1}, [x.message for x in oob]
 
 
 def test_a_loop_starting_at_zero_in_block_zero_keeps_its_values():
     # range(2 * z, min(2 * z + 2, K // 32)) in block z = 0 starts at 0: values and
-    # iteration numbers agree, and no size is added to the witness for them
+    # iteration numbers agree; no sizes are added to the witness for them
     k = _kernel(RACE.replace("range(K // 64, K // 32)",
                              "range(ave.program_id(1) * 2, ave.minimum(ave.program_id(1) * 2 + 2, K // 32))"))
-    (d,) = [d for d in analyze(k).diagnostics if d.code == "AVE207"]
-    assert d.witness["loop_indices"] == {"kt": 1} and d.witness["block"] == [0, 0, 0]
-    assert "model" not in d.witness
+    d, w = _one(k, "AVE207")
+    assert w["loop_indices"] == {"kt": 1} and w["block"] == [0, 0, 0]
+    assert "model" not in w and "loop_iterations" not in w
+
+
+def test_a_divergent_barrier_is_named_in_the_block_that_runs_the_trip_count():
+    # range(program_id(0), 4) runs once only in block 3 (kt = 3), where `kt == 3` holds
+    # and warp 0 alone reaches the inner barrier. It named block 0 and kt=0, where the
+    # branch is not taken (a review helper). The interpreter, grid (4,), reports the
+    # divergence at kt = 3 only.
+    k = _kernel(PID_LOOP.format(body="            if ave.warp_id() == 0:\n"
+                                     "                ave.barrier()"))
+    d, w = _one(k, "AVE209")
+    assert w["block"] == [3, 0, 0] and w["loop_indices"] == {"kt": 3}, w
+    assert w["trip_counts"] == {"kt": 1} and "loop_iterations" not in w
+    assert "(kt=3)" in d.message and "for some sizes" not in d.message
+    r = run(k, (4,), [np.zeros((32, 128), np.float32), np.zeros((32, 128), np.float32)])
+    div = [x for x in r.diagnostics if x.code == "AVE305"]
+    assert div and {x.witness["loop_indices"]["kt"] for x in div} == {3}
+
+
+def test_a_divergence_on_the_warp_alone_does_not_become_size_dependent():
+    # the branch is on the warp only: "for any sizes" (no "for some sizes" in the
+    # message, no sizes in the notes), the start K // 64 + 1 unfixed
+    k = _kernel(HEAD + '''
+    for kt in ave.range(K // 64 + 1, K // 32 + 1):
+        if ave.warp_id() == 0:
+            ave.barrier()
+''')
+    d, w = _one(k, "AVE209")
+    assert "for some sizes" not in d.message and not any(n.startswith("for ") for n in d.notes)
+    assert w["loop_iterations"] == {"kt": "(A.shape[1] // 64) + 1"}
+
+
+def test_an_assert_disjoint_is_named_in_the_block_that_runs_the_trip_count():
+    k = _kernel(PID_LOOP.format(body="            ave.assert_disjoint(s, s)"))
+    d, w = _one(k, "AVE202")
+    assert w["block"] == [3, 0, 0] and w["loop_indices"] == {"kt": 3}, w
+    assert "kt=3" in d.message
