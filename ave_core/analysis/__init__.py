@@ -208,7 +208,13 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
             # 0 does not run its trip counts -- `range(program_id(0), 4)` zero times: the
             # witness named block 0; a review helper)
             if not vm:
-                vm.append(_variant_model(eng) if trips else None)
+                m = _variant_model(eng) if trips else None
+                # (its block alone: the other sizes of that model only run the trip
+                # counts, not the branch or mask a finding made without a query needs --
+                # "for A.shape[1] = 96" named sizes where the race does not happen; a
+                # review helper)
+                vm.append({k: v for k, v in m.items()
+                           if k.startswith(("program_id(", "num_programs("))} if m else None)
             return vm[0]
         # (first: an undecided divergence query adds an unknown check, Engine._undecided)
         div = list(eng.divergent) + eng.check_divergence(set(divergent))
@@ -230,14 +236,16 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 w = _refined(chk.violation)
                 raw = w.pop("__loops", None)
                 if raw is not None:
-                    # (a check made without a query, assert_disjoint: its loops named by
-                    # value with its block's sizes)
+                    # (a check made without a query, assert_disjoint: in the block that
+                    # runs the variant's trip counts, its loops named by value where that
+                    # block's program ids fix them)
                     bm = block_model()
-                    w["loop_indices"] = dict(eng.shown(raw[0], raw[1], bm))
-                    w.update(eng._iterations_entry(bm, raw[0]))
                     if bm:
                         w["block"] = [int(bm.get(f"program_id({a})", 0)) for a in range(3)]
                         w["model"] = bm
+                    pids = eng.block_sizes(w["block"])
+                    w["loop_indices"] = dict(eng.shown(raw[0], raw[1], pids))
+                    w.update(eng._iterations_entry(pids, raw[0]))
                 w["trip_counts"] = _model_trips(eng, w.get("model"), trips)
                 w["occurrence"] = chk.occurrence
                 r.witness = w
@@ -253,22 +261,26 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 # (a runtime-start loop's iteration named by its value under the sizes of
                 # the witness: Engine.loop_values)
                 if landing is None:
+                    # (found without a query: the program ids of its block alone)
                     bm = block_model()
-                    its = eng.loop_iterations(bm, loops)
+                    sizes = eng.block_sizes([int((bm or {}).get(f"program_id({a})", 0))
+                                             for a in range(3)])
+                    its = eng.loop_iterations(sizes, loops)
                 else:
                     cl = tuple(landing.get("copy_loops", {}).items())
-                    its = eng.loop_iterations(landing["model"], loops, cl)
-                    landing = dict(landing, copy_loops=dict(eng.loop_values(
-                        cl, landing["model"])))
-                    bm = landing["model"]
-                uninit[key] = (op, eng.loop_values(loops, bm), thread, byte, trips,
+                    sizes = landing["model"]
+                    its = eng.loop_iterations(sizes, loops, cl)
+                    landing = dict(landing, copy_loops=dict(eng.loop_values(cl, sizes)))
+                uninit[key] = (op, eng.loop_values(loops, sizes), thread, byte, trips,
                                inflight, landing, bm if landing is None else None, its)
         for op, loops, reach, miss, branch, model in div:
             key = op.loc.report_key
             if key not in divergent:
-                # (``model`` None: for any sizes; the loops' values and the witness' block
-                # then from the block's sizes)
-                sizes = model if model is not None else block_model()
+                # (``model`` None: for any sizes; the witness' block then the one that
+                # runs the variant's trip counts, its program ids the loops' values')
+                bm = block_model() if model is None else None
+                sizes = model if model is not None else eng.block_sizes(
+                    [int((bm or {}).get(f"program_id({a})", 0)) for a in range(3)])
                 divergent[key] = (op, eng.loop_values(loops, sizes), reach, miss, branch,
                                   model, trips, sizes, eng.loop_iterations(sizes, loops))
         for f in eng.bounds.check(known=oob):
@@ -376,12 +388,10 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
     for _, (op, loops, reach, miss, branch, model, trips, sizes, its) in sorted(
             divergent.items(), key=_report_order):
         d = _divergent_diagnostic(kernel, op, loops, reach, miss, branch, trips, model)
-        if model is None and sizes:
+        if model is None and any(sizes.values()):
             # (block 0 does not run the variant's trip counts: the block that does)
             d.witness["block"] = [int(sizes.get(f"program_id({a})", 0)) for a in range(3)]
-            d.witness["model"] = dict(sizes)
-            d.notes.append("in block (" + ", ".join(map(str, d.witness["block"])) + ") for "
-                           + ", ".join(f"{k} = {v}" for k, v in sizes.items()))
+            d.notes.append("in block (" + ", ".join(map(str, d.witness["block"])) + ")")
         _mark_iterations(d, its)
         emit(d, op.loc)
     for key, (rf, w) in sorted(races.items(), key=_report_order):

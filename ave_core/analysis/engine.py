@@ -1520,14 +1520,19 @@ class Engine:
         return shown_loops(self.loop_values(loops, model), op)
 
     def _loop_value(self, loops: tuple, j: int, model: dict) -> int | None:
-        """The value of the variable of runtime-start loop ``loops[j]`` under ``model``
-        (a program id it lacks is the witness' block's: 0), or None: not a runtime-start
-        loop, or a value the model does not fix."""
+        """The value of the variable of runtime-start loop ``loops[j]`` under ``model``,
+        or None: not a runtime-start loop, or a value the model does not fix -- also when
+        it depends on a program id the model lacks (an accumulation query's model has
+        none where its check does not read them: block 0 does not run every variant of
+        ``range(2 - program_id(0), 2)``; a review helper)."""
         iv = self.loop_ivs.get(loops[:j + 1])
         if iv is None:
             return None
-        x = self._concretize(iv[0], iv[1], model)
-        return x if isinstance(x, int) else None
+        m = dict(model)
+        x = self._concretize(iv[0], iv[1], m)     # (adds the program ids it lacked, as 0)
+        if not isinstance(x, int) or len(m) != len(model):
+            return None
+        return x
 
     def loop_values(self, loops: Any, model: dict | None = None) -> tuple:
         """``loops`` (``loop_indices`` of an unrolled op) with each runtime-start loop's
@@ -1543,7 +1548,7 @@ class Engine:
         loops = tuple(loops)
         if not self.loop_ivs or not loops:
             return loops
-        model = dict(model or {})       # (_concretize adds the block's program ids: 0)
+        model = dict(model or {})
         out = []
         for j, (name, v) in enumerate(loops):
             x = self._loop_value(loops, j, model)
@@ -1555,19 +1560,31 @@ class Engine:
         ``model`` does not fix, by name, with their start's text (``{"kt": "(A.shape[1]
         // 64)"}``): a witness names their 0-based iteration numbers (its
         ``loop_iterations``)."""
-        out: dict[str, str] = {}
+        starts: dict[str, list[str]] = {}
         if not self.loop_ivs:
-            return out
+            return {}
         model = dict(model or {})
         for loops in loop_lists:
             loops = tuple(loops or ())
             for j, (name, _) in enumerate(loops):
-                if name in out or (loops[:j + 1]) not in self.loop_ivs or \
+                if loops[:j + 1] not in self.loop_ivs or \
                         self._loop_value(loops, j, model) is not None:
                     continue
                 start = self.loop_ivs.get(loops[:j] + ((name, 0),))
-                out[name] = self.tab.format(*start) if start is not None else "a runtime value"
-        return out
+                txt = self.tab.format(*start) if start is not None else "a runtime value"
+                if txt not in starts.setdefault(name, []):
+                    starts[name].append(txt)
+        # (an inner loop starting at the outer one's variable starts elsewhere in each of
+        # the outer iterations a witness names: each start, "or")
+        return {name: " or ".join(ts) for name, ts in starts.items()}
+
+    @staticmethod
+    def block_sizes(block: Any) -> dict:
+        """The program ids of a witness' ``block`` as a model (``program_id(a)``): what
+        fixes a pid-started loop's values for a finding made without a query (its block's
+        other sizes, z3's smallest running the trip counts, ignore the branches and masks
+        the finding needs; a review helper)."""
+        return {f"program_id({a})": int(b) for a, b in enumerate(block)}
 
     def op_arith_cmp(self, op):
         a, b = (self.env.get(v) for v in op.operands)

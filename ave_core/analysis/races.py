@@ -844,10 +844,15 @@ def wait_to_tighten(eng: Any, later: Any) -> tuple | None:
 
 def witness(eng: Any, f: dict, model: dict | None = None) -> dict:
     """The witness of race finding ``f``; ``model``: the sizes and program ids of its
-    block, when block 0 does not run it (the witness' ``"model"`` then; the values of the
-    runtime-start loops it names come from them: :meth:`Engine.loop_values`)."""
+    block, when block 0 does not run it (the witness' ``"model"`` then). The values of the
+    runtime-start loops it names come from its block's program ids alone
+    (:meth:`Engine.block_sizes`: a race is found without a query, and ``model``'s other
+    sizes only run the trip counts -- not the branch a read sits under; a review
+    helper)."""
     ws = eng.ws
     model = dict(model or {})
+    block = [int(model.get(f"program_id({a})", 0)) for a in range(3)]
+    pids = eng.block_sizes(block)
     other, thread = f["threads"]
     # the thread of the reported (later) access first, then the other one
     threads = [{"thread": thread, "warp": thread // ws, "lane": thread % ws}]
@@ -858,7 +863,7 @@ def witness(eng: Any, f: dict, model: dict | None = None) -> dict:
                                (f["later"], "later access")):
         if op is None:
             continue
-        loops = eng.shown(loops, op, model)
+        loops = eng.shown(loops, op, pids)
         name = "ave.ldmatrix" if op.attrs.get("ldmatrix") else op.name
         pts.append({"file": op.loc.file, "range": op.loc.range.to_json(),
                     "label": f"{label}: {name}" + (" (" + ", ".join(
@@ -872,17 +877,17 @@ def witness(eng: Any, f: dict, model: dict | None = None) -> dict:
         # wait, which fixed nothing (and was offered again one line down; a review helper)
         earlier_op = _landing_wait(eng, earlier_op, later_op) or earlier_op
     st = fix_anchor(later_op, earlier_op)
-    w = {"block": [int(model.get(f"program_id({a})", 0)) for a in range(3)],
+    w = {"block": block,
          "threads": threads,
-         "loop_indices": dict(eng.shown(f["loops"], later_op, model)),
+         "loop_indices": dict(eng.shown(f["loops"], later_op, pids)),
          "byte": f["byte"], "coordinates": {}, "tags": {}, "program_points": pts,
          "race": f["kind"] + " after " + f["what"],
-         "earlier_loop_indices": dict(eng.shown(f["earlier"][1], f["earlier"][0], model))
+         "earlier_loop_indices": dict(eng.shown(f["earlier"][1], f["earlier"][0], pids))
          if f["earlier"]
          else {}}
     if model:
         w["model"] = model
-    w.update(eng._iterations_entry(model, f["loops"], f["earlier"][1] if f["earlier"] else ()))
+    w.update(eng._iterations_entry(pids, f["loops"], f["earlier"][1] if f["earlier"] else ()))
     anchor = getattr(st, "stmt", None) if st is not None else None
     if anchor is not None and not f["in_branch"] and f["barrier_fixes"]:
         # before the statement (not the op's expression: `a = ave.ldmatrix(...)`), at

@@ -145,3 +145,61 @@ def test_an_assert_disjoint_is_named_in_the_block_that_runs_the_trip_count():
     d, w = _one(k, "AVE202")
     assert w["block"] == [3, 0, 0] and w["loop_indices"] == {"kt": 3}, w
     assert "kt=3" in d.message
+
+
+def test_a_race_under_a_runtime_branch_names_no_sizes_it_was_not_checked_for():
+    # block 0 cannot run `range(program_id(0), 2)` once: block 1 (b = 1). The read sits
+    # under `kt >= 4`; the race needs K >= 192. The block's other sizes (z3's smallest
+    # running the trip counts, K = 96) were shown, and kt named by value there (kt=2
+    # after kt=1) -- where the interpreter sees no race (a review helper). Now: b by
+    # value (the block's program id fixes it), kt by iteration number, no K.
+    k = _kernel(HEAD + '''
+    for b in ave.range(ave.program_id(0), 2):
+        for kt in ave.range(K // 64, K // 32):
+            ave.copy(A[0:32, kt * 32:kt * 32 + 32], s, vector_bytes=16)
+            ave.barrier()
+            if kt >= 4:
+                ave.copy(ave.transpose(s), C[0:32, kt * 32:kt * 32 + 32], vector_bytes=4)
+''')
+    d, w = _one(k, "AVE207")
+    assert w["block"] == [1, 0, 0] and w["trip_counts"] == {"b": 1, "kt": 2}
+    assert w["loop_indices"] == {"b": 1, "kt": 1} and w["earlier_loop_indices"] == {"b": 1, "kt": 0}
+    assert w["loop_iterations"] == {"kt": "(A.shape[1] // 64)"}
+    assert w["model"] == {"num_programs(0)": 2, "program_id(0)": 1}
+    # the interpreter, K = 192 (kt = 3, 4, 5): within an iteration of b the race is at
+    # the iteration after the first read (kt = 4), kt = 5 (it reports the sites of block
+    # 0, whose b = 1 iteration is block 1's; (1, 3) is block 0's race across b)
+    rng = np.random.default_rng(8)
+    A = rng.standard_normal((32, 192)).astype(np.float32)
+    r = run(k, (2,), [A, np.full((32, 192), np.nan, np.float32)])
+    races = {(x.witness["loop_indices"]["b"], x.witness["loop_indices"]["kt"])
+             for x in r.diagnostics if x.code == "AVE304"}
+    assert races == {(0, 5), (1, 3), (1, 5)}, races
+
+
+def test_an_accumulation_witness_without_the_program_id_keeps_iteration_numbers():
+    # range(2 - program_id(0), 2) runs twice only in block 0 (kt = 0, 1); the query's
+    # model has no program id: the start 2 - pid was taken at pid = 0 in a check that
+    # stands for every block (it said "kt=2 and again kt=3", values no block runs; a
+    # review helper). The numbers stay, and the witness says so.
+    src = '''
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 16))
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    acc = ave.zeros((64, 64), ave.f32, tiled.c)
+    for kt in ave.range(2 - ave.program_id(0), 2):
+        a = ave.load(A[0:64, 0:16], tiled.a)
+        b = ave.load(B[0:16, 0:64], tiled.b)
+        acc = ave.mma(a, b, acc, tiled)
+    ave.store(C[0:64, 0:64], acc)
+'''
+    d, w = _one(_kernel(src), "AVE206")
+    assert (w["what"], w["value"]) == ("twice", 0)
+    assert w["chain"] == [{"kt": 0}, {"kt": 1}]
+    assert w["loop_iterations"] == {"kt": "-1*program_id(0) + 2"}
+    assert "at kt=0 and again at kt=1" in d.message
