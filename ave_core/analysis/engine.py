@@ -4632,9 +4632,23 @@ class Engine:
         # stand for every later variant that shares it
         from ave_core.analysis.accumulation import running_trip_constraints
         extra = running_trip_constraints(self, self.solver.z3)
+        # and the op runs only where the branches on runtime values around it go its way:
+        # a pairing that differs only where they do not is no violation (an MMA under `if
+        # kt >= 3:` whose B is one tile ahead for kt < 3 only was reported at kt = 0, where
+        # it never runs; a review helper's finding on the witnesses' sizes)
+        bg: dict = {}
+        if self.runtime_branches:
+            hold = np.unique(np.concatenate([X["holder"][ix], Y["holder"][iy]]))
+            hold = hold[hold >= 0]
+            rows = self.branch_guard(hold) if len(hold) else None
+            if rows is not None:
+                bg = {int(t): rows[i][None, :] for i, t in enumerate(hold.tolist())}
         for p in range(len(ix)):
             for f in np.nonzero(topv[p] | diffk[p] | diffc[p])[0]:
                 row = self.conds.conj_arrays(tx.cond[ix[p]][None, :], ty.cond[iy[p]][None, :])
+                for h in (int(X["holder"][ix[p]]), int(Y["holder"][iy[p]])):
+                    if h in bg:
+                        row = self.conds.conj_arrays(row, bg[h])
                 g = self.conds.members(row[0])
                 if 1 in g:
                     continue

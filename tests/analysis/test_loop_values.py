@@ -203,3 +203,42 @@ def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.
     assert w["chain"] == [{"kt": 0}, {"kt": 1}]
     assert w["loop_iterations"] == {"kt": "-1*program_id(0) + 2"}
     assert "at kt=0 and again at kt=1" in d.message
+
+
+def test_an_mma_under_a_runtime_branch_is_checked_where_the_branch_runs_it():
+    # B is one k-tile ahead only for kt < 3 (kb = kt*16 + 16 there), and the MMA runs
+    # only for kt >= 3: it always pairs A and B on k. The pairing query ignored the
+    # branch: "violated, kt=0 for A.shape[1] = 16", where the MMA never runs (a false
+    # positive; the interpreter replay found no such execution). With the branch at kt >=
+    # 2, kt = 2 pairs A's k = 32 with B's k = 48: violated there, named by value.
+    src = '''
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 16))
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    K = A.shape[1]
+    acc = ave.zeros((64, 64), ave.f32, tiled.c)
+    for kt in ave.range(K // 64, K // 16):
+        kb = kt * 16 + (1 - ave.minimum(kt // 3, 1)) * 16
+        a = ave.load(A[0:64, kt * 16:kt * 16 + 16], tiled.a)
+        b = ave.load(B[kb:kb + 16, 0:64], tiled.b)
+        if kt >= FIRST:
+            acc = ave.mma(a, b, acc, tiled)
+    ave.store(C[0:64, 0:64], acc)
+'''
+    a = analyze(_kernel(src.replace("FIRST", "3")))
+    (r,) = [r for r in a.assertions if r.kind == "mma"]
+    assert r.status == "proved", r.witness
+    a = analyze(_kernel(src.replace("FIRST", "2")))
+    (r,) = [r for r in a.assertions if r.kind == "mma"]
+    assert r.status == "violated"
+    w = r.witness
+    kt = w["loop_indices"]["kt"]
+    assert kt == 2 and "loop_iterations" not in w
+    assert (w["operands"]["x"]["tags"]["k"], w["operands"]["y"]["tags"]["k"]) == (32, 48)
+    K = w["model"]["A.shape[1]"]
+    assert K // 64 <= kt < K // 16, w
