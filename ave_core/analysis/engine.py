@@ -666,6 +666,7 @@ class Engine:
         #: (earlier variants': set by the analysis; this variant's: added when found)
         self.known_violations: set = set()
         self._pair_memo: dict = {}   # clean contraction verdicts by compared values
+        self._cand_cut = False       # _candidates left pairs out (see _decide)
         self._disjoint_memo: dict = {}   # pairs of shared tiles found disjoint
         #: MMA chains checked where they ended, by the fragment (accumulation.end_chain)
         self.chains_ended: dict = {}
@@ -4503,7 +4504,8 @@ class Engine:
                 break
         if parts:
             check.consulted = True
-            self._decide(check, X, Y, tuple(np.concatenate(a) for a in zip(*parts)), op)
+            self._decide(check, X, Y, tuple(np.concatenate(a) for a in zip(*parts)), op,
+                         cut=got >= self._FIND_LIMIT)
 
     # ------------------------------------------------------------------ pairing checks
 
@@ -4593,7 +4595,7 @@ class Engine:
         if cand is None:
             return
         check.consulted = True
-        self._decide(check, X, Y, cand, op)
+        self._decide(check, X, Y, cand, op, cut=self._cand_cut)
 
     def _candidates(self, X: dict, Y: dict, ix: np.ndarray, iy: np.ndarray,
                     common: np.ndarray, limit: int) -> tuple | None:
@@ -4616,13 +4618,59 @@ class Engine:
         cidx = np.nonzero(cand)[0]
         order = np.lexsort((iy[cidx], ix[cidx], hy[cidx], hx[cidx]))
         sel = cidx[order][:limit]
+        #: whether candidates past ``limit`` were left out (see _decide's ``cut``)
+        self._cand_cut = len(cidx) > limit
         return ix[sel], iy[sel], vx[sel], vy[sel], topv[sel], diffk[sel], diffc[sel]
 
-    def _decide(self, check: PairCheck, X: dict, Y: dict, cand: tuple, op: Op) -> None:
+    def _decide(self, check: PairCheck, X: dict, Y: dict, cand: tuple, op: Op,
+                cut: bool = False) -> None:
         """Decide candidate pairs in order (see :meth:`_candidates`): the first that can
-        differ under its guards (z3) is the violation."""
+        differ under its guards (z3) is the violation.
+
+        ``cut``: more pairs whose tags differ were left out (only the first
+        :attr:`_FIND_LIMIT` are decided). Then none of these differing is no proof: the
+        check is ``unknown`` -- it was ``proved`` (masks under which the first 64 pairs
+        cannot differ while later ones do: a missed violation; a review helper).
+
+        Under branches on runtime values every thread of the op takes the same way (one
+        condition for all), the pairs are asked under that condition first (the op runs
+        only there: an MMA under ``if kt >= 3:`` whose B is one tile ahead only for kt < 3
+        was reported at kt = 0). A branch whose condition differs across threads adds none
+        (a warp's MMA reads every lane's registers, also the lanes that skip it), and a
+        cut list without a violation under the condition is decided again without it (its
+        later pairs may differ where the branch runs: a review helper)."""
         if self._violated_before(check, X, Y, cand):
             return
+        guard = self._uniform_branch_guard()
+        self._decide_under(check, X, Y, cand, op, guard)
+        if check.violation is not None or check.unknown is not None or not cut:
+            return
+        if guard is not None:
+            self._decide_under(check, X, Y, cand, op, None)
+            if check.violation is not None or check.unknown is not None:
+                return
+        check.unknown = (f"more than {self._FIND_LIMIT} element pairs hold different tags; "
+                         f"the first {self._FIND_LIMIT} cannot differ under their masks, the "
+                         "others were not decided")
+
+    def _uniform_branch_guard(self) -> np.ndarray | None:
+        """The conditions of the branches on runtime values around the op as one guard row
+        ``(1, width)``, when every active thread's is the same (see :meth:`_decide`);
+        None outside such branches or when they differ across threads."""
+        if not self.runtime_branches or not all(b.uniform for b in self.runtime_branches):
+            return None
+        act = np.nonzero(self.active)[0]
+        if not len(act):
+            return None
+        rows = self.branch_guard(act)
+        if rows is None or not (rows == rows[0]).all():
+            return None
+        return rows[:1]
+
+    def _decide_under(self, check: PairCheck, X: dict, Y: dict, cand: tuple, op: Op,
+                      guard: np.ndarray | None) -> None:
+        """:meth:`_decide`'s queries, each pair's guards conjoined with ``guard`` (a guard
+        row, or None)."""
         tx, ty = X["tags"], Y["tags"]
         ix, iy, vx, vy, topv, diffk, diffc = cand
         # the loops around the op run this iteration: a pairing that differs only for
@@ -4632,23 +4680,11 @@ class Engine:
         # stand for every later variant that shares it
         from ave_core.analysis.accumulation import running_trip_constraints
         extra = running_trip_constraints(self, self.solver.z3)
-        # and the op runs only where the branches on runtime values around it go its way:
-        # a pairing that differs only where they do not is no violation (an MMA under `if
-        # kt >= 3:` whose B is one tile ahead for kt < 3 only was reported at kt = 0, where
-        # it never runs; a review helper's finding on the witnesses' sizes)
-        bg: dict = {}
-        if self.runtime_branches:
-            hold = np.unique(np.concatenate([X["holder"][ix], Y["holder"][iy]]))
-            hold = hold[hold >= 0]
-            rows = self.branch_guard(hold) if len(hold) else None
-            if rows is not None:
-                bg = {int(t): rows[i][None, :] for i, t in enumerate(hold.tolist())}
         for p in range(len(ix)):
             for f in np.nonzero(topv[p] | diffk[p] | diffc[p])[0]:
                 row = self.conds.conj_arrays(tx.cond[ix[p]][None, :], ty.cond[iy[p]][None, :])
-                for h in (int(X["holder"][ix[p]]), int(Y["holder"][iy[p]])):
-                    if h in bg:
-                        row = self.conds.conj_arrays(row, bg[h])
+                if guard is not None:
+                    row = self.conds.conj_arrays(row, guard)
                 g = self.conds.members(row[0])
                 if 1 in g:
                     continue
