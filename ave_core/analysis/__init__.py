@@ -230,6 +230,7 @@ def analyze(kernel: KernelIR, options: AnalysisOptions | None = None) -> KernelA
                 r.unreached = chk.unreached
             if chk.violation is not None and r.witness is None:
                 r.status = "violated"
+                r.reason = ""     # (an earlier variant's unknown: this one decided it)
                 # (the copy that fails: a helper called twice reported the first call,
                 # whose comment hid it; a review helper)
                 r.loc = chk.op.loc

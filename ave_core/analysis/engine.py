@@ -4455,7 +4455,18 @@ class Engine:
     def _find_in_slots(self, check: PairCheck, X: dict, Y: dict, hx: np.ndarray,
                        hy: np.ndarray, bad: np.ndarray, common: np.ndarray, op: Op) -> None:
         """:meth:`_find` over the explicit pairs of the (warp, k) slots ``bad`` (``hx``:
-        ``(W, R, K)`` and ``hy``: ``(W, K, C)`` held masks).
+        ``(W, R, K)`` and ``hy``: ``(W, K, C)`` held masks): the first :attr:`_FIND_LIMIT`
+        candidates, then (see :meth:`_decide`) every one."""
+        cand, cut = self._slot_candidates(X, Y, hx, hy, bad, common, self._FIND_LIMIT)
+        if cand is not None:
+            check.consulted = True
+            self._decide(check, X, Y, cand, op, cut=cut, more=lambda: self._slot_candidates(
+                X, Y, hx, hy, bad, common, None)[0])
+
+    def _slot_candidates(self, X: dict, Y: dict, hx: np.ndarray, hy: np.ndarray,
+                         bad: np.ndarray, common: np.ndarray, limit: int | None) -> tuple:
+        """The candidate pairs of the (warp, k) slots ``bad`` in :meth:`_candidates`'
+        order, the first ``limit`` (None: all), and whether some were left out.
 
         Warp by warp: a pair's x element is held by a thread of its own warp, so every
         candidate of warp w comes before every candidate of warp w + 1 in _find's order
@@ -4467,14 +4478,16 @@ class Engine:
         bw, bk = np.nonzero(bad)
         parts = []
         got = 0
+        cap = (1 << 62) if limit is None else limit
 
         def take(ix: np.ndarray, iy: np.ndarray) -> bool:
             nonlocal got
-            cand = self._candidates(X, Y, ix, iy, common, self._FIND_LIMIT - got)
+            cand = self._candidates(X, Y, ix, iy, common, cap - got)
             if cand is not None:
                 parts.append(cand)
                 got += len(cand[0])
-            return got >= self._FIND_LIMIT
+            return got >= cap
+        full = False
         for w in np.unique(bw):
             ks = bk[bw == w]
             npairs = int(hx[w][:, ks].sum(axis=0) @ hy[w][ks, :].sum(axis=1))
@@ -4483,6 +4496,7 @@ class Engine:
                 si, r, c = np.nonzero(m)
                 k = ks[si]
                 if take((w * R + r) * K + k, (w * K + k) * C + c):
+                    full = True
                     break
                 continue
             # many pairs: holder thread by holder thread (the order's first key), so that
@@ -4491,21 +4505,20 @@ class Engine:
             k = ks[si]
             ixs = (w * R + r) * K + k
             holder = X["holder"][ixs]
-            done = False
             for t in np.unique(holder):
                 sel = holder == t
                 kt, ixt = k[sel], ixs[sel]
                 m = hy[w][kt, :]                                         # (n_t, C)
                 i, c = np.nonzero(m)
                 if take(ixt[i], (w * K + kt[i]) * C + c):
-                    done = True
+                    full = True
                     break
-            if done:
+            if full:
                 break
-        if parts:
-            check.consulted = True
-            self._decide(check, X, Y, tuple(np.concatenate(a) for a in zip(*parts)), op,
-                         cut=got >= self._FIND_LIMIT)
+        if not parts:
+            return None, False
+        # (cut: the limit was reached -- pairs may be left; conservative)
+        return tuple(np.concatenate(x) for x in zip(*parts)), full and limit is not None
 
     # ------------------------------------------------------------------ pairing checks
 
@@ -4595,7 +4608,8 @@ class Engine:
         if cand is None:
             return
         check.consulted = True
-        self._decide(check, X, Y, cand, op, cut=self._cand_cut)
+        self._decide(check, X, Y, cand, op, cut=self._cand_cut,
+                     more=lambda: self._candidates(X, Y, ix, iy, common, 1 << 62))
 
     def _candidates(self, X: dict, Y: dict, ix: np.ndarray, iy: np.ndarray,
                     common: np.ndarray, limit: int) -> tuple | None:
@@ -4622,36 +4636,38 @@ class Engine:
         self._cand_cut = len(cidx) > limit
         return ix[sel], iy[sel], vx[sel], vy[sel], topv[sel], diffk[sel], diffc[sel]
 
+    #: distinct z3 queries one pairing check may ask over all its candidate pairs (past
+    #: it: unknown)
+    _ALL_QUERIES = 256
+
     def _decide(self, check: PairCheck, X: dict, Y: dict, cand: tuple, op: Op,
-                cut: bool = False) -> None:
+                cut: bool = False, more: Any = None) -> None:
         """Decide candidate pairs in order (see :meth:`_candidates`): the first that can
         differ under its guards (z3) is the violation.
 
-        ``cut``: more pairs whose tags differ were left out (only the first
-        :attr:`_FIND_LIMIT` are decided). Then none of these differing is no proof: the
-        check is ``unknown`` -- it was ``proved`` (masks under which the first 64 pairs
-        cannot differ while later ones do: a missed violation; a review helper).
+        ``cut``: more pairs whose tags differ were left out of ``cand`` (the first
+        :attr:`_FIND_LIMIT`). When none of these can differ, ``more()`` gives every
+        candidate, and each distinct query among them is decided (at most
+        :attr:`_ALL_QUERIES`; past it the check is ``unknown``). Deciding the first 64
+        alone proved a check whose first pairs a mask rules out and whose later ones
+        differ (a missed violation; a review helper).
 
-        Under branches on runtime values every thread of the op takes the same way (one
-        condition for all), the pairs are asked under that condition first (the op runs
-        only there: an MMA under ``if kt >= 3:`` whose B is one tile ahead only for kt < 3
-        was reported at kt = 0). A branch whose condition differs across threads adds none
-        (a warp's MMA reads every lane's registers, also the lanes that skip it), and a
-        cut list without a violation under the condition is decided again without it (its
-        later pairs may differ where the branch runs: a review helper)."""
+        Under branches on runtime values where every thread of the op has the same
+        condition, the pairs are asked under it (the op runs only there: an MMA under ``if
+        kt >= 3:`` whose B is one tile ahead only for kt < 3 was reported at kt = 0). A
+        condition that differs across threads adds none: a warp's MMA reads every lane's
+        registers, also those of the lanes that skip it (a review helper)."""
         if self._violated_before(check, X, Y, cand):
             return
         guard = self._uniform_branch_guard()
-        self._decide_under(check, X, Y, cand, op, guard)
-        if check.violation is not None or check.unknown is not None or not cut:
+        seen: dict = {}
+        self._decide_under(check, X, Y, cand, op, guard, seen)
+        if check.violation is not None or check.unknown is not None or not cut \
+                or more is None:
             return
-        if guard is not None:
-            self._decide_under(check, X, Y, cand, op, None)
-            if check.violation is not None or check.unknown is not None:
-                return
-        check.unknown = (f"more than {self._FIND_LIMIT} element pairs hold different tags; "
-                         f"the first {self._FIND_LIMIT} cannot differ under their masks, the "
-                         "others were not decided")
+        full = more()
+        if full is not None:
+            self._decide_under(check, X, Y, full, op, guard, seen, self._ALL_QUERIES)
 
     def _uniform_branch_guard(self) -> np.ndarray | None:
         """The conditions of the branches on runtime values around the op as one guard row
@@ -4668,9 +4684,10 @@ class Engine:
         return rows[:1]
 
     def _decide_under(self, check: PairCheck, X: dict, Y: dict, cand: tuple, op: Op,
-                      guard: np.ndarray | None) -> None:
+                      guard: np.ndarray | None, seen: dict, cap: int | None = None) -> None:
         """:meth:`_decide`'s queries, each pair's guards conjoined with ``guard`` (a guard
-        row, or None)."""
+        row, or None). ``seen``: the queries found impossible already (asked once);
+        ``cap``: at most that many distinct queries, then the check is unknown."""
         tx, ty = X["tags"], Y["tags"]
         ix, iy, vx, vy, topv, diffk, diffc = cand
         # the loops around the op run this iteration: a pairing that differs only for
@@ -4688,12 +4705,21 @@ class Engine:
                 g = self.conds.members(row[0])
                 if 1 in g:
                     continue
+                key = (int(vx[p, f]), int(vy[p, f]), tuple(g)) if diffk[p, f] else \
+                    (tuple(g),)
+                if key in seen:
+                    continue
+                if cap is not None and len(seen) >= cap:
+                    check.unknown = (f"more than {cap} distinct pairings of differently "
+                                     "tagged elements to decide (the check's query limit)")
+                    return
                 if diffk[p, f]:
                     res = self.solver.differ(*unpack(vx[p, f]), *unpack(vy[p, f]), g,
                                              extra)
                 else:
                     res = self.solver.satisfiable(g, extra)
                 if res.status == "unsat":
+                    seen[key] = True
                     continue
                 if res.status == "unknown":
                     check.unknown = res.reason

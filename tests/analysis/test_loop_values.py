@@ -229,13 +229,42 @@ def test_a_pairing_check_past_its_candidate_limit_is_never_a_silent_pass():
     # A is masked to k % 8 >= 2 and B is one k-tile ahead: every loaded pair disagrees
     # on k, but the first 64 pairs (thread 0's, k % 8 in 0..1) are masked off. Only the
     # first 64 were decided and the MMA was "proved" (a review helper; the interpreter
-    # pairs A's k = 2 with B's k = 18). Undecided pairs left: unknown, a finding.
+    # pairs A's k = 2 with B's k = 18). Now every distinct query is decided: the first
+    # pair that can differ, thread 0's k = 2 (its registers hold k = 0, 1, 8, 9 then 2,
+    # 3, 10, 11 in the m16n8k16 A layout), paired with B's k = 18.
     status, r = _mma_status("""
         a = ave.load(A[0:64, 0:16], tiled.a, mask=lambda m, k: (k % 8) * K >= 2 * K)
         b = ave.load(B[16:32, 0:64], tiled.b)
         acc = ave.mma(a, b, acc, tiled)
     """)
-    assert status == "unknown" and "were not decided" in r.reason
+    assert status == "violated"
+    x, y = r.witness["operands"]["x"]["tags"]["k"], r.witness["operands"]["y"]["tags"]["k"]
+    assert x % 8 >= 2 and y == x + 16, r.witness
+
+
+def test_an_mma_under_a_runtime_branch_is_checked_where_the_branch_runs_it():
+    # B is one k-tile ahead only for kt < 3 (kb = kt*16 + 16 there), and the MMA runs
+    # only for kt >= 3: it always pairs A and B on k. The pairing query ignored the
+    # branch: "violated, kt=0 for A.shape[1] = 16", where the MMA never runs (a false
+    # positive). With the branch at kt >= 2, kt = 2 pairs A's k = 32 with B's k = 48:
+    # violated there, named by value.
+    body = """
+        for kt in ave.range(K // 64, K // 16):
+            kb = kt * 16 + (1 - ave.minimum(kt // 3, 1)) * 16
+            a = ave.load(A[0:64, kt * 16:kt * 16 + 16], tiled.a)
+            b = ave.load(B[kb:kb + 16, 0:64], tiled.b)
+            if kt >= FIRST:
+                acc = ave.mma(a, b, acc, tiled)
+    """
+    status, r = _mma_status(body.replace("FIRST", "3"))
+    assert status == "proved", r.witness
+    status, r = _mma_status(body.replace("FIRST", "2"))
+    assert status == "violated"
+    w = r.witness
+    assert w["loop_indices"] == {"kt": 2} and "loop_iterations" not in w
+    assert (w["operands"]["x"]["tags"]["k"], w["operands"]["y"]["tags"]["k"]) == (32, 48)
+    K = w["model"]["A.shape[1]"]
+    assert K // 64 <= 2 < K // 16, w
 
 
 def test_an_mma_under_a_runtime_branch_keeps_violations_past_the_first_pairs():
@@ -243,7 +272,7 @@ def test_an_mma_under_a_runtime_branch_keeps_violations_past_the_first_pairs():
     # for kt < 3), the others from b2 (always one tile ahead): a violation at kt = 3
     # (the interpreter: A's k = 50 with B's k = 66). The first 64 pairs, b1's, cannot
     # differ under the branch's condition; asked under it alone the MMA was "proved"
-    # (a review helper). Still violated.
+    # (a review helper). Violated at kt = 3, K = 192 (the interpreter's pair).
     status, r = _mma_status("""
         kc = ave.coord((16, 64), 0, tiled.b)
         for kt in ave.range(K // 64, K // 16):
@@ -256,6 +285,9 @@ def test_an_mma_under_a_runtime_branch_keeps_violations_past_the_first_pairs():
                 acc = ave.mma(a, b, acc, tiled)
     """)
     assert status == "violated"
+    w = r.witness
+    assert w["loop_indices"] == {"kt": 3} and w["model"]["A.shape[1]"] == 192, w
+    assert (w["operands"]["x"]["tags"]["k"], w["operands"]["y"]["tags"]["k"]) == (50, 66)
 
 
 def test_an_mma_under_a_lane_dependent_branch_reads_every_lane():
