@@ -39,7 +39,6 @@ import numpy as np
 
 from ave_core.analysis.symbolic import (ABSENT, TOP, Atom, SymInt, any_last, atoms_in,
                                         code_conc, code_key)
-from ave_core.compiler.ir import shown_loops
 
 
 

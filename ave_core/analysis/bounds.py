@@ -41,7 +41,6 @@ import numpy as np
 
 from ave_core.analysis.symbolic import (Atom, SymInt, _uniform, _unique_1d, _unique_rows,
                                         any_last, atoms_in, mentions)
-from ave_core.compiler.ir import shown_loops
 
 _NONNEG = ("pid", "nprog", "dim", "stride", "load")
 #: obligations checked under the grid contract: of an access every block makes ("grid",

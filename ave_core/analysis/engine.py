@@ -666,7 +666,6 @@ class Engine:
         #: (earlier variants': set by the analysis; this variant's: added when found)
         self.known_violations: set = set()
         self._pair_memo: dict = {}   # clean contraction verdicts by compared values
-        self._cand_cut = False       # _candidates left pairs out (see _decide)
         self._disjoint_memo: dict = {}   # pairs of shared tiles found disjoint
         #: MMA chains checked where they ended, by the fragment (accumulation.end_chain)
         self.chains_ended: dict = {}
@@ -4478,7 +4477,8 @@ class Engine:
         bw, bk = np.nonzero(bad)
         parts = []
         got = 0
-        cap = (1 << 62) if limit is None else limit
+        # (one past the limit: whether any is left out)
+        cap = (1 << 62) if limit is None else limit + 1
 
         def take(ix: np.ndarray, iy: np.ndarray) -> bool:
             nonlocal got
@@ -4517,8 +4517,10 @@ class Engine:
                 break
         if not parts:
             return None, False
-        # (cut: the limit was reached -- pairs may be left; conservative)
-        return tuple(np.concatenate(x) for x in zip(*parts)), full and limit is not None
+        cand = tuple(np.concatenate(x) for x in zip(*parts))
+        if limit is None or got <= limit:
+            return cand, False
+        return tuple(a[:limit] for a in cand), True
 
     # ------------------------------------------------------------------ pairing checks
 
@@ -4604,11 +4606,13 @@ class Engine:
     def _find(self, check: PairCheck, X: dict, Y: dict, ix: np.ndarray, iy: np.ndarray,
               common: np.ndarray, op: Op) -> None:
         """Among explicit pairs, find the minimal one whose tags can differ (SMT if needed)."""
-        cand = self._candidates(X, Y, ix, iy, common, self._FIND_LIMIT)
+        # (one past the limit: whether any is left out)
+        cand = self._candidates(X, Y, ix, iy, common, self._FIND_LIMIT + 1)
         if cand is None:
             return
         check.consulted = True
-        self._decide(check, X, Y, cand, op, cut=self._cand_cut,
+        cut = len(cand[0]) > self._FIND_LIMIT
+        self._decide(check, X, Y, tuple(a[:self._FIND_LIMIT] for a in cand), op, cut=cut,
                      more=lambda: self._candidates(X, Y, ix, iy, common, 1 << 62))
 
     def _candidates(self, X: dict, Y: dict, ix: np.ndarray, iy: np.ndarray,
@@ -4632,8 +4636,6 @@ class Engine:
         cidx = np.nonzero(cand)[0]
         order = np.lexsort((iy[cidx], ix[cidx], hy[cidx], hx[cidx]))
         sel = cidx[order][:limit]
-        #: whether candidates past ``limit`` were left out (see _decide's ``cut``)
-        self._cand_cut = len(cidx) > limit
         return ix[sel], iy[sel], vx[sel], vy[sel], topv[sel], diffk[sel], diffc[sel]
 
     #: distinct z3 queries one pairing check may ask over all its candidate pairs (past

@@ -45,7 +45,6 @@ from typing import Any
 import numpy as np
 
 from ave_core.analysis.symbolic import rows_put
-from ave_core.compiler.ir import shown_loops
 
 
 _MAX = np.iinfo(np.int64).max

@@ -47,6 +47,17 @@ PID_LOOP = HEAD + '''
         ave.barrier()
 '''
 
+#: a kernel over tagged A (M, K), B (K, N) with a 2x2-warp m16n8k16 tiled MMA
+MMA_HEAD = '''
+import ave_core.lang as ave
+
+@ave.kernel(threads=128)
+def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
+    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
+                          tile=(64, 64, 16))
+    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
+    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))'''
+
 
 def _kernel(src: str):
     res = compile_source(textwrap.dedent(src), "loops.py")
@@ -182,15 +193,7 @@ def test_an_accumulation_witness_without_the_program_id_keeps_iteration_numbers(
     # model has no program id: the start 2 - pid was taken at pid = 0 in a check that
     # stands for every block (it said "kt=2 and again kt=3", values no block runs; a
     # review helper). The numbers stay, and the witness says so.
-    src = '''
-import ave_core.lang as ave
-
-@ave.kernel(threads=128)
-def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
-    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
-                          tile=(64, 64, 16))
-    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
-    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+    src = MMA_HEAD + '''
     acc = ave.zeros((64, 64), ave.f32, tiled.c)
     for kt in ave.range(2 - ave.program_id(0), 2):
         a = ave.load(A[0:64, 0:16], tiled.a)
@@ -205,16 +208,8 @@ def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.
     assert "at kt=0 and again at kt=1" in d.message
 
 
-def _mma_status(body: str, **kw) -> tuple:
-    src = """
-import ave_core.lang as ave
-
-@ave.kernel(threads=128)
-def k(A: ave.Tensor[ave.bf16, 2], B: ave.Tensor[ave.bf16, 2], C: ave.Tensor[ave.f32, 2]):
-    tiled = ave.tiled_mma(ave.mma_atom("m16n8k16", ave.bf16, ave.f32), warps=(2, 2),
-                          tile=(64, 64, 16))
-    A = ave.tag(A, lambda m, k: ave.label(row=m, k=k))
-    B = ave.tag(B, lambda k, n: ave.label(k=k, col=n))
+def _mma_status(body: str) -> tuple:
+    src = MMA_HEAD + """
     K = A.shape[1]
     acc = ave.zeros((64, 64), ave.f32, tiled.c)
 """ + textwrap.indent(textwrap.dedent(body), "    ") + """
